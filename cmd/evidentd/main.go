@@ -1,0 +1,135 @@
+// Command evidentd is Evident's service: it takes signed evidence envelopes, checks and
+// chains them, seals chain roots into a Tessera transparency log and exports offline
+// bundles. With no flags it runs on its embedded default: ./evident-data, 127.0.0.1:8080.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/evident-log/evident/log/daemon"
+	"github.com/evident-log/evident/log/server"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "evidentd:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("evidentd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	env := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	var cfg daemon.Config
+	fs.StringVar(&cfg.Data, "data", env("EVIDENT_DATA", daemon.DefaultData), "data directory: tile log, ledger store, keys (env EVIDENT_DATA)")
+	fs.StringVar(&cfg.Listen, "listen", env("EVIDENT_LISTEN", daemon.DefaultListen), "HTTP listen address (env EVIDENT_LISTEN)")
+	fs.StringVar(&cfg.Origin, "origin", env("EVIDENT_ORIGIN", daemon.DefaultOrigin), "log origin, the checkpoint key name; stable forever (env EVIDENT_ORIGIN)")
+	fs.StringVar(&cfg.Issuer, "issuer", env("EVIDENT_ISSUER", ""), "CWT issuer of the service's statements (env EVIDENT_ISSUER; default evident:<origin>)")
+	cpi := fs.String("checkpoint-interval", env("EVIDENT_CHECKPOINT_INTERVAL", "1s"), "how often the log publishes a checkpoint, >= 100ms (env EVIDENT_CHECKPOINT_INTERVAL)")
+	sealEvery := fs.String("seal-every", env("EVIDENT_SEAL_EVERY", strconv.Itoa(daemon.DefaultSealEvery)), "seal a chain after this many new entries, 0 = never (env EVIDENT_SEAL_EVERY)")
+	sealInterval := fs.String("seal-interval", env("EVIDENT_SEAL_INTERVAL", daemon.DefaultSealInterval.String()), "seal chains that grew this often, 0 = never (env EVIDENT_SEAL_INTERVAL)")
+	tokens := fs.String("tokens", env("EVIDENT_TOKENS", ""), "write tokens, comma-separated SECRET or SECRET=CHAIN_PREFIX (env EVIDENT_TOKENS); none: writes from loopback only")
+	maxBody := fs.Int64("max-body", envInt(getenv, "EVIDENT_MAX_BODY", server.DefaultMaxBody), "largest ingest request body in bytes (env EVIDENT_MAX_BODY)")
+	fs.IntVar(&cfg.MaxBatch, "max-batch", int(envInt(getenv, "EVIDENT_MAX_BATCH", server.DefaultMaxBatch)), "most records per ingest request (env EVIDENT_MAX_BATCH)")
+	logFormat := fs.String("log-format", env("EVIDENT_LOG_FORMAT", "text"), "log format: text or json (env EVIDENT_LOG_FORMAT)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: evidentd [flags]\n\nRuns the Evident service. With no flags: data in ./%s, listening on %s.\n\nFlags:\n", daemon.DefaultData, daemon.DefaultListen)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	var err error
+	if cfg.CheckpointInterval, err = time.ParseDuration(*cpi); err != nil {
+		return fmt.Errorf("-checkpoint-interval: %w", err)
+	}
+	if cfg.SealInterval, err = time.ParseDuration(*sealInterval); err != nil {
+		return fmt.Errorf("-seal-interval: %w", err)
+	}
+	if cfg.SealEvery, err = strconv.ParseUint(*sealEvery, 10, 64); err != nil {
+		return fmt.Errorf("-seal-every: %w", err)
+	}
+	cfg.MaxBody = *maxBody
+	if cfg.Tokens, err = parseTokens(*tokens); err != nil {
+		return err
+	}
+	var h slog.Handler = slog.NewTextHandler(stderr, nil)
+	if *logFormat == "json" {
+		h = slog.NewJSONHandler(stderr, nil)
+	}
+	logger := slog.New(h)
+	cfg.Logger = logger
+
+	d, err := daemon.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := d.Close(); err != nil {
+			logger.Error("shutdown", "err", err)
+		}
+	}()
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	logger.Info("evidentd listening", "addr", "http://"+ln.Addr().String(), "data", cfg.Data, "origin", d.Log().Origin(), "vkey", d.Log().VerifierKey())
+	if len(cfg.Tokens) == 0 {
+		logger.Warn("no write token configured: writes are accepted from loopback clients only (set --tokens)")
+	}
+	err = d.Serve(ctx, ln)
+	logger.Info("evidentd stopping")
+	return err
+}
+
+func envInt(getenv func(string) string, name string, def int64) int64 {
+	if v := getenv(name); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return n
+		}
+	}
+	return def
+}
+
+func parseTokens(s string) ([]server.Token, error) {
+	var out []server.Token
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		secret, prefix, _ := strings.Cut(part, "=")
+		if len(secret) < 16 {
+			return nil, errors.New("-tokens: each token secret must be at least 16 characters")
+		}
+		out = append(out, server.Token{Secret: secret, Prefix: prefix})
+	}
+	return out, nil
+}

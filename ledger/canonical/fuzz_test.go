@@ -1,0 +1,120 @@
+package canonical
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/gowebpki/jcs"
+)
+
+// strictnessErrors are the refusals by which this package is deliberately
+// stricter than jcs.Transform (or may be, depending on its version).
+var strictnessErrors = []error{ErrDuplicateKey, ErrTooDeep, ErrLoneSurrogate, ErrInvalidUTF8, ErrTooLarge}
+
+// FuzzCanonicalize compares Canonicalize with jcs.Transform: whatever we
+// accept must canonicalise to the same bytes, and whatever jcs accepts but we
+// refuse must be refused for one of our strictness rules. It also checks
+// idempotence, Parse+Encode consistency, the CHAP rule and error hygiene.
+func FuzzCanonicalize(f *testing.F) {
+	seeds := []string{
+		``, ` `, `{}`, `[]`, `null`, `true`, `false`, `0`, `-0`, `-1.5e-7`, `1e21`, `1e400`,
+		`2.0`, `1e2`, `9007199254740991`, `9007199254740992`, `9007199254740993`, `0.1`,
+		`1.0000000000000000001`, `5e-324`, `1e-400`, `123456789012345678901234567890`,
+		`{"a":1,"b":[1,2,3]}`, `{"b":1,"a":2}`, `{"a":1,"a":2}`, `{"a":1,"\u0061":2}`,
+		`["😀"]`, `{"\u0000":"\u001f"}`, `"\ud83d\ude00"`, `"\ud800"`, `"\udc00"`, `"\ud800\u0041"`,
+		`"\uDBFF\uDFFF"`, `"\/\b\f\n\r\t\"\\"`, `"\u2028\u2029"`, "\"\x7f\"",
+		`[1e21,1e-6,5e-324,1.7976931348623157e308]`, `{"b":{"a":[{},[]]}}`,
+		"[\"caf\xc3\xa9\"]", "\"\xff\"", "\"\xed\xa0\x80\"", "\xef\xbb\xbf{}",
+		`  {"a" : 1}  `, `{"a":1,}`, `[1,]`, `[01]`, `tru`, `nul`, `{"a" 1}`, `[1 2]`,
+		"{\"\uffff\":1,\"\U00010000\":2,\"\ue000\":3}",
+		`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`,
+		envelope,
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	for _, name := range []string{"serialization.input.json", "sorting.input.json"} {
+		if data, err := os.ReadFile(filepath.Join("testdata", "rfc8785", name)); err == nil {
+			f.Add(data)
+		}
+	}
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := Canonicalize(data, Options{})
+		ref, refErr := jcs.Transform(data)
+
+		if err != nil {
+			checkError(t, data, err)
+			if refErr == nil && !isOneOf(err, strictnessErrors) {
+				t.Fatalf("jcs accepts %q (-> %q) but we refuse it for a non-strictness reason: %v", data, ref, err)
+			}
+		} else {
+			if refErr != nil {
+				t.Fatalf("we accept %q (-> %q) but jcs refuses it: %v", data, got, refErr)
+			}
+			if !bytes.Equal(got, ref) {
+				t.Fatalf("differential mismatch for %q:\n ours %q\n jcs  %q", data, got, ref)
+			}
+			if !utf8.Valid(got) {
+				t.Fatalf("output is not UTF-8: %q", got)
+			}
+			again, err := Canonicalize(got, Options{})
+			if err != nil || !bytes.Equal(again, got) {
+				t.Fatalf("not idempotent: %q -> %q -> %q, %v", data, got, again, err)
+			}
+			v, err := Parse(data, Options{})
+			if err != nil {
+				t.Fatalf("Canonicalize accepted but Parse refused: %v", err)
+			}
+			enc, err := Encode(v)
+			if err != nil || !bytes.Equal(enc, got) {
+				t.Fatalf("Parse+Encode = %q, %v; Canonicalize = %q", enc, err, got)
+			}
+		}
+
+		// The CHAP rule only ever refuses numbers, and what it accepts has
+		// the same canonical form as under the general rule.
+		chap, chapErr := Canonicalize(data, CHAP)
+		switch {
+		case chapErr == nil && err != nil:
+			t.Fatalf("CHAP accepts %q but the general rule refuses it: %v", data, err)
+		case chapErr == nil && !bytes.Equal(chap, got):
+			t.Fatalf("CHAP output %q differs from general output %q", chap, got)
+		case chapErr != nil && err == nil && !errors.Is(chapErr, ErrNumber):
+			t.Fatalf("CHAP refuses %q for a non-number reason: %v", data, chapErr)
+		case chapErr != nil:
+			checkError(t, data, chapErr)
+		}
+	})
+}
+
+func isOneOf(err error, targets []error) bool {
+	for _, target := range targets {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkError checks that a refusal is a well-formed, bounded *Error.
+func checkError(t *testing.T, data []byte, err error) {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %T is not *Error: %v", err, err)
+	}
+	if e.Offset < 0 || e.Offset > len(data) {
+		t.Fatalf("error offset %d outside input of %d bytes: %v", e.Offset, len(data), err)
+	}
+	if !isOneOf(err, []error{ErrSyntax, ErrNumber, ErrDuplicateKey, ErrTooDeep, ErrLoneSurrogate, ErrInvalidUTF8, ErrTooLarge}) {
+		t.Fatalf("error has an unexpected code: %v", err)
+	}
+	if msg := err.Error(); len(msg) > 256 || !utf8.ValidString(msg) {
+		t.Fatalf("error message unbounded or not UTF-8 (%d bytes): %q", len(msg), msg)
+	}
+}

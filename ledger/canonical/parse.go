@@ -1,0 +1,473 @@
+package canonical
+
+import (
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// Parse parses one JSON value from data under opts. It refuses everything
+// listed in the package documentation with an *Error.
+func Parse(data []byte, opts Options) (Value, error) {
+	maxDepth, maxSize := opts.limits()
+	if len(data) > maxSize {
+		return nil, newError(ErrTooLarge, maxSize, "input is %d bytes, limit is %d", len(data), maxSize)
+	}
+	p := parserPool.Get().(*parser)
+	defer p.release()
+	p.reset(data, maxDepth, opts.SafeIntegersOnly)
+
+	v, err := p.value()
+	if err != nil {
+		return nil, err
+	}
+	p.skipSpace()
+	if p.pos < len(p.s) {
+		return nil, p.unexpected("after top-level value")
+	}
+	return v, nil
+}
+
+// Canonicalize parses data under opts and returns its RFC 8785 encoding.
+func Canonicalize(data []byte, opts Options) ([]byte, error) {
+	v, err := Parse(data, opts)
+	if err != nil {
+		return nil, err
+	}
+	return AppendEncode(make([]byte, 0, len(data)), v)
+}
+
+// Arena chunk limits: chunks are sized from a cheap count of the bytes that
+// can open a container or separate members, clamped so that input made of
+// those bytes inside strings cannot force a large allocation.
+const (
+	minChunk       = 8
+	maxObjectChunk = 1024
+	maxMemberChunk = 4096
+	maxValueChunk  = 4096
+	// mapThreshold is the member count above which duplicate keys are
+	// detected with a map instead of a linear scan.
+	mapThreshold = 16
+)
+
+// parser holds the state of one Parse call. The scratch stacks are reused
+// through parserPool; the arenas are handed to the result and never reused.
+type parser struct {
+	s        string // one private copy of the input
+	pos      int
+	depth    int
+	maxDepth int
+	safeInts bool
+
+	// Reused scratch.
+	members []Member // members of the objects being parsed, innermost last
+	values  []Value  // elements of the arrays being parsed, innermost last
+	buf     []byte   // unescaped string being built
+
+	// Arenas from which the result's objects and slices are carved.
+	objArena    []Object
+	memberArena []Member
+	valueArena  []Value
+	objChunk    int
+	memberChunk int
+	valueChunk  int
+}
+
+var parserPool = sync.Pool{New: func() any { return new(parser) }}
+
+func (p *parser) reset(data []byte, maxDepth int, safeInts bool) {
+	p.s = string(data)
+	p.pos = 0
+	p.depth = 0
+	p.maxDepth = maxDepth
+	p.safeInts = safeInts
+	p.objChunk = clamp(strings.Count(p.s, "{"), maxObjectChunk)
+	p.memberChunk = clamp(strings.Count(p.s, ":"), maxMemberChunk)
+	p.valueChunk = clamp(strings.Count(p.s, ",")+strings.Count(p.s, "["), maxValueChunk)
+}
+
+func (p *parser) release() {
+	// Popped entries are left in place while parsing; drop them here so the
+	// pool does not keep parsed values alive.
+	clear(p.members[:cap(p.members)])
+	clear(p.values[:cap(p.values)])
+	p.members = p.members[:0]
+	p.values = p.values[:0]
+	if cap(p.buf) > 64<<10 {
+		p.buf = nil
+	}
+	if cap(p.members) > 4096 {
+		p.members = nil
+	}
+	if cap(p.values) > 4096 {
+		p.values = nil
+	}
+	p.s = ""
+	p.objArena, p.memberArena, p.valueArena = nil, nil, nil
+	parserPool.Put(p)
+}
+
+func clamp(n, hi int) int {
+	return max(minChunk, min(n, hi))
+}
+
+// carve returns a slice of length and capacity n from *arena, starting a new
+// chunk of size chunk when the current one is exhausted. A request larger
+// than chunk gets its own allocation.
+func carve[T any](arena *[]T, n, chunk int) []T {
+	if n > chunk {
+		return make([]T, n)
+	}
+	a := *arena
+	if cap(a)-len(a) < n {
+		a = make([]T, 0, chunk)
+	}
+	start := len(a)
+	a = a[:start+n]
+	*arena = a
+	return a[start : start+n : start+n]
+}
+
+func (p *parser) skipSpace() {
+	for p.pos < len(p.s) {
+		switch p.s[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+// unexpected reports the byte at p.pos (or the end of input) as an error.
+func (p *parser) unexpected(context string) *Error {
+	if p.pos >= len(p.s) {
+		return newError(ErrSyntax, p.pos, "unexpected end of input %s", context)
+	}
+	c := p.s[p.pos]
+	if c >= utf8.RuneSelf {
+		r, size := utf8.DecodeRuneInString(p.s[p.pos:])
+		if r == utf8.RuneError && size <= 1 {
+			return newError(ErrInvalidUTF8, p.pos, "byte 0x%02x %s", c, context)
+		}
+		return newError(ErrSyntax, p.pos, "unexpected character %U %s", r, context)
+	}
+	return newError(ErrSyntax, p.pos, "unexpected character %q %s", rune(c), context)
+}
+
+func (p *parser) value() (Value, error) {
+	p.skipSpace()
+	if p.pos >= len(p.s) {
+		return nil, p.unexpected("where a value was expected")
+	}
+	switch c := p.s[p.pos]; c {
+	case '{':
+		o, err := p.object()
+		if err != nil {
+			return nil, err
+		}
+		return o, nil
+	case '[':
+		return p.array()
+	case '"':
+		s, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	case 't':
+		return true, p.literal("true")
+	case 'f':
+		return false, p.literal("false")
+	case 'n':
+		return nil, p.literal("null")
+	default:
+		if c == '-' || (c >= '0' && c <= '9') {
+			n, err := p.number()
+			if err != nil {
+				return nil, err
+			}
+			return n, nil
+		}
+		return nil, p.unexpected("where a value was expected")
+	}
+}
+
+func (p *parser) literal(lit string) error {
+	if strings.HasPrefix(p.s[p.pos:], lit) {
+		p.pos += len(lit)
+		return nil
+	}
+	end := min(p.pos+len(lit), len(p.s))
+	return newError(ErrSyntax, p.pos, "invalid literal %s", quote(p.s[p.pos:end]))
+}
+
+func (p *parser) enter() error {
+	p.depth++
+	if p.depth > p.maxDepth {
+		return newError(ErrTooDeep, p.pos, "more than %d nested arrays or objects", p.maxDepth)
+	}
+	return nil
+}
+
+func (p *parser) object() (*Object, error) {
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	p.pos++ // '{'
+	start := len(p.members)
+	var seen map[string]struct{}
+	p.skipSpace()
+	if p.pos < len(p.s) && p.s[p.pos] == '}' {
+		p.pos++
+	} else {
+		for {
+			if p.pos >= len(p.s) || p.s[p.pos] != '"' {
+				return nil, p.unexpected("where an object key was expected")
+			}
+			keyOffset := p.pos
+			key, err := p.str()
+			if err != nil {
+				return nil, err
+			}
+			if seen != nil {
+				if _, dup := seen[key]; dup {
+					return nil, newError(ErrDuplicateKey, keyOffset, "key %s", quote(key))
+				}
+				seen[key] = struct{}{}
+			} else {
+				for i := start; i < len(p.members); i++ {
+					if p.members[i].Key == key {
+						return nil, newError(ErrDuplicateKey, keyOffset, "key %s", quote(key))
+					}
+				}
+				if len(p.members)-start >= mapThreshold {
+					seen = make(map[string]struct{}, 2*mapThreshold)
+					for _, m := range p.members[start:] {
+						seen[m.Key] = struct{}{}
+					}
+					seen[key] = struct{}{}
+				}
+			}
+			p.skipSpace()
+			if p.pos >= len(p.s) || p.s[p.pos] != ':' {
+				return nil, p.unexpected("where ':' was expected")
+			}
+			p.pos++
+			v, err := p.value()
+			if err != nil {
+				return nil, err
+			}
+			p.members = append(p.members, Member{Key: key, Value: v})
+			p.skipSpace()
+			if p.pos < len(p.s) && p.s[p.pos] == ',' {
+				p.pos++
+				p.skipSpace()
+				continue
+			}
+			if p.pos < len(p.s) && p.s[p.pos] == '}' {
+				p.pos++
+				break
+			}
+			return nil, p.unexpected("where ',' or '}' was expected")
+		}
+	}
+	p.depth--
+
+	if len(p.objArena) == cap(p.objArena) {
+		p.objArena = make([]Object, 0, p.objChunk)
+	}
+	p.objArena = p.objArena[:len(p.objArena)+1]
+	obj := &p.objArena[len(p.objArena)-1]
+	if n := len(p.members) - start; n > 0 {
+		obj.Members = carve(&p.memberArena, n, p.memberChunk)
+		copy(obj.Members, p.members[start:])
+		p.members = p.members[:start]
+	}
+	return obj, nil
+}
+
+func (p *parser) array() (Value, error) {
+	if err := p.enter(); err != nil {
+		return nil, err
+	}
+	p.pos++ // '['
+	start := len(p.values)
+	p.skipSpace()
+	if p.pos < len(p.s) && p.s[p.pos] == ']' {
+		p.pos++
+	} else {
+		for {
+			v, err := p.value()
+			if err != nil {
+				return nil, err
+			}
+			p.values = append(p.values, v)
+			p.skipSpace()
+			if p.pos < len(p.s) && p.s[p.pos] == ',' {
+				p.pos++
+				continue
+			}
+			if p.pos < len(p.s) && p.s[p.pos] == ']' {
+				p.pos++
+				break
+			}
+			return nil, p.unexpected("where ',' or ']' was expected")
+		}
+	}
+	p.depth--
+	n := len(p.values) - start
+	elems := carve(&p.valueArena, n, p.valueChunk)
+	copy(elems, p.values[start:])
+	p.values = p.values[:start]
+	return elems, nil
+}
+
+// plain[c] is true for bytes that stand for themselves inside a JSON string
+// and need no escaping in canonical output: printable ASCII other than '"'
+// and '\\'.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// str parses the string starting at the '"' at p.pos. Strings without
+// escapes are returned as substrings of the input copy, without allocating.
+func (p *parser) str() (string, error) {
+	s := p.s
+	begin := p.pos + 1
+	i := begin
+	for i < len(s) {
+		c := s[i]
+		if plain[c] {
+			i++
+			continue
+		}
+		switch {
+		case c == '"':
+			p.pos = i + 1
+			return s[begin:i], nil
+		case c == '\\':
+			return p.strSlow(begin, i)
+		case c < 0x20:
+			return "", newError(ErrSyntax, i, "unescaped control character 0x%02x in string", c)
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size <= 1 {
+			return "", newError(ErrInvalidUTF8, i, "byte 0x%02x in string", c)
+		}
+		i += size
+	}
+	return "", newError(ErrSyntax, p.pos, "unterminated string")
+}
+
+// strSlow continues str from the first backslash at i, unescaping into p.buf.
+func (p *parser) strSlow(begin, i int) (string, error) {
+	s := p.s
+	buf := append(p.buf[:0], s[begin:i]...)
+	for i < len(s) {
+		c := s[i]
+		if plain[c] {
+			buf = append(buf, c)
+			i++
+			continue
+		}
+		switch {
+		case c == '"':
+			p.pos = i + 1
+			p.buf = buf
+			return string(buf), nil
+		case c == '\\':
+			if i+1 >= len(s) {
+				return "", newError(ErrSyntax, i, "unterminated escape")
+			}
+			switch e := s[i+1]; e {
+			case '"', '\\', '/':
+				buf = append(buf, e)
+			case 'b':
+				buf = append(buf, '\b')
+			case 'f':
+				buf = append(buf, '\f')
+			case 'n':
+				buf = append(buf, '\n')
+			case 'r':
+				buf = append(buf, '\r')
+			case 't':
+				buf = append(buf, '\t')
+			case 'u':
+				r, n, err := p.unicodeEscape(i)
+				if err != nil {
+					return "", err
+				}
+				buf = utf8.AppendRune(buf, r)
+				i += n
+				continue
+			default:
+				return "", newError(ErrSyntax, i, "invalid escape %s", quote(s[i:i+2]))
+			}
+			i += 2
+		case c < 0x20:
+			return "", newError(ErrSyntax, i, "unescaped control character 0x%02x in string", c)
+		default:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size <= 1 {
+				return "", newError(ErrInvalidUTF8, i, "byte 0x%02x in string", c)
+			}
+			buf = append(buf, s[i:i+size]...)
+			i += size
+		}
+	}
+	p.buf = buf
+	return "", newError(ErrSyntax, p.pos, "unterminated string")
+}
+
+// unicodeEscape decodes the \uXXXX escape at i (and its low-surrogate partner
+// if it is a high surrogate), returning the rune and the bytes consumed.
+func (p *parser) unicodeEscape(i int) (rune, int, error) {
+	r, ok := hex4(p.s, i+2)
+	if !ok {
+		return 0, 0, newError(ErrSyntax, i, "invalid \\u escape %s", quote(p.s[i:min(i+6, len(p.s))]))
+	}
+	switch {
+	case r < 0xD800 || r > 0xDFFF:
+		return r, 6, nil
+	case r >= 0xDC00:
+		return 0, 0, newError(ErrLoneSurrogate, i, "low surrogate \\u%04x without a preceding high surrogate", r)
+	}
+	j := i + 6
+	if j+1 >= len(p.s) || p.s[j] != '\\' || p.s[j+1] != 'u' {
+		return 0, 0, newError(ErrLoneSurrogate, i, "high surrogate \\u%04x not followed by a low surrogate", r)
+	}
+	r2, ok := hex4(p.s, j+2)
+	if !ok {
+		return 0, 0, newError(ErrSyntax, j, "invalid \\u escape %s", quote(p.s[j:min(j+6, len(p.s))]))
+	}
+	if r2 < 0xDC00 || r2 > 0xDFFF {
+		return 0, 0, newError(ErrLoneSurrogate, i, "high surrogate \\u%04x followed by \\u%04x", r, r2)
+	}
+	return 0x10000 + (r-0xD800)<<10 + (r2 - 0xDC00), 12, nil
+}
+
+func hex4(s string, i int) (rune, bool) {
+	if i+4 > len(s) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range []byte(s[i : i+4]) {
+		var d byte
+		switch {
+		case c >= '0' && c <= '9':
+			d = c - '0'
+		case c >= 'a' && c <= 'f':
+			d = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			d = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(d)
+	}
+	return r, true
+}

@@ -1,0 +1,71 @@
+package ledger
+
+import (
+	"fmt"
+	"time"
+)
+
+// Chain is the state of one evidence chain: {id, profile, size, head, root, last seal}
+// (DESIGN §3.3) plus the profile's own state.
+type Chain struct {
+	ID         string
+	Profile    string
+	Size       uint64
+	Head       Link
+	Tree       *Tree
+	State      ProfileState
+	Closed     bool
+	LastSeal   string // "sha256:<hex>" log entry of the last seal statement, "" before the first
+	SealedSize uint64 // chain size at the last seal
+}
+
+// NewChain returns an empty chain of profile p.
+func NewChain(id string, p Profile) (*Chain, error) {
+	st, err := p.NewState(nil)
+	if err != nil {
+		return nil, fmt.Errorf("new chain %q: %w", id, err)
+	}
+	return &Chain{ID: id, Profile: p.Name(), Tree: NewTree(), State: st}, nil
+}
+
+// Clone returns a copy that can be advanced without touching c.
+func (c *Chain) Clone() *Chain {
+	cp := *c
+	cp.Tree = c.Tree.Clone()
+	cp.State = c.State.Clone()
+	return &cp
+}
+
+// Root returns the chain tree root at the current size.
+func (c *Chain) Root() [32]byte { return c.Tree.Root() }
+
+// Appended is one record accepted into a chain.
+type Appended struct {
+	Seq       uint64
+	Prev      Link
+	Link      Link
+	Arrival   time.Time
+	Admission *Admission
+}
+
+// Append admits record as the next entry: profile rules, the named predecessor, the link and
+// the tree. Signatures are not verified here (Admission.Verify), so a caller can verify a batch
+// in parallel. On error c is unchanged.
+func (c *Chain) Append(record []byte, arrival time.Time) (*Appended, error) {
+	if c.Closed {
+		return nil, Refuse(CodeClosed, "chain %.80q was sealed closed", c.ID)
+	}
+	adm, err := c.State.Admit(Position{Chain: c.ID, Head: c.Head, Seq: c.Size}, record)
+	if err != nil {
+		return nil, err
+	}
+	l := NextLink(adm.Canonical, c.Head)
+	a := &Appended{Seq: c.Size, Prev: c.Head, Link: l, Arrival: arrival, Admission: adm}
+	c.Head = l
+	c.Size++
+	c.Tree.Append(l)
+	if adm.Closes {
+		c.Closed = true
+	}
+	return a, nil
+}

@@ -1,0 +1,246 @@
+package chap
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/ledger/canonical"
+)
+
+// Profile is the profile name of CHAP 0.3 chains.
+const Profile = "chap/0.3"
+
+// Record is one CHAP evidence record, parsed and canonicalised.
+type Record struct {
+	Object    *canonical.Object // the hashed record: the envelope as received, or {outcome, request}
+	Canonical []byte            // JCS bytes of Object: what the chain link hashes
+	Refusal   bool              // a recorded refusal {outcome, request}
+
+	ID        string      // envelope id ("" when absent); for refusals, the refused request's id
+	Method    string      // JSON-RPC method
+	From      string      // sender Participant URI (top-level `from`, else params.from)
+	Workspace string      // workspace named by the record, "" when none
+	TS        time.Time   // sender timestamp (zero when absent)
+	PrevHash  *ledger.Link // evidence.prev_hash (or a refusal's prev_hash), when present
+	Sig       *Signature  // top-level sig, nil when unsigned
+}
+
+// Signature is a parsed CHAP signature tag "ed25519:<kid>:<base64>".
+type Signature struct {
+	Kid   string
+	Value []byte
+}
+
+// ParseSignature parses a CHAP signature tag.
+func ParseSignature(tag string) (*Signature, error) {
+	alg, rest, ok := strings.Cut(tag, ":")
+	if !ok || alg != "ed25519" {
+		return nil, errors.New(`signature tag must be "ed25519:<kid>:<base64>"`)
+	}
+	i := strings.LastIndexByte(rest, ':')
+	if i <= 0 {
+		return nil, errors.New(`signature tag must be "ed25519:<kid>:<base64>"`)
+	}
+	v, err := base64.StdEncoding.Strict().DecodeString(rest[i+1:])
+	if err != nil {
+		return nil, errors.New("signature value is not standard base64 with padding")
+	}
+	if len(v) != ed25519.SignatureSize {
+		return nil, errors.New("ed25519 signature must be 64 bytes")
+	}
+	return &Signature{Kid: rest[:i], Value: v}, nil
+}
+
+// Tag renders the signature as "ed25519:<kid>:<base64>".
+func (s *Signature) Tag() string {
+	return "ed25519:" + s.Kid + ":" + base64.StdEncoding.EncodeToString(s.Value)
+}
+
+// refusalMeta are members a submitted refusal may carry that are metadata, not hashed.
+var refusalMeta = []string{"seq", "arrived", "prev_hash"}
+
+// Parse parses one submitted record (an envelope or a refusal) under CHAP canonical JSON.
+// Errors are *ledger.RecordError with a stable code.
+func Parse(data []byte) (*Record, error) {
+	v, err := canonical.Parse(data, canonical.CHAP)
+	if err != nil {
+		return nil, canonicalRefusal(err)
+	}
+	return FromValue(v)
+}
+
+// FromValue builds a record from an already parsed value (e.g. one element of a JSON array batch).
+func FromValue(v canonical.Value) (*Record, error) {
+	obj, ok := v.(*canonical.Object)
+	if !ok {
+		return nil, ledger.Refuse(ledger.CodeMalformed, "a CHAP record is a JSON object")
+	}
+	r := &Record{}
+	if _, hasOutcome := obj.Get("outcome"); hasOutcome {
+		if err := r.parseRefusal(obj); err != nil {
+			return nil, err
+		}
+	} else if err := r.parseEnvelope(obj); err != nil {
+		return nil, err
+	}
+	c, err := canonical.Encode(r.Object)
+	if err != nil {
+		return nil, ledger.Refuse(ledger.CodeMalformed, "canonical encoding: %v", err)
+	}
+	r.Canonical = c
+	return r, nil
+}
+
+func (r *Record) parseRefusal(obj *canonical.Object) error {
+	r.Refusal = true
+	req, ok := obj.Object("request")
+	if !ok {
+		return ledger.Refuse(ledger.CodeMalformed, "a refusal record needs an object `request`")
+	}
+	if _, ok := obj.Object("outcome"); !ok {
+		return ledger.Refuse(ledger.CodeMalformed, "a refusal record needs an object `outcome`")
+	}
+	for _, m := range obj.Members {
+		switch m.Key {
+		case "outcome", "request", "seq", "arrived":
+		case "prev_hash":
+			s, ok := m.Value.(string)
+			if !ok {
+				return ledger.Refuse(ledger.CodeMalformed, "prev_hash must be a string")
+			}
+			l, err := ledger.ParseLink(s)
+			if err != nil {
+				return ledger.Refuse(ledger.CodeMalformed, "prev_hash: %v", err)
+			}
+			r.PrevHash = &l
+		default:
+			return ledger.Refuse(ledger.CodeMalformed, "a refusal record has only outcome and request (and metadata seq, arrived, prev_hash), not %.40q", m.Key)
+		}
+	}
+	r.Object = obj.Without(refusalMeta...)
+	r.Method, _ = req.String("method")
+	r.ID, _ = req.String("id")
+	params, _ := req.Object("params")
+	r.From = member(req, params, "from")
+	r.Workspace = workspaceOf(req, params)
+	return nil
+}
+
+func (r *Record) parseEnvelope(obj *canonical.Object) error {
+	r.Object = obj
+	if v, ok := obj.String("jsonrpc"); !ok || v != "2.0" {
+		if _, isChap := obj.Get("chap"); !isChap {
+			return ledger.Refuse(ledger.CodeMalformed, `a CHAP envelope carries "jsonrpc": "2.0"`)
+		}
+	}
+	if idv, ok := obj.Get("id"); ok {
+		switch id := idv.(type) {
+		case string:
+			r.ID = id
+		case canonical.Number:
+			r.ID = string(id)
+		case nil:
+		default:
+			return ledger.Refuse(ledger.CodeMalformed, "envelope id must be a string or an integer")
+		}
+	}
+	if mv, ok := obj.Get("method"); ok {
+		m, ok := mv.(string)
+		if !ok || m == "" {
+			return ledger.Refuse(ledger.CodeMalformed, "method must be a non-empty string")
+		}
+		r.Method = m
+	} else {
+		_, hasResult := obj.Get("result")
+		_, hasError := obj.Get("error")
+		if !hasResult && !hasError {
+			return ledger.Refuse(ledger.CodeMalformed, "an envelope needs a method (request, notification) or a result/error (response)")
+		}
+	}
+	params, _ := obj.Object("params")
+	r.From = member(obj, params, "from")
+	r.Workspace = workspaceOf(obj, params)
+	if ts := member(obj, params, "ts"); ts != "" {
+		t, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil {
+			return ledger.Refuse(ledger.CodeBadTimestamp, "ts %.40q is not RFC 3339", ts)
+		}
+		r.TS = t
+	}
+	if ev, ok := obj.Object("evidence"); ok {
+		if s, ok := ev.String("prev_hash"); ok {
+			l, err := ledger.ParseLink(s)
+			if err != nil {
+				return ledger.Refuse(ledger.CodeMalformed, "evidence.prev_hash: %v", err)
+			}
+			r.PrevHash = &l
+		}
+	}
+	if sv, ok := obj.Get("sig"); ok {
+		tag, ok := sv.(string)
+		if !ok {
+			return ledger.Refuse(ledger.CodeSignatureFormat, "sig must be a string")
+		}
+		sig, err := ParseSignature(tag)
+		if err != nil {
+			return ledger.Refuse(ledger.CodeSignatureFormat, "%v", err)
+		}
+		r.Sig = sig
+	}
+	return nil
+}
+
+// SigningInput returns JCS(envelope − top-level sig): the bytes a CHAP signature covers.
+func (r *Record) SigningInput() ([]byte, error) {
+	return canonical.Encode(r.Object.Without("sig"))
+}
+
+// Params returns the envelope's params object (nil when absent or for a refusal).
+func (r *Record) Params() *canonical.Object {
+	if r.Refusal {
+		return nil
+	}
+	p, _ := r.Object.Object("params")
+	return p
+}
+
+// member returns a string member from the envelope, falling back to params (CHAP 0.3
+// reference coordinators put from/ts/workspace in params; the paper's listing puts them on top).
+func member(top, params *canonical.Object, key string) string {
+	if s, ok := top.String(key); ok {
+		return s
+	}
+	if params != nil {
+		if s, ok := params.String(key); ok {
+			return s
+		}
+	}
+	return ""
+}
+
+func workspaceOf(top, params *canonical.Object) string {
+	if w := member(top, params, "workspace"); w != "" {
+		return w
+	}
+	if params != nil {
+		if s, ok := params.String("workspace_id"); ok {
+			return s
+		}
+	}
+	return ""
+}
+
+func canonicalRefusal(err error) error {
+	code := ledger.CodeMalformed
+	switch {
+	case errors.Is(err, canonical.ErrNumber):
+		code = ledger.CodeNumber
+	case errors.Is(err, canonical.ErrTooLarge):
+		code = ledger.CodeTooLarge
+	}
+	return &ledger.RecordError{Code: code, Detail: err.Error(), Err: err}
+}

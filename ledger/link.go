@@ -1,0 +1,78 @@
+package ledger
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+)
+
+// LinkPrefix names the hash algorithm of every link; a link always carries it.
+const LinkPrefix = "sha256:"
+
+// ErrMalformedLink reports text that is not "sha256:" followed by 64 lowercase hex digits.
+var ErrMalformedLink = errors.New("malformed link")
+
+// Link is a chain link: the SHA-256 over a record's canonical bytes and the previous link's text.
+type Link [sha256.Size]byte
+
+// Genesis is link(-1), the predecessor of a chain's first record.
+var Genesis Link
+
+// NextLink computes link(i) from the canonical bytes of record i and link(i-1).
+func NextLink(canonical []byte, prev Link) Link {
+	var buf [len(LinkPrefix) + 2*sha256.Size]byte
+	h := sha256.New()
+	h.Write(canonical)
+	h.Write(prev.appendText(buf[:0]))
+	var l Link
+	h.Sum(l[:0])
+	return l
+}
+
+func (l Link) appendText(dst []byte) []byte {
+	dst = append(dst, LinkPrefix...)
+	return hex.AppendEncode(dst, l[:])
+}
+
+// String returns the link as "sha256:<hex>".
+func (l Link) String() string { return string(l.appendText(nil)) }
+
+// IsZero reports whether l is the genesis link.
+func (l Link) IsZero() bool { return l == Genesis }
+
+// MarshalText implements encoding.TextMarshaler.
+func (l Link) MarshalText() ([]byte, error) { return l.appendText(nil), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler; it writes l only when the whole text is valid.
+func (l *Link) UnmarshalText(b []byte) error {
+	v, err := ParseLink(string(b))
+	if err != nil {
+		return err
+	}
+	*l = v
+	return nil
+}
+
+// ParseLink parses "sha256:<64 lowercase hex>".
+func ParseLink(s string) (Link, error) {
+	var l Link
+	if len(s) != len(LinkPrefix)+2*sha256.Size || s[:len(LinkPrefix)] != LinkPrefix {
+		return l, fmt.Errorf("%w: %.80q", ErrMalformedLink, s)
+	}
+	for _, c := range s[len(LinkPrefix):] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return l, fmt.Errorf("%w: %.80q (hex must be lowercase)", ErrMalformedLink, s)
+		}
+	}
+	if _, err := hex.Decode(l[:], []byte(s[len(LinkPrefix):])); err != nil {
+		return Link{}, fmt.Errorf("%w: %v", ErrMalformedLink, err)
+	}
+	return l, nil
+}
+
+// Digest returns "sha256:<hex>" of b: the form every content hash takes in Evident's JSON.
+func Digest(b []byte) string {
+	s := sha256.Sum256(b)
+	return Link(s).String()
+}

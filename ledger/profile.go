@@ -1,0 +1,62 @@
+package ledger
+
+import (
+	"fmt"
+	"time"
+)
+
+// Admission is what a profile adapter yields for one admissible record.
+type Admission struct {
+	Canonical []byte       // canonical bytes of the hashed record: what the link covers
+	RecordID  string       // the record's own id ("" when it has none); reuse is refused
+	Method    string       // protocol method or event type, for filtering and replay
+	Sender    string       // who sent it (participant URI, actor, node)
+	TS        time.Time    // the sender's timestamp (zero when the record carries none)
+	PrevHash  *Link        // the predecessor the record names, nil when it names none
+	Signed    bool         // the record carries a signature (checked by Verify)
+	Verify    func() error // checks the signature; nil when unsigned. Safe to run on any goroutine.
+	Closes    bool         // the record ends the chain (e.g. an OWP root Intent resolving)
+}
+
+// Position says where a record is being admitted: the chain, its head and the record's seq.
+type Position struct {
+	Chain string
+	Head  Link
+	Seq   uint64
+}
+
+// ProfileState is the per-chain state a profile keeps (participants' keys, sequence counters).
+// Admit checks one record against it — including, through CheckPrev, the predecessor the record
+// names — and only then applies the record's effects. On error the state is unchanged.
+type ProfileState interface {
+	Admit(at Position, record []byte) (*Admission, error)
+	Clone() ProfileState
+	MarshalJSON() ([]byte, error)
+}
+
+// Profile is a protocol adapter (DESIGN §3.4).
+type Profile interface {
+	// Name is the profile name carried by chains and seals, e.g. "chap/0.3".
+	Name() string
+	// NewState returns the state of an empty chain, or restores one persisted with MarshalJSON.
+	NewState(persisted []byte) (ProfileState, error)
+}
+
+// CheckPrev checks the predecessor a record names (nil: it names none) against the chain head.
+func CheckPrev(named *Link, head Link) error {
+	if named != nil && *named != head {
+		return &RecordError{Code: CodePrevMismatch, Detail: fmt.Sprintf("prev_hash %s is not the chain head %s", named, head),
+			Err: &PrevMismatchError{Named: *named, Head: head}}
+	}
+	return nil
+}
+
+// PrevMismatchError carries the predecessor a refused record named, so a caller can tell a
+// fork (the named link is an earlier entry) from a stale or foreign prev_hash.
+type PrevMismatchError struct {
+	Named, Head Link
+}
+
+func (e *PrevMismatchError) Error() string {
+	return fmt.Sprintf("named predecessor %s, chain head %s", e.Named, e.Head)
+}

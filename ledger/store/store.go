@@ -1,0 +1,121 @@
+// Package store defines the ledger store: where evidentd keeps chains, their entries and
+// their seals. Implementations (the embedded SQLite default in store/sqlite, a
+// MySQL-compatible one for several replicas) are interchangeable below this interface;
+// the ingest pipeline never asks which one it runs on.
+//
+// Contract: Commit is durable before it returns (fsync), and atomic: either every entry of
+// the batch and the new chain head are stored, or nothing is. Commit refuses with
+// ErrConflict when the chain moved since the caller loaded it, which is how one writer
+// per chain is enforced across processes.
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/evident-log/evident/ledger"
+)
+
+// Sentinel errors callers branch on.
+var (
+	ErrNotFound = errors.New("not found")
+	// ErrConflict means the chain head moved since it was loaded: reload and retry.
+	ErrConflict = errors.New("chain head moved (concurrent writer)")
+)
+
+// ChainRecord is the persisted state of one chain.
+type ChainRecord struct {
+	ID         string
+	Profile    string
+	Size       uint64
+	Head       ledger.Link
+	Tree       []byte // ledger.Tree JSON (compact range)
+	State      []byte // profile state JSON
+	Closed     bool
+	LastSeal   string
+	SealedSize uint64
+	Created    time.Time
+}
+
+// Entry is one accepted record with its position.
+type Entry struct {
+	Chain    string
+	Seq      uint64
+	Prev     ledger.Link
+	Link     ledger.Link
+	Arrival  time.Time
+	Record   []byte // canonical bytes: exactly what the link hashes
+	RecordID string
+	Method   string
+	Sender   string
+	TS       time.Time
+	Signed   bool
+}
+
+// Seal is one seal of a chain: its statement, and once registered, its place in the log.
+type Seal struct {
+	Chain      string
+	N          uint64 // 0, 1, 2 … per chain
+	Size       uint64 // chain size sealed
+	Closed     bool
+	Statement  []byte   // COSE seal statement
+	EntryHash  [32]byte // log entry: SHA-256 of the statement with empty unprotected header
+	SealedAt   time.Time
+	Registered bool   // the log holds it (LogIndex, Checkpoint and Receipt are set)
+	LogIndex   uint64 // index in the transparency log
+	Checkpoint []byte // the checkpoint the receipt was cut from
+	Receipt    []byte // RFC 9942 receipt
+}
+
+// Fork is a refused record that named an already-used predecessor, kept as evidence beside
+// the entry that holds that position.
+type Fork struct {
+	Chain       string
+	Seq         uint64 // position the refused record claimed (the existing entry's seq)
+	ExistingSeq uint64
+	Record      []byte
+	Arrival     time.Time
+}
+
+// Filter selects entries for reads.
+type Filter struct {
+	From   uint64 // first seq
+	Limit  int
+	Method string
+	Sender string
+	Since  time.Time
+	Until  time.Time
+}
+
+// Store is the ledger store.
+type Store interface {
+	// LoadChain returns a chain's state, or ErrNotFound.
+	LoadChain(ctx context.Context, id string) (*ChainRecord, error)
+	// Commit stores entries and the new chain state atomically and durably, provided the
+	// stored chain still has size prevSize (0 and absent for a new chain); else ErrConflict.
+	Commit(ctx context.Context, c *ChainRecord, prevSize uint64, entries []Entry) error
+	// FindLink returns the seq of the entry whose link is l.
+	FindLink(ctx context.Context, chain string, l ledger.Link) (seq uint64, found bool, err error)
+	// FindRecordIDs returns, for those of ids already used in chain, the seq that used each.
+	FindRecordIDs(ctx context.Context, chain string, ids []string) (map[string]uint64, error)
+	// Entries returns entries in chain order matching f.
+	Entries(ctx context.Context, chain string, f Filter) ([]Entry, error)
+	// AddSeal stores a new (not yet registered) seal and the chain state that points at it,
+	// provided the chain still has size c.Size; else ErrConflict.
+	AddSeal(ctx context.Context, c *ChainRecord, s *Seal) error
+	// CompleteSeal records where a seal sits in the log.
+	CompleteSeal(ctx context.Context, chain string, n, logIndex uint64, checkpoint, receipt []byte) error
+	// Seals lists a chain's seals in order.
+	Seals(ctx context.Context, chain string) ([]Seal, error)
+	// PendingSeals lists seals not yet registered (after a crash, to finish them).
+	PendingSeals(ctx context.Context) ([]Seal, error)
+	// RecordFork keeps the evidence of a fork attempt.
+	RecordFork(ctx context.Context, f *Fork) error
+	// Forks lists the fork evidence of a chain.
+	Forks(ctx context.Context, chain string) ([]Fork, error)
+	// Chains lists chain ids.
+	Chains(ctx context.Context) ([]string, error)
+	// Close releases the store.
+	Close() error
+}

@@ -1,0 +1,166 @@
+// Package daemon assembles evidentd from its parts: the data directory and its keys, the
+// Tessera log, the ledger store, the ingest pipeline with its sealer, and the HTTP server.
+// cmd/evidentd parses configuration and calls Run; tests start a Daemon on loopback.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/ledger/chap"
+	"github.com/evident-log/evident/ledger/ingest"
+	"github.com/evident-log/evident/ledger/store/sqlite"
+	evlog "github.com/evident-log/evident/log"
+	"github.com/evident-log/evident/log/scitt"
+	"github.com/evident-log/evident/log/server"
+)
+
+// Version is evidentd's version, written into bundles.
+const Version = "0.1.0"
+
+// Config is evidentd's configuration; every field has a flag and an environment variable
+// in cmd/evidentd.
+type Config struct {
+	Data               string        // data directory (EVIDENT_DATA), default ./evident-data
+	Listen             string        // listen address (EVIDENT_LISTEN), default 127.0.0.1:8080
+	Origin             string        // log origin, stable forever (EVIDENT_ORIGIN)
+	Issuer             string        // CWT issuer of the service's statements (EVIDENT_ISSUER)
+	CheckpointInterval time.Duration // (EVIDENT_CHECKPOINT_INTERVAL), default 1s
+	SealEvery          uint64        // seal a chain after this many new entries, 0 = off (EVIDENT_SEAL_EVERY)
+	SealInterval       time.Duration // seal grown chains this often, 0 = off (EVIDENT_SEAL_INTERVAL)
+	Tokens             []server.Token
+	MaxBody            int64
+	MaxBatch           int
+	Logger             *slog.Logger
+}
+
+// Defaults.
+const (
+	DefaultData         = "evident-data"
+	DefaultListen       = "127.0.0.1:8080"
+	DefaultOrigin       = "evident.localhost/log"
+	DefaultSealInterval = time.Minute
+	DefaultSealEvery    = 10000
+)
+
+// Daemon is a running evidentd (without its listener).
+type Daemon struct {
+	cfg      Config
+	log      *evlog.Log
+	store    *sqlite.Store
+	pipeline *ingest.Pipeline
+	service  *scitt.Service
+	handler  http.Handler
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+// Open prepares the data directory (creating keys on first start), opens the log and the
+// store, finishes seals a crash left pending and starts the periodic sealer.
+func Open(ctx context.Context, cfg Config) (*Daemon, error) {
+	if cfg.Data == "" {
+		cfg.Data = DefaultData
+	}
+	if cfg.Origin == "" {
+		cfg.Origin = DefaultOrigin
+	}
+	if cfg.Issuer == "" {
+		cfg.Issuer = "evident:" + cfg.Origin
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.Data, "keys"), 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	signer, _, err := evlog.LoadOrCreateKey(filepath.Join(cfg.Data, "keys"), cfg.Origin)
+	if err != nil {
+		return nil, fmt.Errorf("log key: %w", err)
+	}
+	key, err := scitt.LoadOrCreateKey(filepath.Join(cfg.Data, "keys", "service.key"))
+	if err != nil {
+		return nil, err
+	}
+	l, err := evlog.Open(ctx, evlog.Options{Dir: filepath.Join(cfg.Data, "log"), Signer: signer, CheckpointInterval: cfg.CheckpointInterval, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("transparency log: %w", err)
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(cfg.Data, "ledger.db"))
+	if err != nil {
+		l.Close(context.Background())
+		return nil, err
+	}
+	svc, err := scitt.New(l, key, cfg.Issuer)
+	if err != nil {
+		st.Close()
+		l.Close(context.Background())
+		return nil, err
+	}
+	p, err := ingest.New(ingest.Options{Store: st, Profiles: []ledger.Profile{chap.Adapter{}}, Sealer: svc, SealEvery: cfg.SealEvery, Logger: cfg.Logger})
+	if err != nil {
+		st.Close()
+		l.Close(context.Background())
+		return nil, err
+	}
+	d := &Daemon{cfg: cfg, log: l, store: st, pipeline: p, service: svc, done: make(chan struct{})}
+	if err := p.Recover(ctx); err != nil {
+		d.closeParts()
+		return nil, fmt.Errorf("finishing pending seals: %w", err)
+	}
+	d.handler = server.New(server.Config{Pipeline: p, Store: st, Service: svc, Tokens: cfg.Tokens, MaxBody: cfg.MaxBody, MaxBatch: cfg.MaxBatch,
+		Producer: "evidentd " + Version, Logger: cfg.Logger})
+	bg, cancel := context.WithCancel(context.Background())
+	d.cancel = cancel
+	go func() {
+		defer close(d.done)
+		p.RunSealer(bg, cfg.SealInterval)
+	}()
+	return d, nil
+}
+
+// Handler returns the HTTP API.
+func (d *Daemon) Handler() http.Handler { return d.handler }
+
+// Log returns the transparency log.
+func (d *Daemon) Log() *evlog.Log { return d.log }
+
+// Pipeline returns the ingest pipeline.
+func (d *Daemon) Pipeline() *ingest.Pipeline { return d.pipeline }
+
+func (d *Daemon) closeParts() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return errors.Join(d.store.Close(), d.log.Close(ctx))
+}
+
+// Close stops the sealer and closes the store and the log.
+func (d *Daemon) Close() error {
+	if d.cancel != nil {
+		d.cancel()
+		<-d.done
+	}
+	return d.closeParts()
+}
+
+// Serve serves the API on ln until ctx ends, then shuts down gracefully.
+func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: d.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}

@@ -1,0 +1,28 @@
+package receipts
+
+import "errors"
+
+// Sentinel errors. Every error returned by this package wraps exactly one of
+// them (use errors.Is); the wrapping message gives the context.
+var (
+	// ErrMalformed reports input that is not well-formed for what was
+	// expected: bad CBOR, wrong structure, a missing or ill-typed header
+	// parameter, a size bound exceeded, a structurally impossible proof.
+	ErrMalformed = errors.New("receipts: malformed input")
+
+	// ErrUnsupportedAlg reports a COSE algorithm, key type or curve that the
+	// package does not implement for the requested operation.
+	ErrUnsupportedAlg = errors.New("receipts: unsupported algorithm")
+
+	// ErrBadSignature reports a signature that does not verify with the
+	// given key (including a key that does not fit the message's alg).
+	ErrBadSignature = errors.New("receipts: bad signature")
+
+	// ErrBadProof reports a Merkle proof that does not lead to the expected
+	// root, or that the leaf or old root given do not fit.
+	ErrBadProof = errors.New("receipts: bad proof")
+
+	// ErrUnsupportedVDS reports a receipt whose verifiable data structure
+	// (protected header 395) is not RFC9162_SHA256 (1).
+	ErrUnsupportedVDS = errors.New("receipts: unsupported verifiable data structure")
+)

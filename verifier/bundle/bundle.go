@@ -1,0 +1,369 @@
+// Package bundle reads and writes Evident offline bundles, format "evident-bundle/v1":
+// everything a verifier needs to check one chain (or one case) with no network.
+//
+// Layout (a directory, or the same tree in a .zip):
+//
+//	manifest.json                      format, producer, created, scope, chains, file digests
+//	trust/log.vkey                     the log's checkpoint key (C2SP signed-note vkey)
+//	trust/issuers.cbor                 COSE_KeySet of the service's statement and receipt keys
+//	chains/<dir>/entries.jsonl         one JSON object per line: seq, prev, link, arrival, record
+//	chains/<dir>/seals/<n>.cose        transparent seal statements (RFC 9942 receipt in header 394)
+//	log/checkpoints/<size>.checkpoint  signed checkpoints the bundle holds
+//
+// <dir> is the chain id with every byte outside [A-Za-z0-9_.-] written %XX. The manifest
+// lists the SHA-256 of every other file, so a reader notices a swapped or missing file.
+// docs/bundle.md is the normative description.
+package bundle
+
+import (
+	"archive/zip"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/evident-log/evident/ledger"
+)
+
+// Format is the manifest format string of this version.
+const Format = "evident-bundle/v1"
+
+// File names inside a bundle.
+const (
+	ManifestFile = "manifest.json"
+	LogKeyFile   = "trust/log.vkey"
+	IssuersFile  = "trust/issuers.cbor"
+)
+
+// ErrFormat reports a bundle that does not follow the format.
+var ErrFormat = errors.New("not an evident-bundle/v1")
+
+// Manifest describes a bundle.
+type Manifest struct {
+	Format   string            `json:"format"`
+	Producer string            `json:"producer"`
+	Created  string            `json:"created"`
+	Scope    Scope             `json:"scope"`
+	Log      LogInfo           `json:"log"`
+	Chains   []ChainRef        `json:"chains"`
+	Files    map[string]string `json:"files"` // path → "sha256:<hex>"
+}
+
+// Scope says what the bundle was cut for.
+type Scope struct {
+	Chain string `json:"chain,omitempty"`
+	Task  string `json:"task,omitempty"`
+}
+
+// LogInfo names the transparency log the seals are registered in.
+type LogInfo struct {
+	Origin string `json:"origin"`
+}
+
+// ChainRef is a chain held by the bundle, with its state at export as the producer saw it
+// (the verifier recomputes all of it and reports any difference).
+type ChainRef struct {
+	ID      string      `json:"id"`
+	Dir     string      `json:"dir"`
+	Profile string      `json:"profile"`
+	Size    uint64      `json:"size"`
+	Head    ledger.Link `json:"head"`
+	Root    string      `json:"root"`
+}
+
+// EntryLine is one line of entries.jsonl.
+type EntryLine struct {
+	Seq     uint64          `json:"seq"`
+	Prev    ledger.Link     `json:"prev"`
+	Link    ledger.Link     `json:"link"`
+	Arrival string          `json:"arrival"`
+	Record  json.RawMessage `json:"record"`
+}
+
+// ChainDir returns the directory name of a chain id.
+func ChainDir(id string) string {
+	var b strings.Builder
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || (c == '.' && i > 0) {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// EntriesFile returns the path of a chain's entries.
+func EntriesFile(dir string) string { return "chains/" + dir + "/entries.jsonl" }
+
+// SealFile returns the path of a chain's n-th seal.
+func SealFile(dir string, n uint64) string { return fmt.Sprintf("chains/%s/seals/%06d.cose", dir, n) }
+
+// CheckpointFile returns the path of a checkpoint of the given size.
+func CheckpointFile(size uint64) string { return fmt.Sprintf("log/checkpoints/%012d.checkpoint", size) }
+
+// Writer writes a bundle as a zip stream.
+type Writer struct {
+	z     *zip.Writer
+	files map[string]string
+	cur   *digestWriter
+}
+
+type digestWriter struct {
+	name string
+	w    io.Writer
+	h    hashWriter
+}
+
+type hashWriter interface {
+	io.Writer
+	Sum([]byte) []byte
+}
+
+func (d *digestWriter) Write(p []byte) (int, error) {
+	d.h.Write(p)
+	return d.w.Write(p)
+}
+
+// NewWriter starts a zip bundle on w.
+func NewWriter(w io.Writer) *Writer {
+	return &Writer{z: zip.NewWriter(w), files: map[string]string{}}
+}
+
+func (w *Writer) finish() {
+	if w.cur != nil {
+		w.files[w.cur.name] = "sha256:" + hex.EncodeToString(w.cur.h.Sum(nil))
+		w.cur = nil
+	}
+}
+
+// Create starts a file; write to the returned writer until the next Create or Close.
+func (w *Writer) Create(name string) (io.Writer, error) {
+	w.finish()
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	if _, dup := w.files[name]; dup || name == ManifestFile {
+		return nil, fmt.Errorf("bundle: duplicate file %q", name)
+	}
+	fw, err := w.z.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate})
+	if err != nil {
+		return nil, fmt.Errorf("bundle: %w", err)
+	}
+	w.cur = &digestWriter{name: name, w: fw, h: sha256.New()}
+	return w.cur, nil
+}
+
+// WriteFile writes a whole file.
+func (w *Writer) WriteFile(name string, data []byte) error {
+	fw, err := w.Create(name)
+	if err != nil {
+		return err
+	}
+	_, err = fw.Write(data)
+	return err
+}
+
+// Close writes the manifest (with the digests of every file) and ends the zip.
+func (w *Writer) Close(m Manifest) error {
+	w.finish()
+	m.Format = Format
+	m.Files = w.files
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("bundle manifest: %w", err)
+	}
+	fw, err := w.z.Create(ManifestFile)
+	if err != nil {
+		return fmt.Errorf("bundle manifest: %w", err)
+	}
+	if _, err := fw.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("bundle manifest: %w", err)
+	}
+	return w.z.Close()
+}
+
+func checkName(name string) error {
+	if name == "" || strings.HasPrefix(name, "/") || path.Clean(name) != name || strings.HasPrefix(name, "../") || name == ".." || strings.Contains(name, "\\") {
+		return fmt.Errorf("%w: unsafe file name %q", ErrFormat, name)
+	}
+	return nil
+}
+
+// Reader reads a bundle from a directory or a zip file.
+type Reader struct {
+	fsys     fs.FS
+	closer   io.Closer
+	Manifest Manifest
+}
+
+// MaxManifestSize bounds the manifest a reader accepts.
+const MaxManifestSize = 16 << 20
+
+// Open opens a bundle directory or .zip file and reads its manifest.
+func Open(p string) (*Reader, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, fmt.Errorf("open bundle: %w", err)
+	}
+	r := &Reader{}
+	if st.IsDir() {
+		r.fsys = os.DirFS(p)
+	} else {
+		zr, err := zip.OpenReader(p)
+		if err != nil {
+			return nil, fmt.Errorf("open bundle %s: %w (%w)", filepath.Base(p), ErrFormat, err)
+		}
+		r.fsys, r.closer = zr, zr
+	}
+	if err := r.readManifest(); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// OpenZipBytes opens an in-memory zip bundle.
+func OpenZipBytes(b []byte) (*Reader, error) {
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrFormat, err)
+	}
+	r := &Reader{fsys: zr}
+	if err := r.readManifest(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Reader) readManifest() error {
+	f, err := r.fsys.Open(ManifestFile)
+	if err != nil {
+		return fmt.Errorf("%w: no manifest.json", ErrFormat)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxManifestSize+1))
+	if err != nil {
+		return fmt.Errorf("read manifest: %w", err)
+	}
+	if len(b) > MaxManifestSize {
+		return fmt.Errorf("%w: manifest over %d bytes", ErrFormat, MaxManifestSize)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r.Manifest); err != nil {
+		return fmt.Errorf("%w: manifest: %w", ErrFormat, err)
+	}
+	if r.Manifest.Format != Format {
+		return fmt.Errorf("%w: manifest format %q", ErrFormat, r.Manifest.Format)
+	}
+	for _, c := range r.Manifest.Chains {
+		if c.Dir != ChainDir(c.ID) {
+			return fmt.Errorf("%w: chain %q has dir %q, want %q", ErrFormat, c.ID, c.Dir, ChainDir(c.ID))
+		}
+	}
+	return nil
+}
+
+// Close releases the bundle.
+func (r *Reader) Close() error {
+	if r.closer != nil {
+		return r.closer.Close()
+	}
+	return nil
+}
+
+// ErrDigest reports a file whose content differs from the manifest's digest.
+var ErrDigest = errors.New("file digest differs from manifest")
+
+// OpenFile opens a file listed in the manifest; the returned reader checks its digest at EOF
+// and then fails with ErrDigest if the content was altered.
+func (r *Reader) OpenFile(name string) (io.ReadCloser, error) {
+	want, ok := r.Manifest.Files[name]
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", name, fs.ErrNotExist)
+	}
+	f, err := r.fsys.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("bundle file %s: %w", name, err)
+	}
+	return &checkedReader{name: name, f: f, h: sha256.New(), want: want}, nil
+}
+
+// ReadFile reads a whole listed file (bounded by max bytes) and checks its digest.
+func (r *Reader) ReadFile(name string, max int64) ([]byte, error) {
+	f, err := r.OpenFile(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("bundle file %s: over %d bytes", name, max)
+	}
+	return b, nil
+}
+
+// List returns the listed files under prefix, sorted.
+func (r *Reader) List(prefix string) []string {
+	var out []string
+	for name := range r.Manifest.Files {
+		if strings.HasPrefix(name, prefix) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Unlisted returns files present in the bundle but not in the manifest (a directory bundle
+// may have gained files after export; they are ignored and reported).
+func (r *Reader) Unlisted() []string {
+	var out []string
+	fs.WalkDir(r.fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || p == ManifestFile {
+			return nil
+		}
+		if _, ok := r.Manifest.Files[p]; !ok {
+			out = append(out, p)
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out
+}
+
+type checkedReader struct {
+	name string
+	f    fs.File
+	h    hashWriter
+	want string
+	done bool
+}
+
+func (c *checkedReader) Read(p []byte) (int, error) {
+	n, err := c.f.Read(p)
+	c.h.Write(p[:n])
+	if err == io.EOF && !c.done {
+		c.done = true
+		if got := "sha256:" + hex.EncodeToString(c.h.Sum(nil)); got != c.want {
+			return n, fmt.Errorf("%s: %w", c.name, ErrDigest)
+		}
+	}
+	return n, err
+}
+
+func (c *checkedReader) Close() error { return c.f.Close() }
