@@ -31,9 +31,9 @@
 // RFC 8949 section 4.2.1. Parsers are strict: tag 18 is required, sizes are
 // bounded (MaxStatementSize, MaxReceiptSize, ...), duplicate map keys and
 // indefinite-length items are refused, a label may not appear in both
-// header buckets, and every error wraps one of the sentinel errors
-// ErrMalformed, ErrUnsupportedAlg, ErrBadSignature, ErrBadProof or
-// ErrUnsupportedVDS so callers can branch with errors.Is.
+// header buckets, and every parsing or verification error wraps one of the
+// sentinel errors ErrMalformed, ErrUnsupportedAlg, ErrBadSignature,
+// ErrBadProof or ErrUnsupportedVDS so callers can branch with errors.Is.
 //
 // What it does not do:
 //

@@ -2,8 +2,10 @@ package receipts
 
 import "errors"
 
-// Sentinel errors. Every error returned by this package wraps exactly one of
-// them (use errors.Is); the wrapping message gives the context.
+// Sentinel errors. Every error returned by this package's parsers,
+// verifiers and builders wraps one of them (use errors.Is); the wrapping
+// message gives the context. The one exception is a failure of the
+// underlying crypto.Signer while signing, which is returned wrapped as is.
 var (
 	// ErrMalformed reports input that is not well-formed for what was
 	// expected: bad CBOR, wrong structure, a missing or ill-typed header

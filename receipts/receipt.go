@@ -381,6 +381,9 @@ func VerifyInclusion(receipt []byte, leafHash []byte, pub crypto.PublicKey) (roo
 // consistency proof and no inclusion proof. It checks the proof leads from
 // oldRoot to a new root (RFC 9162), then checks the COSE signature over the
 // new root with pub. It returns the new root and the parsed receipt.
+// A proof that does not reproduce oldRoot fails with ErrBadProof (when
+// Size1 == Size2 the new root is oldRoot and a mismatch shows up as
+// ErrBadSignature).
 func VerifyConsistency(receipt []byte, oldRoot []byte, pub crypto.PublicKey) (newRoot []byte, r *Receipt, err error) {
 	r, err = ParseReceipt(receipt)
 	if err != nil {

@@ -4,11 +4,12 @@
 // Parse accepts exactly RFC 8259 JSON and additionally refuses what RFC 8785
 // and I-JSON (RFC 7493) require a canonicalizer to refuse: invalid UTF-8,
 // lone surrogates in \u escapes, duplicate object keys (compared after
-// unescaping) and numbers that do not fit an IEEE 754 double. It also bounds
-// nesting depth and input size. Encode writes the RFC 8785 form: no
-// whitespace, object members sorted by their UTF-16 code units, strings with
-// the minimal escaping of RFC 8785 section 3.2.2.2, and numbers in their
-// ECMAScript serialisation (via jcs.NumberToJSON).
+// unescaping) and numbers that overflow an IEEE 754 double (underflow rounds
+// to 0, as in ECMAScript). It also bounds nesting depth and input size.
+// Encode writes the RFC 8785 form: no whitespace, object members sorted by
+// their UTF-16 code units, strings with the minimal escaping of RFC 8785
+// section 3.2.2.2, and numbers in their ECMAScript serialisation (via
+// jcs.NumberToJSON).
 //
 // With Options.SafeIntegersOnly (the CHAP preset) it also applies the CHAP
 // 0.3 number rule: a number is accepted only if its exact mathematical value,

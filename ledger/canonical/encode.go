@@ -6,9 +6,10 @@ import (
 )
 
 // Encode returns the RFC 8785 canonical encoding of v. It refuses strings
-// that are not valid UTF-8, objects with duplicate keys, Numbers not in
-// canonical form, Go types outside Value, and nesting deeper than 10000
-// (which also catches cyclic objects).
+// that are not valid UTF-8, objects with duplicate keys, Numbers that are not
+// the RFC 8785 form of a finite double, Go types outside Value, and nesting
+// deeper than 10000 (which also catches cyclic objects). It does not apply
+// the CHAP number rule; values from Parse with CHAP already satisfy it.
 func Encode(v Value) ([]byte, error) {
 	return AppendEncode(make([]byte, 0, 256), v)
 }

@@ -120,14 +120,23 @@ func (k *Keyring) Admit(r *Record) (*SignatureCheck, error) {
 	var check *SignatureCheck
 	var signer *Key
 	if r.Sig != nil {
+		if r.Method == "participant.rotate_key" {
+			// Only the old key may rotate itself away; refuse another kid (including the new
+			// key, which is not registered yet) as a key change, not as an unknown key.
+			if oldKid, _ := r.Params().String("old_kid"); oldKid != "" && oldKid != r.Sig.Kid {
+				return nil, ledger.Refuse(ledger.CodeUnauthorized, "participant.rotate_key must be signed by the old key %.80q, not %.80q", oldKid, r.Sig.Kid)
+			}
+		}
 		msg, err := r.SigningInput()
 		if err != nil {
 			return nil, ledger.Refuse(ledger.CodeMalformed, "signing input: %v", err)
 		}
 		key, err := k.KeyFor(r.From, r.Sig.Kid, r.TS)
 		if err != nil {
-			// A self-signed join brings its own key.
-			if r.Method == "participant.join" {
+			// A self-signed join brings its own key — only for the sender itself: a join of
+			// another participant signed with that participant's new key is not a record
+			// signed by the sender.
+			if r.Method == "participant.join" && joinParticipant(r) == r.From {
 				if jk, ok := joinKey(r, r.Sig.Kid); ok {
 					key, err = jk, nil
 				}
@@ -226,9 +235,14 @@ func (k *Keyring) join(r *Record) error {
 			return ledger.Refuse(ledger.CodeUnauthorized, "%.80q already has a key; a new join with keys must be signed by it", uri)
 		}
 	}
-	for _, nk := range keys {
+	for i, nk := range keys {
 		if _, err := k.KeyFor(uri, nk.Kid, time.Time{}); err == nil || (p != nil && hasKid(p, nk.Kid)) {
 			return ledger.Refuse(ledger.CodeBadKey, "kid %.80q is already registered for %.80q", nk.Kid, uri)
+		}
+		for _, prev := range keys[:i] {
+			if prev.Kid == nk.Kid {
+				return ledger.Refuse(ledger.CodeBadKey, "kid %.80q appears twice in one participant.join", nk.Kid)
+			}
 		}
 	}
 	if p == nil {

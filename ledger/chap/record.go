@@ -20,13 +20,13 @@ type Record struct {
 	Canonical []byte            // JCS bytes of Object: what the chain link hashes
 	Refusal   bool              // a recorded refusal {outcome, request}
 
-	ID        string      // envelope id ("" when absent); for refusals, the refused request's id
-	Method    string      // JSON-RPC method
-	From      string      // sender Participant URI (top-level `from`, else params.from)
-	Workspace string      // workspace named by the record, "" when none
-	TS        time.Time   // sender timestamp (zero when absent)
+	ID        string       // envelope id ("" when absent); for refusals, the refused request's id
+	Method    string       // JSON-RPC method
+	From      string       // sender Participant URI (top-level `from`, else params.from)
+	Workspace string       // workspace named by the record, "" when none
+	TS        time.Time    // sender timestamp (zero when absent)
 	PrevHash  *ledger.Link // evidence.prev_hash (or a refusal's prev_hash), when present
-	Sig       *Signature  // top-level sig, nil when unsigned
+	Sig       *Signature   // top-level sig, nil when unsigned
 }
 
 // Signature is a parsed CHAP signature tag "ed25519:<kid>:<base64>".
@@ -45,8 +45,11 @@ func ParseSignature(tag string) (*Signature, error) {
 	if i <= 0 {
 		return nil, errors.New(`signature tag must be "ed25519:<kid>:<base64>"`)
 	}
-	v, err := base64.StdEncoding.Strict().DecodeString(rest[i+1:])
-	if err != nil {
+	b64 := rest[i+1:]
+	v, err := base64.StdEncoding.Strict().DecodeString(b64)
+	// The decoder skips \r and \n even in strict mode: require the one canonical spelling,
+	// so a signature tag cannot be varied without invalidating it.
+	if err != nil || base64.StdEncoding.EncodeToString(v) != b64 {
 		return nil, errors.New("signature value is not standard base64 with padding")
 	}
 	if len(v) != ed25519.SignatureSize {

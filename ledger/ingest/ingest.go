@@ -244,8 +244,15 @@ func (p *Pipeline) ingestLocked(ctx context.Context, s *chainSlot, id, profile s
 		if err != nil {
 			return nil, err
 		}
-		for rid, seq := range used {
-			return nil, &ledger.RecordError{Index: ids[rid], Code: ledger.CodeIDReused, Detail: fmt.Sprintf("id %.80q already used at seq %d", rid, seq)}
+		// Name the first reused id in batch order (map order is random).
+		first, firstID := -1, ""
+		for rid := range used {
+			if i := ids[rid]; first < 0 || i < first {
+				first, firstID = i, rid
+			}
+		}
+		if first >= 0 {
+			return nil, &ledger.RecordError{Index: first, Code: ledger.CodeIDReused, Detail: fmt.Sprintf("id %.80q already used at seq %d", firstID, used[firstID])}
 		}
 	}
 	if err := verifyAll(apps); err != nil {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -89,10 +88,8 @@ func splitBody(body io.Reader, contentType string, maxBatch int) ([][]byte, erro
 			return nil, ledger.Refuse(ledger.CodeMalformed, "trailing data after the batch array")
 		}
 	default:
-		sc := bufio.NewScanner(bytes.NewReader(trimmed))
-		sc.Buffer(nil, len(trimmed)+1)
-		for sc.Scan() {
-			line := bytes.TrimSpace(sc.Bytes())
+		for line := range bytes.SplitSeq(trimmed, []byte("\n")) {
+			line = bytes.TrimSpace(line)
 			if len(line) == 0 {
 				continue
 			}
@@ -100,9 +97,6 @@ func splitBody(body io.Reader, contentType string, maxBatch int) ([][]byte, erro
 			if len(out) > maxBatch {
 				return nil, ledger.Refuse(ledger.CodeTooLarge, "batch over %d records", maxBatch)
 			}
-		}
-		if err := sc.Err(); err != nil {
-			return nil, ledger.Refuse(ledger.CodeMalformed, "json lines: %v", err)
 		}
 		if len(out) > 1 && mt != "application/jsonl" && mt != "application/x-ndjson" {
 			// One pretty-printed object spans several lines: treat the body as one record

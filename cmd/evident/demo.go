@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/evident-log/evident/ledger/chap/scenario"
+)
+
+func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("evident demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("dir", "", "working directory for the demo (default: a new temporary directory)")
+	keep := fs.Bool("keep", false, "keep the working directory (data, bundle, reports) afterwards")
+	evidentd := fs.String("evidentd", "", "path of the evidentd binary (default: next to evident, then $PATH, then built from ./cmd/evidentd)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: evident demo [flags]\n\nStarts evidentd on loopback in a temporary directory, sends a CHAP support triage\n(thirteen signed calls by two humans, an agent and the Coordinator, with a review and an\noverride), seals the chain into the transparency log, exports the bundle and verifies it\noffline, then prints the report.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return exitUsage
+	}
+	work := *dir
+	if work == "" {
+		var err error
+		if work, err = os.MkdirTemp("", "evident-demo-"); err != nil {
+			fmt.Fprintln(stderr, "evident demo:", err)
+			return exitFailure
+		}
+		if !*keep {
+			defer os.RemoveAll(work)
+		}
+	}
+	code, err := demo(ctx, work, *evidentd, stdout, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "evident demo:", err)
+		return exitFailure
+	}
+	if *keep || *dir != "" {
+		fmt.Fprintf(stdout, "\nEverything is kept in %s\n", work)
+	}
+	return code
+}
+
+func demo(ctx context.Context, work, daemonPath string, stdout, stderr io.Writer) (int, error) {
+	bin, err := findEvidentd(ctx, daemonPath, work)
+	if err != nil {
+		return 0, err
+	}
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return 0, err
+	}
+	logFile, err := os.Create(filepath.Join(work, "evidentd.log"))
+	if err != nil {
+		return 0, err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(bin, "--data", filepath.Join(work, "data"), "--listen", addr, "--checkpoint-interval", "200ms", "--seal-interval", "0", "--seal-every", "0")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("starting evidentd: %w", err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+		}
+	}()
+	base := "http://" + addr
+	c := &http.Client{Timeout: 30 * time.Second}
+	fmt.Fprintf(stdout, "1. evidentd started on %s (data in %s)\n", base, filepath.Join(work, "data"))
+	if err := waitReady(ctx, c, base+"/readyz", 20*time.Second); err != nil {
+		return 0, fmt.Errorf("evidentd did not become ready (see %s): %w", logFile.Name(), err)
+	}
+
+	const ws = "wsp_support_triage"
+	b, cast, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	if err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(stdout, "\n2. A Coordinator streams %d signed CHAP envelopes of workspace %s:\n", len(b.Records()), ws)
+	for _, p := range []*scenario.Participant{cast.Coordinator, cast.Alice, cast.Bob, cast.Bot} {
+		fmt.Fprintf(stdout, "   %-34s %-12s key %s\n", p.URI, p.Role, p.Kid)
+	}
+	for _, rec := range b.Records() {
+		var resp struct {
+			Accepted []struct {
+				Seq  uint64 `json:"seq"`
+				Link string `json:"link"`
+			} `json:"accepted"`
+		}
+		if err := postJSON(ctx, c, base+"/v1/chains/"+ws+"/entries", rec, http.StatusCreated, &resp); err != nil {
+			return 0, err
+		}
+		var env struct {
+			From, Method string
+		}
+		json.Unmarshal(rec, &env)
+		fmt.Fprintf(stdout, "   seq %2d  %-34s %-22s %s…\n", resp.Accepted[0].Seq, env.From, env.Method, resp.Accepted[0].Link[:23])
+	}
+
+	var seal struct {
+		Seal struct {
+			Size uint64 `json:"size"`
+			Root string `json:"root"`
+		} `json:"seal"`
+		LogIndex   uint64 `json:"log_index"`
+		Checkpoint string `json:"checkpoint"`
+	}
+	start := time.Now()
+	if err := postJSON(ctx, c, base+"/v1/chains/"+ws+"/seal", nil, http.StatusCreated, &seal); err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(stdout, "\n3. Sealed: chain size %d, root %s\n   registered at log index %d, receipt after %v, checkpoint:\n", seal.Seal.Size, seal.Seal.Root, seal.LogIndex, time.Since(start).Round(time.Millisecond))
+	for _, line := range strings.Split(strings.TrimSpace(seal.Checkpoint), "\n") {
+		fmt.Fprintf(stdout, "   | %s\n", line)
+	}
+
+	bundlePath := filepath.Join(work, ws+".evident.zip")
+	if err := download(ctx, c, base+"/v1/export?chain="+ws, bundlePath); err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(stdout, "\n4. Exported the offline bundle: %s\n", bundlePath)
+
+	fmt.Fprintf(stdout, "\n5. Offline verification (what a regulator runs: evident verify %s):\n\n", filepath.Base(bundlePath))
+	rep, code := verifyBundle(ctx, bundlePath, true, stderr)
+	if rep == nil {
+		return code, nil
+	}
+	if err := rep.WriteText(stdout); err != nil {
+		return 0, err
+	}
+	jf, err := os.Create(filepath.Join(work, "report.json"))
+	if err == nil {
+		rep.WriteJSON(jf)
+		jf.Close()
+	}
+	return code, nil
+}
+
+// findEvidentd locates the evidentd binary: the flag, next to this executable, $PATH, or
+// built from the source tree in the current directory.
+func findEvidentd(ctx context.Context, flagPath, work string) (string, error) {
+	if flagPath != "" {
+		return flagPath, nil
+	}
+	if self, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(self), "evidentd")
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("evidentd"); err == nil {
+		return p, nil
+	}
+	if _, err := os.Stat(filepath.Join("cmd", "evidentd", "main.go")); err == nil {
+		if goBin, err := exec.LookPath("go"); err == nil {
+			out := filepath.Join(work, "evidentd")
+			b := exec.CommandContext(ctx, goBin, "build", "-o", out, "./cmd/evidentd")
+			b.Stderr = os.Stderr
+			if err := b.Run(); err != nil {
+				return "", fmt.Errorf("building evidentd: %w", err)
+			}
+			return out, nil
+		}
+	}
+	return "", errors.New("evidentd not found: install it (go install ./cmd/...) or pass --evidentd PATH")
+}
+
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func waitReady(ctx context.Context, c *http.Client, url string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := c.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("status %s", resp.Status)
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func postJSON(ctx context.Context, c *http.Client, url string, body []byte, want int, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != want {
+		return fmt.Errorf("POST %s: %s: %s", url, resp.Status, strings.TrimSpace(string(b)))
+	}
+	return json.Unmarshal(b, out)
+}
+
+func download(ctx context.Context, c *http.Client, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(b)))
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,59 @@
+// Command evident is Evident's offline verifier and toolkit: it verifies exported bundles
+// with no network (verify), and runs the whole flow end to end on loopback (demo).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes shared by every subcommand.
+const (
+	exitVerified     = 0
+	exitBroken       = 1
+	exitNotEvaluated = 2
+	exitFailure      = 3  // could not run (I/O, service unreachable)
+	exitUsage        = 64 // EX_USAGE
+)
+
+const usage = `Usage: evident <command> [flags]
+
+Commands:
+  verify BUNDLE   verify an exported bundle offline (directory or .zip); no network
+  demo            run a CHAP support triage through a local evidentd, seal, export and verify it
+
+Exit codes: 0 verified, 1 broken, 2 not evaluated (nothing broken, something unchecked),
+3 could not run, 64 usage error.
+
+Run 'evident <command> --help' for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitUsage
+	}
+	switch args[0] {
+	case "verify":
+		return cmdVerify(ctx, args[1:], stdout, stderr)
+	case "demo":
+		return cmdDemo(ctx, args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "evident: unknown command %q\n\n%s", args[0], usage)
+		return exitUsage
+	}
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/evident-log/evident/verifier"
+	"github.com/evident-log/evident/verifier/bundle"
+)
+
+func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("evident verify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	format := fs.String("format", "text", "report format: text or json")
+	output := fs.String("o", "", "write the report to this file instead of standard output")
+	quiet := fs.Bool("q", false, "no progress, even on a terminal")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: evident verify [flags] BUNDLE\n\nVerifies an Evident bundle (directory or .zip) offline: chain replay, signatures with\nkey history, seals and their lineage, receipts, checkpoint signatures. Never uses the network.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(reorder(args)); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	if *format != "text" && *format != "json" {
+		fmt.Fprintf(stderr, "evident verify: -format must be text or json, not %q\n", *format)
+		return exitUsage
+	}
+	rep, code := verifyBundle(ctx, fs.Arg(0), *quiet, stderr)
+	if rep == nil {
+		return code
+	}
+	out := stdout
+	if *output != "" {
+		f, err := os.Create(*output)
+		if err != nil {
+			fmt.Fprintln(stderr, "evident verify:", err)
+			return exitFailure
+		}
+		defer f.Close()
+		out = f
+	}
+	var err error
+	if *format == "json" {
+		err = rep.WriteJSON(out)
+	} else {
+		err = rep.WriteText(out)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "evident verify: writing report:", err)
+		return exitFailure
+	}
+	return rep.ExitCode()
+}
+
+// verifyBundle opens and verifies a bundle, showing progress on a terminal.
+func verifyBundle(ctx context.Context, path string, quiet bool, stderr io.Writer) (*verifier.Report, int) {
+	r, err := bundle.Open(path)
+	if err != nil {
+		fmt.Fprintln(stderr, "evident verify:", err)
+		if errors.Is(err, bundle.ErrFormat) {
+			return nil, exitBroken
+		}
+		return nil, exitFailure
+	}
+	defer r.Close()
+	var o verifier.Options
+	if !quiet && isTerminal(stderr) {
+		o.Progress = progressPrinter(stderr)
+	}
+	rep, err := verifier.Verify(ctx, r, o)
+	if o.Progress != nil {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "evident verify:", err)
+		return nil, exitFailure
+	}
+	rep.Bundle = path
+	return rep, rep.ExitCode()
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func progressPrinter(w io.Writer) func(stage string, done, total uint64) {
+	var last time.Time
+	return func(stage string, done, total uint64) {
+		if time.Since(last) < 100*time.Millisecond && done != total {
+			return
+		}
+		last = time.Now()
+		if total > 0 {
+			fmt.Fprintf(w, "\r\033[K%s: %d/%d (%.0f%%)", stage, done, total, 100*float64(done)/float64(total))
+		} else {
+			fmt.Fprintf(w, "\r\033[K%s: %d", stage, done)
+		}
+	}
+}
+
+// reorder moves flags after positional arguments to the front, so both
+// "verify -format json B" and "verify B -format json" work.
+func reorder(args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if len(a) > 1 && a[0] == '-' {
+			flags = append(flags, a)
+			if !containsEq(a) && i+1 < len(args) && takesValue(a) {
+				flags = append(flags, args[i+1])
+				i++
+			}
+			continue
+		}
+		pos = append(pos, a)
+	}
+	return append(flags, pos...)
+}
+
+func containsEq(s string) bool {
+	for i := range len(s) {
+		if s[i] == '=' {
+			return true
+		}
+	}
+	return false
+}
+
+func takesValue(flagArg string) bool {
+	switch flagArg {
+	case "-q", "--q", "-h", "--help", "-help", "-keep", "--keep":
+		return false
+	}
+	return true
+}

@@ -1,0 +1,73 @@
+package chap
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/evident-log/evident/ledger"
+)
+
+func FuzzParse(f *testing.F) {
+	if b, err := os.ReadFile(filepath.FromSlash(vectorsPath)); err == nil {
+		var v vectors
+		if json.Unmarshal(b, &v) == nil {
+			f.Add([]byte(v.JCSSample.Canonical))
+			f.Add([]byte(v.Refusal.Entry))
+			for _, e := range v.Chain.Entries {
+				f.Add([]byte(e.Record))
+			}
+		}
+	}
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"m","sig":"ed25519:k:5VZDAMNgrHKQhuLMgG6CioSHfx645dl02HPgZSJJAVVfuIIVkKM7rMYeOXAc+bRr0lv18FlbviRlUUFDjnoQCw=="}`,
+		`{"jsonrpc":"2.0","id":"x","result":{"a":[1,-0,1e2,"\u00e9\ud83d\ude00"]}}`,
+		`{"outcome":{"status":"refused"},"request":{"id":"e","method":"m","params":{"from":"a"}},"seq":1,"prev_hash":"sha256:0000000000000000000000000000000000000000000000000000000000000000"}`,
+		`{"chap":"0.3","method":"participant.join","params":{"jwk":{"kty":"OKP","crv":"Ed25519","kid":"k","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}}}`,
+		`{"jsonrpc":"2.0","method":"m","ts":"2026-05-17T09:00:00Z","evidence":{"prev_hash":"sha256:00"}}`,
+		`{"a":1,"a":2}`, `1.5`, `[]`, `{}`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := Parse(data)
+		if err != nil {
+			var re *ledger.RecordError
+			if !errors.As(err, &re) || re.Code == "" {
+				t.Fatalf("Parse error %v is not a coded *ledger.RecordError", err)
+			}
+			if r != nil {
+				t.Fatal("Parse returned a record with an error")
+			}
+			return
+		}
+		r2, err := Parse(r.Canonical)
+		if err != nil {
+			t.Fatalf("canonical bytes %q of accepted input do not re-parse: %v", r.Canonical, err)
+		}
+		if !bytes.Equal(r2.Canonical, r.Canonical) {
+			t.Fatalf("canonical not a fixed point:\n%q\n%q", r.Canonical, r2.Canonical)
+		}
+		if r2.Refusal != r.Refusal || r2.Method != r.Method || r2.From != r.From || r2.Workspace != r.Workspace {
+			t.Fatalf("re-parse changed fields: %+v vs %+v", r, r2)
+		}
+		if !r.Refusal {
+			// An envelope is hashed as received: parsing its canonical form keeps every field.
+			if r2.ID != r.ID || !r2.TS.Equal(r.TS) || (r.PrevHash == nil) != (r2.PrevHash == nil) || (r.Sig == nil) != (r2.Sig == nil) {
+				t.Fatalf("re-parse changed envelope fields: %+v vs %+v", r, r2)
+			}
+			if r.Sig != nil && r.Sig.Tag() != r2.Sig.Tag() {
+				t.Fatal("signature changed")
+			}
+			if _, err := r.SigningInput(); err != nil {
+				t.Fatalf("SigningInput: %v", err)
+			}
+		}
+		// Admission must not panic either, whatever the record says.
+		st, _ := Adapter{}.NewState(nil)
+		st.Admit(ledger.Position{Chain: r.Workspace}, data)
+	})
+}

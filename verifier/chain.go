@@ -1,0 +1,356 @@
+package verifier
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/ledger/chap"
+	"github.com/evident-log/evident/verifier/bundle"
+)
+
+// chainState is a chain's head and tree root at one size.
+type chainState struct {
+	head ledger.Link
+	root [32]byte
+}
+
+// sigFail is a record signature that did not verify.
+type sigFail struct {
+	seq  uint64
+	code string
+	msg  string
+}
+
+// maxSigFails bounds the failures kept for the report (the lowest seqs win).
+const maxSigFails = 8
+
+// sigPool verifies record signatures on worker goroutines. The queue is bounded, so at most
+// a few records per worker are held at any time whatever the chain's length.
+type sigPool struct {
+	jobs  chan sigJob
+	wg    sync.WaitGroup
+	ok    atomic.Uint64
+	mu    sync.Mutex
+	fails []sigFail // sorted by seq, at most maxSigFails
+	nfail uint64
+}
+
+type sigJob struct {
+	seq    uint64
+	verify func() error
+}
+
+func newSigPool(workers int) *sigPool {
+	p := &sigPool{jobs: make(chan sigJob, 8*workers)}
+	for range workers {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			for j := range p.jobs {
+				if err := j.verify(); err != nil {
+					p.fail(j.seq, err)
+				} else {
+					p.ok.Add(1)
+				}
+			}
+		}()
+	}
+	return p
+}
+
+func (p *sigPool) fail(seq uint64, err error) {
+	code := string(ledger.CodeBadSignature)
+	var re *ledger.RecordError
+	if errors.As(err, &re) {
+		code = string(re.Code)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.nfail++
+	i := sort.Search(len(p.fails), func(i int) bool { return p.fails[i].seq > seq })
+	if i >= maxSigFails {
+		return
+	}
+	p.fails = append(p.fails, sigFail{})
+	copy(p.fails[i+1:], p.fails[i:])
+	p.fails[i] = sigFail{seq: seq, code: code, msg: err.Error()}
+	if len(p.fails) > maxSigFails {
+		p.fails = p.fails[:maxSigFails]
+	}
+}
+
+// wait stops the pool once every queued signature is checked.
+func (p *sigPool) wait() {
+	close(p.jobs)
+	p.wg.Wait()
+}
+
+// replayResult is what replaying entries.jsonl established.
+type replayResult struct {
+	file          string
+	total         uint64 // lines
+	checked       uint64 // lines replayed
+	unsigned      uint64
+	firstUnsigned []uint64
+	brk           *Check // the first break in sequence, nil when none
+	brkSeq        uint64 // position of that break
+	sigOK         uint64
+	sigFails      []sigFail
+	sigFailCount  uint64
+	states        map[uint64]chainState // chain state at every size a seal claims
+	chain         *ledger.Chain
+}
+
+// complete reports whether every line was replayed without a break in sequence.
+func (r *replayResult) complete() bool { return r.brk == nil }
+
+// validUpTo is the number of leading entries with no break of any kind.
+func (r *replayResult) validUpTo() uint64 {
+	n := r.total
+	if r.brk != nil {
+		n = min(n, r.brkSeq)
+	}
+	if len(r.sigFails) > 0 {
+		n = min(n, r.sigFails[0].seq)
+	}
+	return n
+}
+
+// replay streams a chain's entries.jsonl line by line through the profile and the ledger's
+// chain rules, recomputing every link and the chain tree, and checks signatures on the pool.
+// Memory stays bounded: one line, the profile state and the compact tree at a time (plus a
+// 24-byte digest per record id, to refuse reused ids as the service does).
+func (v *verifier) replay(ref bundle.ChainRef, prof ledger.Profile, claimed map[uint64]bool) (*replayResult, error) {
+	res := &replayResult{file: bundle.EntriesFile(ref.Dir), states: map[uint64]chainState{}}
+	chain, err := ledger.NewChain(ref.ID, prof)
+	if err != nil {
+		res.brk = &Check{Code: CodeUnknownProfile, Detail: err.Error(), Where: res.file}
+		return res, nil
+	}
+	res.chain = chain
+	if claimed[0] {
+		res.states[0] = chainState{head: chain.Head, root: chain.Root()}
+	}
+	f, err := v.open(res.file)
+	if err != nil {
+		res.brk = &Check{Code: CodeMissing, Detail: err.Error(), Where: res.file}
+		return res, nil
+	}
+	defer f.Close()
+
+	pool := newSigPool(v.o.Workers)
+	poolDone := false
+	defer func() {
+		if !poolDone {
+			pool.wait()
+		}
+	}()
+	ids := map[[16]byte]uint64{}
+	br := bufio.NewReaderSize(f, MaxLineSize)
+	stage := "entries " + ref.ID
+	breakAt := func(code, where, format string, args ...any) {
+		res.brk = &Check{Code: code, Where: where, Detail: fmt.Sprintf(format, args...)}
+		res.brkSeq = res.total - 1
+		res.checked = res.total
+	}
+	for {
+		line, rerr := br.ReadSlice('\n')
+		tooLong := false
+		for rerr == bufio.ErrBufferFull {
+			tooLong = true
+			_, rerr = br.ReadSlice('\n')
+		}
+		if len(line) == 0 && !tooLong && rerr != nil {
+			if rerr != io.EOF && res.brk == nil {
+				res.total++
+				breakAt(CodeRead, res.file, "cannot read entries: %v", rerr)
+			}
+			break
+		}
+		res.total++
+		where := fmt.Sprintf("%s:%d", res.file, res.total)
+		if res.total%progressEvery == 0 {
+			v.progress(stage, res.total, ref.Size)
+			if err := v.ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		if res.brk == nil {
+			switch {
+			case tooLong:
+				breakAt(CodeEntryTooLong, where, "seq %d: line is over %d bytes", chain.Size, MaxLineSize)
+			case rerr != nil && rerr != io.EOF:
+				breakAt(CodeRead, where, "cannot read entries: %v", rerr)
+			default:
+				v.replayLine(res, chain, pool, ids, line, where, breakAt, claimed)
+			}
+		}
+		if rerr != nil {
+			break
+		}
+	}
+	pool.wait()
+	poolDone = true
+	v.progress(stage, res.total, ref.Size)
+	res.sigOK = pool.ok.Load()
+	res.sigFails = pool.fails
+	res.sigFailCount = pool.nfail
+	if res.brk == nil {
+		res.checked = res.total
+	}
+	return res, nil
+}
+
+// replayLine checks one line; on the first break it calls breakAt and the replay only counts from then on.
+func (v *verifier) replayLine(res *replayResult, chain *ledger.Chain, pool *sigPool, ids map[[16]byte]uint64,
+	line []byte, where string, breakAt func(code, where, format string, args ...any), claimed map[uint64]bool) {
+	if n := len(line); n > 0 && line[n-1] == '\n' {
+		line = line[:n-1]
+	}
+	seq := chain.Size
+	e, err := parseEntryLine(line)
+	if err != nil {
+		breakAt(CodeEntryMalformed, where, "seq %d: not an entry line: %v", seq, err)
+		return
+	}
+	if e.Seq != seq {
+		breakAt(CodeEntrySeq, where, "line %d holds seq %d where seq %d was expected (an entry is missing, duplicated or out of order)", res.total, e.Seq, seq)
+		return
+	}
+	// The line's bytes live in the reader's buffer; a profile may keep what it is given
+	// (e.g. inside Admission.Verify, which runs later on the pool), so it gets a copy.
+	a, err := chain.Append(append([]byte(nil), e.Record...), e.Arrival)
+	if err != nil {
+		code := string(ledger.CodeMalformed)
+		var re *ledger.RecordError
+		if errors.As(err, &re) {
+			code = string(re.Code)
+		}
+		breakAt(code, where, "seq %d: record refused by %s: %v", seq, chain.Profile, err)
+		return
+	}
+	if a.Prev != e.Prev {
+		breakAt(CodeEntryPrev, where, "seq %d: prev %s is not the recomputed chain head %s", seq, e.Prev, a.Prev)
+		return
+	}
+	if a.Link != e.Link {
+		breakAt(CodeEntryLink, where, "seq %d: link %s is not the recomputed link %s (the record was altered)", seq, e.Link, a.Link)
+		return
+	}
+	if id := a.Admission.RecordID; id != "" {
+		h := sha256.Sum256([]byte(id))
+		var k [16]byte
+		copy(k[:], h[:])
+		if first, dup := ids[k]; dup {
+			breakAt(string(ledger.CodeIDReused), where, "seq %d: record id %.80q was already used at seq %d", seq, id, first)
+			return
+		}
+		ids[k] = seq
+	}
+	if a.Admission.Verify != nil {
+		pool.jobs <- sigJob{seq: seq, verify: a.Admission.Verify}
+	} else {
+		res.unsigned++
+		if len(res.firstUnsigned) < 5 {
+			res.firstUnsigned = append(res.firstUnsigned, seq)
+		}
+	}
+	if claimed[chain.Size] {
+		res.states[chain.Size] = chainState{head: chain.Head, root: chain.Root()}
+	}
+}
+
+// entryChecks turns a replay into checks.
+func (res *replayResult) entryChecks(ref bundle.ChainRef) []Check {
+	var checks []Check
+	c := Check{Name: "chain.entries", Chain: ref.ID}
+	if res.brk != nil {
+		c.Status, c.Code, c.Detail, c.Where = Broken, res.brk.Code, res.brk.Detail, res.brk.Where
+		c.Evidence = []string{fmt.Sprintf("first break at seq %d; %d entries replayed, %d after it not checked", res.brkSeq, res.checked, res.total-res.checked)}
+	} else {
+		c.Status = Verified
+		c.Detail = fmt.Sprintf("%d entries replayed from genesis under %s: seq 0..%d in order, every record admitted by the profile's rules, prev and link recomputed", res.total, ref.Profile, int64(res.total)-1)
+	}
+	checks = append(checks, c)
+
+	c = Check{Name: "chain.signatures", Chain: ref.ID}
+	switch {
+	case res.sigFailCount > 0:
+		f := res.sigFails[0]
+		c.Status, c.Code, c.Where = Broken, f.code, fmt.Sprintf("seq %d", f.seq)
+		c.Detail = fmt.Sprintf("%d record signature(s) do not verify; the first at seq %d: %s", res.sigFailCount, f.seq, f.msg)
+		for _, f := range res.sigFails {
+			c.Evidence = append(c.Evidence, fmt.Sprintf("seq %d: %s", f.seq, f.code))
+		}
+	case res.sigOK > 0:
+		c.Status = Verified
+		c.Detail = fmt.Sprintf("%d record signature(s) verified with the signer's key valid at the record's time, from the chain's own key history", res.sigOK)
+	default:
+		c.Status, c.Code = NotEvaluated, CodeUnsigned
+		c.Detail = "no signed record was replayed"
+	}
+	checks = append(checks, c)
+
+	if res.unsigned > 0 {
+		c = Check{Name: "chain.unsigned", Chain: ref.ID, Status: NotEvaluated, Code: CodeUnsigned,
+			Detail: fmt.Sprintf("unsigned: %d record(s) carry no signature (refusals and senders without a key); who wrote them is not evaluated", res.unsigned)}
+		for _, s := range res.firstUnsigned {
+			c.Evidence = append(c.Evidence, fmt.Sprintf("seq %d", s))
+		}
+		if res.unsigned > uint64(len(res.firstUnsigned)) {
+			c.Evidence = append(c.Evidence, fmt.Sprintf("… and %d more", res.unsigned-uint64(len(res.firstUnsigned))))
+		}
+		checks = append(checks, c)
+	}
+
+	c = Check{Name: "chain.state", Chain: ref.ID, Where: bundle.ManifestFile}
+	if !res.complete() {
+		c.Status, c.Code = NotEvaluated, CodeNotReplayed
+		c.Detail = fmt.Sprintf("the replay stopped at seq %d, so the final state the manifest claims was not recomputed", res.brkSeq)
+	} else {
+		size, head, root := res.chain.Size, res.chain.Head, ledger.RootString(res.chain.Root())
+		if size != ref.Size || head != ref.Head || root != ref.Root {
+			c.Status, c.Code = Broken, CodeStateMismatch
+			c.Detail = "the recomputed chain state differs from the manifest's"
+			c.Evidence = []string{
+				fmt.Sprintf("manifest: size %d head %s root %s", ref.Size, ref.Head, ref.Root),
+				fmt.Sprintf("recomputed: size %d head %s root %s", size, head, root),
+			}
+		} else {
+			c.Status = Verified
+			c.Detail = fmt.Sprintf("size %d, head and root recomputed equal the manifest's", size)
+		}
+	}
+	return append(checks, c)
+}
+
+// participants reports a replayed CHAP key history.
+func participants(st ledger.ProfileState) []Participant {
+	cs, ok := st.(*chap.State)
+	if !ok || cs.Keys == nil {
+		return nil
+	}
+	var out []Participant
+	for _, p := range cs.Keys.Members() {
+		pr := Participant{URI: p.URI, Role: p.Role, Keys: []KeyReport{}}
+		for _, k := range p.Keys {
+			kr := KeyReport{Kid: k.Kid, Revoked: k.Revoked}
+			if !k.From.IsZero() {
+				kr.From = ledger.Timestamp(k.From)
+			}
+			if !k.Until.IsZero() {
+				kr.Until = ledger.Timestamp(k.Until)
+			}
+			pr.Keys = append(pr.Keys, kr)
+		}
+		out = append(out, pr)
+	}
+	return out
+}

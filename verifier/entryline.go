@@ -1,0 +1,261 @@
+package verifier
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/evident-log/evident/ledger"
+)
+
+// entryLine is one parsed line of entries.jsonl. Record aliases the line's bytes.
+type entryLine struct {
+	Seq     uint64
+	Prev    ledger.Link
+	Link    ledger.Link
+	Arrival time.Time
+	Record  []byte
+}
+
+// parseEntryLine splits one line of entries.jsonl ({"seq","prev","link","arrival","record"})
+// without decoding the record: the record's bytes go to the profile's own strict parser, which
+// decides what they mean. The line itself is held to strict rules: every member exactly once,
+// no other member, seq a plain decimal integer, links in their only spelling, arrival RFC 3339,
+// nothing after the object but whitespace. Duplicate members are refused so that no other
+// reader of the bundle can be shown a different record than the one verified.
+func parseEntryLine(line []byte) (entryLine, error) {
+	var e entryLine
+	if !utf8.Valid(line) {
+		return e, errors.New("line is not valid UTF-8")
+	}
+	i := skipWS(line, 0)
+	if i >= len(line) || line[i] != '{' {
+		return e, errors.New("line is not a JSON object")
+	}
+	i++
+	const (
+		hasSeq = 1 << iota
+		hasPrev
+		hasLink
+		hasArrival
+		hasRecord
+		hasAll = hasSeq | hasPrev | hasLink | hasArrival | hasRecord
+	)
+	seen := 0
+	first := true
+	for {
+		i = skipWS(line, i)
+		if i >= len(line) {
+			return e, errors.New("unterminated object")
+		}
+		if line[i] == '}' {
+			i++
+			break
+		}
+		if !first {
+			if line[i] != ',' {
+				return e, fmt.Errorf("expected ',' or '}' at offset %d", i)
+			}
+			i = skipWS(line, i+1)
+		}
+		first = false
+		kEnd, err := skipString(line, i)
+		if err != nil {
+			return e, fmt.Errorf("member name: %w", err)
+		}
+		key, err := decodeString(line[i:kEnd])
+		if err != nil {
+			return e, fmt.Errorf("member name: %w", err)
+		}
+		i = skipWS(line, kEnd)
+		if i >= len(line) || line[i] != ':' {
+			return e, fmt.Errorf("expected ':' after %q", key)
+		}
+		i = skipWS(line, i+1)
+		vEnd, err := skipValue(line, i, 0)
+		if err != nil {
+			return e, fmt.Errorf("member %q: %w", key, err)
+		}
+		val := line[i:vEnd]
+		i = vEnd
+		var bit int
+		switch key {
+		case "seq":
+			bit = hasSeq
+			e.Seq, err = parseSeq(val)
+		case "prev":
+			bit = hasPrev
+			e.Prev, err = parseLinkValue(val)
+		case "link":
+			bit = hasLink
+			e.Link, err = parseLinkValue(val)
+		case "arrival":
+			bit = hasArrival
+			var s string
+			if s, err = decodeString(val); err == nil {
+				e.Arrival, err = time.Parse(time.RFC3339Nano, s)
+			}
+		case "record":
+			bit = hasRecord
+			if len(val) == 0 || val[0] != '{' {
+				err = errors.New("record must be a JSON object")
+			}
+			e.Record = val
+		default:
+			return e, fmt.Errorf("unknown member %.40q", key)
+		}
+		if err != nil {
+			return e, fmt.Errorf("member %q: %w", key, err)
+		}
+		if seen&bit != 0 {
+			return e, fmt.Errorf("duplicate member %q", key)
+		}
+		seen |= bit
+	}
+	if skipWS(line, i) != len(line) {
+		return e, errors.New("data after the entry object")
+	}
+	if seen != hasAll {
+		var missing []string
+		for j, n := range []string{"seq", "prev", "link", "arrival", "record"} {
+			if seen&(1<<j) == 0 {
+				missing = append(missing, n)
+			}
+		}
+		return e, fmt.Errorf("missing member(s) %q", missing)
+	}
+	return e, nil
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the offset just past the JSON string starting at b[i].
+func skipString(b []byte, i int) (int, error) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, errors.New("expected a string")
+	}
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1, nil
+		case c == '\\':
+			j++
+		case c < 0x20:
+			return 0, errors.New("control character in string")
+		}
+	}
+	return 0, errors.New("unterminated string")
+}
+
+// maxLineDepth bounds nesting while skipping a value; the record's own parser applies the
+// profile's limit, this only keeps the splitter from being driven into deep recursion.
+const maxLineDepth = 10000
+
+// skipValue returns the offset just past the JSON value starting at b[i]. It checks structure
+// only as far as needed to find the value's end; the value is decoded (strictly) by its consumer.
+func skipValue(b []byte, i, depth int) (int, error) {
+	if i >= len(b) {
+		return 0, errors.New("missing value")
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		if depth >= maxLineDepth {
+			return 0, errors.New("nesting too deep")
+		}
+		closer := byte('}')
+		if b[i] == '[' {
+			closer = ']'
+		}
+		j := skipWS(b, i+1)
+		if j < len(b) && b[j] == closer {
+			return j + 1, nil
+		}
+		for {
+			var err error
+			if closer == '}' {
+				if j, err = skipString(b, j); err != nil {
+					return 0, err
+				}
+				j = skipWS(b, j)
+				if j >= len(b) || b[j] != ':' {
+					return 0, errors.New("expected ':'")
+				}
+				j = skipWS(b, j+1)
+			}
+			if j, err = skipValue(b, j, depth+1); err != nil {
+				return 0, err
+			}
+			j = skipWS(b, j)
+			if j >= len(b) {
+				return 0, errors.New("unterminated container")
+			}
+			if b[j] == closer {
+				return j + 1, nil
+			}
+			if b[j] != ',' {
+				return 0, fmt.Errorf("unexpected %q in container", b[j])
+			}
+			j = skipWS(b, j+1)
+		}
+	default:
+		j := i
+		for j < len(b) && (b[j] == '-' || b[j] == '+' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' ||
+			'0' <= b[j] && b[j] <= '9' || 'a' <= b[j] && b[j] <= 'z') {
+			j++
+		}
+		if j == i {
+			return 0, fmt.Errorf("unexpected %q", b[i])
+		}
+		if !json.Valid(b[i:j]) {
+			return 0, fmt.Errorf("invalid literal %.20q", b[i:j])
+		}
+		return j, nil
+	}
+}
+
+// decodeString decodes a JSON string token (quotes included).
+func decodeString(tok []byte) (string, error) {
+	if len(tok) >= 2 && tok[0] == '"' && tok[len(tok)-1] == '"' && bytes.IndexByte(tok, '\\') < 0 {
+		return string(tok[1 : len(tok)-1]), nil
+	}
+	var s string
+	if err := json.Unmarshal(tok, &s); err != nil {
+		return "", errors.New("not a JSON string")
+	}
+	return s, nil
+}
+
+func parseSeq(v []byte) (uint64, error) {
+	if len(v) == 0 || len(v) > 1 && v[0] == '0' {
+		return 0, errors.New("seq must be a decimal integer without leading zeros")
+	}
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, errors.New("seq must be a non-negative decimal integer")
+		}
+	}
+	n, err := strconv.ParseUint(string(v), 10, 64)
+	if err != nil {
+		return 0, errors.New("seq out of range")
+	}
+	return n, nil
+}
+
+func parseLinkValue(v []byte) (ledger.Link, error) {
+	s, err := decodeString(v)
+	if err != nil {
+		return ledger.Link{}, err
+	}
+	return ledger.ParseLink(s)
+}

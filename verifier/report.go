@@ -1,0 +1,271 @@
+package verifier
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"unicode"
+)
+
+// ReportFormat is the format string of the JSON report this version writes.
+const ReportFormat = "evident-verify-report/v1"
+
+// Status is the verdict of one check, or of a whole report.
+type Status string
+
+// The three verdicts. A check is Verified only when the property it names was
+// checked and holds; NotEvaluated says something could not be checked (and why);
+// Broken says the bundle contradicts itself or its signatures.
+const (
+	Verified     Status = "verified"
+	NotEvaluated Status = "not_evaluated"
+	Broken       Status = "broken"
+)
+
+// Check is one named verdict.
+type Check struct {
+	Name   string `json:"name"`
+	Chain  string `json:"chain,omitempty"`
+	Status Status `json:"status"`
+	// Code is a stable machine-readable reason for a broken or not evaluated check
+	// (a ledger refusal code such as "prev_hash_mismatch", or one of the verifier's Code* constants).
+	Code   string `json:"code,omitempty"`
+	Detail string `json:"detail"`
+	// Where locates the finding: "file:line", "seq N", "seal N", a file name.
+	Where    string   `json:"where,omitempty"`
+	Evidence []string `json:"evidence,omitempty"`
+}
+
+// Coverage says how much of a chain was actually checked.
+type Coverage struct {
+	EntriesTotal       uint64 `json:"entries_total"`       // lines in entries.jsonl
+	EntriesChecked     uint64 `json:"entries_checked"`     // entries replayed (up to and including the first break in sequence)
+	EntriesUnchecked   uint64 `json:"entries_unchecked"`   // entries after a break, not replayed
+	CheckedFromSeq     uint64 `json:"checked_from_seq"`    // first seq replayed (0: from genesis)
+	SignaturesVerified uint64 `json:"signatures_verified"` // record signatures that verified
+	Unsigned           uint64 `json:"unsigned"`            // replayed records with no signature (refusals included)
+	EntriesAnchored    uint64 `json:"entries_anchored"`    // entries covered by a verified seal
+	SealsTotal         uint64 `json:"seals_total"`
+	SealsVerified      uint64 `json:"seals_verified"`
+	Checkpoints        uint64 `json:"checkpoints"` // distinct verified checkpoints the chain's seal receipts lead to
+}
+
+// KeyReport is one participant key as the chain's own key history has it.
+type KeyReport struct {
+	Kid     string `json:"kid"`
+	From    string `json:"from,omitempty"`
+	Until   string `json:"until,omitempty"`
+	Revoked bool   `json:"revoked,omitempty"`
+}
+
+// Participant is a chain participant with its key history (replayed, not trusted from the bundle).
+type Participant struct {
+	URI  string      `json:"uri"`
+	Role string      `json:"role,omitempty"`
+	Keys []KeyReport `json:"keys"`
+}
+
+// ChainReport is the recomputed state of one chain.
+type ChainReport struct {
+	ID           string        `json:"id"`
+	Profile      string        `json:"profile"`
+	Size         uint64        `json:"size"` // replayed size
+	Head         string        `json:"head"` // replayed head link
+	Root         string        `json:"root"` // replayed chain tree root
+	Coverage     Coverage      `json:"coverage"`
+	Participants []Participant `json:"participants,omitempty"`
+}
+
+// CheckpointReport is one log checkpoint the bundle holds (as a file or inside a receipt).
+type CheckpointReport struct {
+	Size    uint64   `json:"size"`
+	Root    string   `json:"root"` // "sha256:<hex>"
+	Status  Status   `json:"status"`
+	Sources []string `json:"sources"`
+}
+
+// LogReport describes the transparency log the seals are registered in.
+type LogReport struct {
+	Origin      string             `json:"origin"`
+	Key         string             `json:"key,omitempty"` // verifier key name+hash from trust/log.vkey
+	Checkpoints []CheckpointReport `json:"checkpoints"`
+}
+
+// Report is the outcome of verifying one bundle.
+type Report struct {
+	Format    string        `json:"format"`
+	Bundle    string        `json:"bundle"` // what was verified; callers may overwrite it with a path
+	Verdict   Status        `json:"verdict"`
+	Checks    []Check       `json:"checks"`
+	Chains    []ChainReport `json:"chains"`
+	Log       LogReport     `json:"log"`
+	Generated string        `json:"generated"`
+}
+
+// verdict folds checks: broken if any is broken, else not_evaluated if any is, else verified.
+// A report with no checks at all is not_evaluated.
+func verdict(checks []Check) Status {
+	if len(checks) == 0 {
+		return NotEvaluated
+	}
+	v := Verified
+	for _, c := range checks {
+		switch c.Status {
+		case Broken:
+			return Broken
+		case Verified:
+		default:
+			v = NotEvaluated
+		}
+	}
+	return v
+}
+
+// ExitCode maps the verdict to a process exit code: 0 verified, 1 broken, 2 not evaluated.
+func (r *Report) ExitCode() int {
+	switch r.Verdict {
+	case Verified:
+		return 0
+	case Broken:
+		return 1
+	default:
+		return 2
+	}
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+func mark(s Status) string {
+	switch s {
+	case Verified:
+		return "✓"
+	case Broken:
+		return "✗"
+	default:
+		return "?"
+	}
+}
+
+// safe renders text that came from the bundle so it cannot forge report lines or
+// drive a terminal: control and format characters are escaped, length is bounded.
+func safe(s string) string {
+	const maxLen = 512
+	var b strings.Builder
+	for i, r := range s {
+		if i >= maxLen {
+			b.WriteString("…")
+			break
+		}
+		switch {
+		case r == unicode.ReplacementChar:
+			b.WriteString(`\ufffd`)
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == '\u2028' || r == '\u2029':
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// WriteText writes a human-readable report: the verdict first, then every check
+// (✓ verified, ? not evaluated, ✗ broken), then coverage per chain and the log's checkpoints.
+func (r *Report) WriteText(w io.Writer) error {
+	ew := &errWriter{w: w}
+	ew.printf("VERDICT: %s\n", strings.ToUpper(string(r.Verdict)))
+	switch r.Verdict {
+	case Verified:
+		ew.printf("  every check passed\n")
+	case Broken:
+		n := 0
+		for _, c := range r.Checks {
+			if c.Status == Broken {
+				n++
+			}
+		}
+		ew.printf("  %d check(s) broken\n", n)
+	default:
+		n := 0
+		for _, c := range r.Checks {
+			if c.Status == NotEvaluated {
+				n++
+			}
+		}
+		ew.printf("  nothing broken, but %d check(s) not evaluated\n", n)
+	}
+	ew.printf("bundle: %s\n", safe(r.Bundle))
+	ew.printf("generated: %s\n\n", safe(r.Generated))
+	for _, c := range r.Checks {
+		ew.printf("%s %s", mark(c.Status), safe(c.Name))
+		if c.Chain != "" {
+			ew.printf(" [%s]", safe(c.Chain))
+		}
+		if c.Where != "" {
+			ew.printf(" @ %s", safe(c.Where))
+		}
+		if c.Code != "" {
+			ew.printf(" (%s)", safe(c.Code))
+		}
+		ew.printf(": %s\n", safe(c.Detail))
+		for _, e := range c.Evidence {
+			ew.printf("    - %s\n", safe(e))
+		}
+	}
+	for _, c := range r.Chains {
+		cv := c.Coverage
+		ew.printf("\nchain %s (%s)\n", safe(c.ID), safe(c.Profile))
+		ew.printf("  size %d, head %s, root %s\n", c.Size, safe(c.Head), safe(c.Root))
+		ew.printf("  entries: %d total, %d checked (from seq %d), %d unchecked\n", cv.EntriesTotal, cv.EntriesChecked, cv.CheckedFromSeq, cv.EntriesUnchecked)
+		ew.printf("  signatures: %d verified, %d unsigned\n", cv.SignaturesVerified, cv.Unsigned)
+		ew.printf("  seals: %d of %d verified, %d entries anchored, %d checkpoint(s)\n", cv.SealsVerified, cv.SealsTotal, cv.EntriesAnchored, cv.Checkpoints)
+		for _, p := range c.Participants {
+			ew.printf("  participant %s", safe(p.URI))
+			if p.Role != "" {
+				ew.printf(" (%s)", safe(p.Role))
+			}
+			ew.printf(":")
+			for _, k := range p.Keys {
+				ew.printf(" %s[%s..%s", safe(k.Kid), safe(orDash(k.From)), safe(orDash(k.Until)))
+				if k.Revoked {
+					ew.printf(" revoked")
+				}
+				ew.printf("]")
+			}
+			ew.printf("\n")
+		}
+	}
+	ew.printf("\nlog %s", safe(r.Log.Origin))
+	if r.Log.Key != "" {
+		ew.printf(" (key %s)", safe(r.Log.Key))
+	}
+	ew.printf("\n")
+	for _, cp := range r.Log.Checkpoints {
+		ew.printf("  %s checkpoint size %d root %s (%s)\n", mark(cp.Status), cp.Size, safe(cp.Root), safe(strings.Join(cp.Sources, ", ")))
+	}
+	return ew.err
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err != nil {
+		return
+	}
+	_, e.err = fmt.Fprintf(e.w, format, args...)
+}

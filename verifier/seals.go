@@ -1,0 +1,373 @@
+package verifier
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/receipts"
+	"github.com/evident-log/evident/verifier/bundle"
+)
+
+// sealInfo is one seal file and what was established about it.
+type sealInfo struct {
+	n        uint64
+	file     string
+	entry    [32]byte // log entry of the statement (receipts.EntryHash)
+	hasEntry bool
+	seal     ledger.Seal
+	hasSeal  bool // payload parsed (whatever the rest says)
+	logIndex uint64
+	treeSize uint64
+	cps      []cpKey // verified checkpoints its receipts lead to
+	problems []Check // broken or not evaluated findings
+}
+
+func (s *sealInfo) add(status Status, name, code, format string, args ...any) *Check {
+	s.problems = append(s.problems, Check{Name: name, Status: status, Code: code, Where: fmt.Sprintf("seal %d", s.n),
+		Detail: fmt.Sprintf(format, args...), Evidence: []string{s.file}})
+	return &s.problems[len(s.problems)-1]
+}
+
+func (s *sealInfo) verified() bool { return len(s.problems) == 0 }
+
+// verifyChain checks one chain of the manifest: its seals, its entries and how they agree.
+func (v *verifier) verifyChain(ref bundle.ChainRef) (ChainReport, []Check, error) {
+	cr := ChainReport{ID: ref.ID, Profile: ref.Profile, Participants: []Participant{}}
+	var checks []Check
+	seals, numbering := v.readSeals(ref)
+	checks = append(checks, numbering...)
+	claimed := map[uint64]bool{}
+	for _, s := range seals {
+		if s.hasSeal {
+			claimed[s.seal.Size] = true
+		}
+	}
+	var res *replayResult
+	if prof, ok := profiles[ref.Profile]; !ok {
+		v.state(bundle.EntriesFile(ref.Dir)).interpreted = true
+		checks = append(checks, Check{Name: "chain.profile", Chain: ref.ID, Status: NotEvaluated, Code: CodeUnknownProfile,
+			Detail: fmt.Sprintf("this verifier has no adapter for profile %q: the chain's entries, signatures and seal states are not evaluated", ref.Profile)})
+	} else {
+		var err error
+		if res, err = v.replay(ref, prof, claimed); err != nil {
+			return cr, nil, err
+		}
+		checks = append(checks, res.entryChecks(ref)...)
+		cr.Coverage.EntriesTotal = res.total
+		cr.Coverage.EntriesChecked = res.checked
+		cr.Coverage.EntriesUnchecked = res.total - res.checked
+		cr.Coverage.SignaturesVerified = res.sigOK
+		cr.Coverage.Unsigned = res.unsigned
+		if res.chain != nil {
+			cr.Size, cr.Head, cr.Root = res.chain.Size, res.chain.Head.String(), ledger.RootString(res.chain.Root())
+			if p := participants(res.chain.State); p != nil {
+				cr.Participants = p
+			}
+		}
+	}
+	sealChecks := v.sealStates(ref, seals, res, &cr.Coverage)
+	checks = append(checks, sealChecks...)
+	return cr, checks, nil
+}
+
+// readSeals reads chains/<dir>/seals/*.cose in order and checks everything that does not
+// need the replay: format, issuer signature, payload, lineage, receipts and checkpoints.
+func (v *verifier) readSeals(ref bundle.ChainRef) ([]*sealInfo, []Check) {
+	var checks []Check
+	names := v.r.List("chains/" + ref.Dir + "/seals/")
+	var seals []*sealInfo
+	for i, name := range names {
+		if want := bundle.SealFile(ref.Dir, uint64(i)); name != want {
+			v.state(name).interpreted = true
+			checks = append(checks, Check{Name: "seal.numbering", Chain: ref.ID, Status: Broken, Code: CodeSealNumbering, Where: name,
+				Detail: fmt.Sprintf("seal files must be numbered 0..n-1 with no gap: found %s where %s was expected", name, want)})
+			break
+		}
+		seals = append(seals, &sealInfo{n: uint64(i), file: name})
+	}
+	for i, s := range seals {
+		var prev *sealInfo
+		if i > 0 {
+			prev = seals[i-1]
+		}
+		v.readSeal(ref, s, prev)
+	}
+	return seals, checks
+}
+
+func (v *verifier) readSeal(ref bundle.ChainRef, s, prev *sealInfo) {
+	raw, err := v.readSmall(s.file, receipts.MaxStatementSize)
+	if err != nil {
+		s.add(Broken, "seal.format", CodeSealFormat, "%v", err)
+		return
+	}
+	stmt, rcpts, err := receipts.SplitTransparent(raw)
+	if err != nil {
+		s.add(Broken, "seal.format", CodeSealFormat, "not a transparent statement: %v", err)
+		return
+	}
+	st, err := receipts.ParseStatement(stmt)
+	if err != nil {
+		s.add(Broken, "seal.format", CodeSealFormat, "not a signed statement: %v", err)
+		return
+	}
+	if s.entry, err = receipts.EntryHash(stmt); err != nil {
+		s.add(Broken, "seal.format", CodeSealFormat, "log entry: %v", err)
+		return
+	}
+	s.hasEntry = true
+
+	// The issuer's signature over the statement.
+	switch keys := v.keysFor(st.KeyID); {
+	case v.issuersErr:
+		s.add(NotEvaluated, "seal.signature", CodeTrust, "no usable issuer keys (see trust.issuers): the seal statement's signature is not evaluated")
+	case len(keys) == 0:
+		s.add(Broken, "seal.signature", CodeSealSignature, "the seal statement names kid %s, which is not in %s", hex.EncodeToString(st.KeyID), bundle.IssuersFile)
+	default:
+		ok := false
+		for _, k := range keys {
+			if st.Verify(k.pub) == nil {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			s.add(Broken, "seal.signature", CodeSealSignature, "the seal statement's signature does not verify with the issuer key (the statement was altered or not signed by the service)")
+		}
+	}
+
+	// The payload: this chain's seal.
+	if st.ContentType != ledger.SealContentType {
+		s.add(Broken, "seal.payload", CodeSealPayload, "content type %.80q is not %s", st.ContentType, ledger.SealContentType)
+		return
+	}
+	seal, err := ledger.ParseSeal(st.Payload)
+	if err != nil {
+		s.add(Broken, "seal.payload", CodeSealPayload, "%v", err)
+		return
+	}
+	s.seal, s.hasSeal = seal, true
+	if seal.Chain != ref.ID {
+		s.add(Broken, "seal.payload", CodeSealPayload, "the seal is for chain %.80q, not %.80q", seal.Chain, ref.ID)
+	}
+	if seal.Profile != ref.Profile {
+		s.add(Broken, "seal.payload", CodeSealPayload, "the seal names profile %.40q, the chain is %.40q", seal.Profile, ref.Profile)
+	}
+	if st.Claims.Subject != seal.Chain {
+		s.add(Broken, "seal.payload", CodeSealPayload, "the statement's subject %.80q is not the sealed chain %.80q", st.Claims.Subject, seal.Chain)
+	}
+	if _, err := ledger.ParseLink(seal.Root); err != nil {
+		s.add(Broken, "seal.payload", CodeSealPayload, "root: %v", err)
+	}
+
+	// Lineage: each seal names the log entry of the one before it.
+	switch {
+	case prev == nil:
+		if seal.PrevSeal != "" {
+			s.add(Broken, "seal.lineage", CodeSealLineage, "the first seal in the bundle names a previous seal %.80q (the bundle does not start at the chain's first seal)", seal.PrevSeal)
+		}
+	case !prev.hasEntry:
+		s.add(NotEvaluated, "seal.lineage", CodeSealLineage, "the previous seal could not be read, so prev_seal is not evaluated")
+	default:
+		want := ledger.Link(prev.entry).String()
+		if seal.PrevSeal != want {
+			c := s.add(Broken, "seal.lineage", CodeSealLineage, "prev_seal %.80q does not name the previous seal statement (log entry %s)", seal.PrevSeal, want)
+			c.Evidence = []string{prev.file, s.file}
+		}
+		if prev.hasSeal && seal.Size < prev.seal.Size {
+			c := s.add(Broken, "seal.lineage", CodeSealLineage, "seal size %d is below the previous seal's %d", seal.Size, prev.seal.Size)
+			c.Evidence = []string{prev.file, s.file}
+		}
+		if prev.hasSeal && prev.seal.Closed {
+			c := s.add(Broken, "seal.lineage", string(ledger.CodeClosed), "the previous seal closed the chain, yet another seal follows")
+			c.Evidence = []string{prev.file, s.file}
+		}
+	}
+
+	// Receipts: the statement is in the log, and the log's checkpoint says so.
+	if len(rcpts) == 0 {
+		s.add(Broken, "seal.receipt", CodeReceipt, "the seal statement carries no receipt: it is not shown to be in the log")
+		return
+	}
+	leaf := receipts.LeafHash(s.entry[:])
+	for i, rc := range rcpts {
+		v.checkReceipt(s, i, rc, leaf)
+	}
+}
+
+// checkReceipt verifies one RFC 9942 receipt of a seal and the checkpoint that goes with it.
+func (v *verifier) checkReceipt(s *sealInfo, i int, raw []byte, leaf [32]byte) {
+	r0, err := receipts.ParseReceipt(raw)
+	if err != nil {
+		s.add(Broken, "seal.receipt", CodeReceipt, "receipt %d: %v", i, err)
+		return
+	}
+	if len(r0.Inclusion) != 1 || len(r0.Consistency) != 0 {
+		s.add(Broken, "seal.receipt", CodeReceipt, "receipt %d: want exactly one inclusion proof", i)
+		return
+	}
+	// The receipt must be exactly what the service writes: nothing unsigned rides along unnoticed.
+	re, err := receipts.NewInclusionReceipt(receipts.RootSignature{Protected: r0.Protected, Signature: r0.Signature}, r0.Inclusion[0], r0.Checkpoint)
+	if err != nil || !bytes.Equal(re, raw) {
+		s.add(Broken, "seal.receipt", CodeReceipt, "receipt %d is not in the deterministic encoding the service writes (it was re-encoded or carries extra parameters)", i)
+		return
+	}
+	if v.issuersErr {
+		s.add(NotEvaluated, "seal.receipt", CodeTrust, "no usable issuer keys (see trust.issuers): receipt %d is not evaluated", i)
+		return
+	}
+	keys := v.keysFor(r0.KeyID)
+	if len(keys) == 0 {
+		s.add(Broken, "seal.receipt", CodeReceipt, "receipt %d names kid %s, which is not in %s", i, hex.EncodeToString(r0.KeyID), bundle.IssuersFile)
+		return
+	}
+	var root []byte
+	var rr *receipts.Receipt
+	for _, k := range keys {
+		if root, rr, err = receipts.VerifyInclusion(raw, leaf[:], k.pub); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		s.add(Broken, "seal.receipt", CodeReceipt, "receipt %d does not verify for this seal statement: %v", i, err)
+		return
+	}
+	p := rr.Inclusion[0]
+	s.logIndex, s.treeSize = p.LeafIndex, p.TreeSize
+
+	cpRaw, src := rr.Checkpoint, fmt.Sprintf("receipt %d of %s", i, s.file)
+	if cpRaw == nil {
+		cpRaw, src = v.cpFiles[p.TreeSize], bundle.CheckpointFile(p.TreeSize)
+	}
+	if cpRaw == nil {
+		if _, bad := v.cpBroken[bundle.CheckpointFile(p.TreeSize)]; bad {
+			s.add(Broken, "seal.checkpoint", CodeCheckpoint, "the checkpoint for tree size %d does not verify (see log.checkpoint)", p.TreeSize)
+		} else {
+			s.add(NotEvaluated, "seal.checkpoint", CodeNoCheckpoint, "receipt %d leads to the root of tree size %d, but the bundle holds no checkpoint of that size: the log's own signature over that root is not evaluated", i, p.TreeSize)
+		}
+		return
+	}
+	cp, err := v.verifyCheckpoint(cpRaw)
+	switch {
+	case err == errNoLogKey:
+		s.add(NotEvaluated, "seal.checkpoint", CodeTrust, "no usable log key (see trust.log_key): the checkpoint in %s is not evaluated", src)
+		return
+	case err != nil:
+		c := s.add(Broken, "seal.checkpoint", CodeCheckpoint, "the checkpoint in %s does not verify with the log key: %v", src, err)
+		c.Evidence = append(c.Evidence, src)
+		return
+	}
+	if cp.Size != p.TreeSize || !bytes.Equal(cp.Hash, root) {
+		c := s.add(Broken, "seal.checkpoint", CodeCheckpoint, "the checkpoint in %s (size %d) is not the tree the receipt proves inclusion in (size %d)", src, cp.Size, p.TreeSize)
+		c.Evidence = append(c.Evidence,
+			fmt.Sprintf("checkpoint: size %d root %s", cp.Size, hex.EncodeToString(cp.Hash)),
+			fmt.Sprintf("receipt: size %d root %s", p.TreeSize, hex.EncodeToString(root)))
+		return
+	}
+	v.addCheckpoint(cp.Size, cp.Hash, src)
+	k := cpKey{size: cp.Size}
+	copy(k.root[:], cp.Hash)
+	s.cps = append(s.cps, k)
+}
+
+// sealStates compares each seal with the replayed chain, summarises the seals and says how
+// much of the chain is anchored in the log.
+func (v *verifier) sealStates(ref bundle.ChainRef, seals []*sealInfo, res *replayResult, cov *Coverage) []Check {
+	var checks []Check
+	for _, s := range seals {
+		if !s.hasSeal {
+			continue
+		}
+		switch {
+		case res == nil:
+			s.add(NotEvaluated, "seal.state", CodeUnknownProfile, "the chain was not replayed (profile %.40q), so the seal's head and root are not compared", ref.Profile)
+		case s.seal.Size > res.total:
+			s.add(Broken, "seal.state", CodeStateMismatch, "the seal covers %d entries but the bundle holds %d", s.seal.Size, res.total)
+		default:
+			st, ok := res.states[s.seal.Size]
+			if !ok {
+				s.add(NotEvaluated, "seal.state", CodeNotReplayed, "the replay stopped at seq %d, before this seal's size %d", res.brkSeq, s.seal.Size)
+				break
+			}
+			if st.head != s.seal.Head || ledger.RootString(st.root) != s.seal.Root {
+				c := s.add(Broken, "seal.state", CodeStateMismatch, "at size %d the recomputed chain differs from the sealed one", s.seal.Size)
+				c.Evidence = append(c.Evidence,
+					fmt.Sprintf("sealed: head %s root %s", s.seal.Head, s.seal.Root),
+					fmt.Sprintf("recomputed: head %s root %s", st.head, ledger.RootString(st.root)))
+			}
+			if s.seal.Closed && res.total > s.seal.Size {
+				s.add(Broken, "seal.state", string(ledger.CodeClosed), "the seal closed the chain at size %d, yet the bundle holds %d entries", s.seal.Size, res.total)
+			}
+		}
+	}
+	var anchored uint64
+	var anchor *sealInfo
+	cps := map[cpKey]bool{}
+	for _, s := range seals {
+		cov.SealsTotal++
+		checks = append(checks, s.problems...)
+		if !s.verified() {
+			continue
+		}
+		cov.SealsVerified++
+		if anchor == nil || s.seal.Size >= anchored {
+			anchored, anchor = s.seal.Size, s
+		}
+	}
+	for _, s := range seals {
+		if s.verified() {
+			for _, k := range s.cps {
+				cps[k] = true
+			}
+		}
+	}
+	cov.Checkpoints = uint64(len(cps))
+	for i := range checks {
+		checks[i].Chain = ref.ID
+	}
+
+	sum := Check{Name: "seals", Chain: ref.ID}
+	switch {
+	case len(seals) == 0:
+		sum.Status, sum.Code, sum.Detail = NotEvaluated, CodeNotAnchored, "the bundle holds no seal for this chain"
+	case cov.SealsVerified == cov.SealsTotal:
+		sum.Status = Verified
+		sum.Detail = fmt.Sprintf("%d seal(s): issuer signatures, payloads, lineage, chain state at each seal, receipts and log checkpoints verified", len(seals))
+	default:
+		sum.Status = NotEvaluated
+		sum.Detail = fmt.Sprintf("%d of %d seal(s) verified (see the seal.* checks)", cov.SealsVerified, cov.SealsTotal)
+		for _, c := range checks {
+			if c.Status == Broken {
+				sum.Status = Broken
+			}
+		}
+	}
+	checks = append(checks, sum)
+
+	if res == nil {
+		checks = append(checks, Check{Name: "anchoring", Chain: ref.ID, Status: NotEvaluated, Code: CodeUnknownProfile,
+			Detail: "the chain was not replayed, so which entries the seals anchor is not evaluated"})
+		return checks
+	}
+	anchored = min(anchored, res.validUpTo())
+	cov.EntriesAnchored = anchored
+	a := Check{Name: "anchoring", Chain: ref.ID}
+	switch {
+	case res.total == 0:
+		a.Status, a.Detail = Verified, "the chain is empty: nothing to anchor"
+	case anchored >= res.total:
+		a.Status = Verified
+		a.Detail = fmt.Sprintf("all %d entries are anchored in the log by seal %d (log index %d, tree size %d)", res.total, anchor.n, anchor.logIndex, anchor.treeSize)
+		a.Where = fmt.Sprintf("seal %d", anchor.n)
+	default:
+		a.Status, a.Code = NotEvaluated, CodeNotAnchored
+		a.Detail = fmt.Sprintf("%d entries after the last seal are not anchored in the log", res.total-anchored)
+		if anchor != nil {
+			a.Where = fmt.Sprintf("seal %d", anchor.n)
+			a.Evidence = []string{fmt.Sprintf("last verified seal covers seq 0..%d", int64(anchored)-1)}
+		}
+	}
+	return append(checks, a)
+}

@@ -1,0 +1,433 @@
+package verifier
+
+import (
+	"context"
+	"crypto"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+	tlog "github.com/transparency-dev/formats/log"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/ledger/chap"
+	"github.com/evident-log/evident/receipts"
+	"github.com/evident-log/evident/verifier/bundle"
+)
+
+// Codes the verifier puts in Check.Code besides the ledger's refusal codes (ledger.Code*).
+const (
+	CodeDigest         = "digest_mismatch"     // a file differs from its manifest digest
+	CodeMissing        = "file_missing"        // a file the manifest lists or the format needs is absent
+	CodeRead           = "read_error"          // a file cannot be read
+	CodeUnlisted       = "unlisted_file"       // a file in the bundle the manifest does not list
+	CodeNotInterpreted = "not_interpreted"     // a listed file no check reads
+	CodeManifest       = "manifest_invalid"    // the manifest contradicts itself
+	CodeTrust          = "trust_invalid"       // trust/log.vkey or trust/issuers.cbor unusable
+	CodeEntryMalformed = "entry_malformed"     // an entries.jsonl line that is not an entry
+	CodeEntryTooLong   = "entry_too_long"      // an entries.jsonl line over MaxLineSize
+	CodeEntrySeq       = "entry_seq"           // seq is not the line's position (gap, reorder, duplicate)
+	CodeEntryPrev      = "entry_prev_mismatch" // the line's prev is not the recomputed chain head
+	CodeEntryLink      = "entry_link_mismatch" // the line's link is not the recomputed link
+	CodeStateMismatch  = "state_mismatch"      // a recomputed size/head/root differs from a claimed one
+	CodeUnknownProfile = "unknown_profile"     // no adapter for the chain's profile
+	CodeUnsigned       = "unsigned"            // records without a signature
+	CodeSealFormat     = "seal_malformed"      // a seal file that is not a transparent seal statement
+	CodeSealSignature  = "seal_bad_signature"  // a seal statement not signed by an issuer key
+	CodeSealPayload    = "seal_payload"        // a seal payload that is not this chain's seal
+	CodeSealLineage    = "seal_lineage"        // prev_seal does not name the previous seal statement
+	CodeSealNumbering  = "seal_numbering"      // seal files not numbered 0..n-1
+	CodeReceipt        = "receipt_invalid"     // a receipt that does not verify
+	CodeCheckpoint     = "checkpoint_invalid"  // a checkpoint that does not verify or does not match
+	CodeNoCheckpoint   = "checkpoint_missing"  // no checkpoint for a receipt's tree size
+	CodeNotReplayed    = "not_replayed"        // a comparison needing a replay that did not reach that far
+	CodeNotAnchored    = "not_anchored"        // entries after the last verified seal
+	CodeFork           = "log_fork"            // two checkpoints of one size with different roots
+	CodeNoConsistency  = "no_consistency_proof"
+)
+
+// MaxLineSize bounds one line of entries.jsonl: a maximal record plus the line's own members.
+const MaxLineSize = 1<<20 + 4<<10
+
+// progressEvery is how many entries pass between two Progress calls.
+const progressEvery = 4096
+
+// Options tune Verify. The zero value is usable.
+type Options struct {
+	// Workers verifies record signatures in parallel; 0 means runtime.GOMAXPROCS(0).
+	Workers int
+	// Progress, if set, is called now and then (every few thousand entries, never per entry)
+	// from the goroutine that called Verify.
+	Progress func(stage string, done, total uint64)
+	// Now gives the report's generation time; nil means time.Now.
+	Now func() time.Time
+}
+
+// profiles are the profile adapters the verifier can replay.
+var profiles = map[string]ledger.Profile{
+	chap.Profile: chap.Adapter{},
+}
+
+type issuerKey struct {
+	kid []byte
+	pub crypto.PublicKey
+}
+
+// cpKey identifies a checkpoint by size and root.
+type cpKey struct {
+	size uint64
+	root [32]byte
+}
+
+type verifier struct {
+	ctx context.Context
+	r   *bundle.Reader
+	o   Options
+
+	files map[string]*fileState
+
+	logKey     note.Verifier // nil when trust/log.vkey is unusable
+	issuers    []issuerKey   // empty when trust/issuers.cbor is unusable
+	issuersErr bool
+
+	cpFiles  map[uint64][]byte   // log/checkpoints/<size>.checkpoint that verified, by size
+	cps      map[cpKey][]string  // verified checkpoints → where they were found
+	cpBroken map[string]struct{} // sources of checkpoints that did not verify
+}
+
+// Verify checks a bundle offline and returns its report. It returns an error only when it
+// cannot run (ctx ended, nil reader); everything wrong with the bundle is a broken check.
+func Verify(ctx context.Context, r *bundle.Reader, o Options) (*Report, error) {
+	if r == nil {
+		return nil, errors.New("verifier: nil bundle reader")
+	}
+	if o.Workers <= 0 {
+		o.Workers = runtime.GOMAXPROCS(0)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	v := &verifier{ctx: ctx, r: r, o: o, files: map[string]*fileState{},
+		cpFiles: map[uint64][]byte{}, cps: map[cpKey][]string{}, cpBroken: map[string]struct{}{}}
+	m := &r.Manifest
+	rep := &Report{Format: ReportFormat, Bundle: describe(m), Log: LogReport{Origin: m.Log.Origin, Checkpoints: []CheckpointReport{}},
+		Checks: []Check{}, Chains: []ChainReport{}}
+
+	manifestChecks := v.checkManifest()
+	trustChecks := v.loadTrust(rep)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	logChecks := v.loadCheckpointFiles()
+	var chainChecks []Check
+	for _, ref := range m.Chains {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		cr, checks, err := v.verifyChain(ref)
+		if err != nil {
+			return nil, err
+		}
+		rep.Chains = append(rep.Chains, cr)
+		chainChecks = append(chainChecks, checks...)
+	}
+	logChecks = append(logChecks, v.checkLog(rep)...)
+	digestChecks := v.sweepDigests()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, part := range [][]Check{manifestChecks, digestChecks, trustChecks, chainChecks, logChecks} {
+		rep.Checks = append(rep.Checks, part...)
+	}
+	rep.Verdict = verdict(rep.Checks)
+	rep.Generated = o.Now().UTC().Format(time.RFC3339)
+	return rep, nil
+}
+
+func describe(m *bundle.Manifest) string {
+	s := m.Format
+	if m.Producer != "" {
+		s += " from " + m.Producer
+	}
+	if m.Created != "" {
+		s += ", created " + m.Created
+	}
+	if m.Scope.Chain != "" {
+		s += ", scope chain " + m.Scope.Chain
+	}
+	if m.Scope.Task != "" {
+		s += ", scope task " + m.Scope.Task
+	}
+	return s
+}
+
+func (v *verifier) progress(stage string, done, total uint64) {
+	if v.o.Progress != nil {
+		v.o.Progress(stage, done, total)
+	}
+}
+
+// checkManifest checks what bundle.Reader does not: the manifest's own consistency.
+func (v *verifier) checkManifest() []Check {
+	m := &v.r.Manifest
+	var problems []string
+	if m.Log.Origin == "" {
+		problems = append(problems, "the manifest names no log origin")
+	}
+	seen := map[string]bool{}
+	for _, c := range m.Chains {
+		if seen[c.ID] {
+			problems = append(problems, fmt.Sprintf("chain %q is listed twice", c.ID))
+		}
+		seen[c.ID] = true
+	}
+	for name, d := range m.Files {
+		if name == bundle.ManifestFile || !validDigest(d) {
+			problems = append(problems, fmt.Sprintf("file entry %q has digest %.80q", name, d))
+		}
+	}
+	sort.Strings(problems)
+	if len(problems) > 0 {
+		return []Check{{Name: "bundle.manifest", Status: Broken, Code: CodeManifest, Where: bundle.ManifestFile,
+			Detail: "the manifest contradicts itself", Evidence: firstN(problems, maxEvidence)}}
+	}
+	out := []Check{{Name: "bundle.manifest", Status: Verified, Where: bundle.ManifestFile,
+		Detail: fmt.Sprintf("%s manifest parsed: %d chain(s), %d listed file(s), log %s", m.Format, len(m.Chains), len(m.Files), m.Log.Origin)}}
+	if len(m.Chains) == 0 {
+		out = append(out, Check{Name: "bundle.chains", Status: NotEvaluated, Detail: "the bundle holds no chain"})
+	}
+	return out
+}
+
+func validDigest(d string) bool {
+	h, ok := strings.CutPrefix(d, "sha256:")
+	if !ok || len(h) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil
+}
+
+// maxIssuers bounds the keys trust/issuers.cbor may hold.
+const maxIssuers = 256
+
+var keySetDec = func() cbor.DecMode {
+	dm, err := cbor.DecOptions{
+		DupMapKey:        cbor.DupMapKeyEnforcedAPF,
+		IndefLength:      cbor.IndefLengthForbidden,
+		TagsMd:           cbor.TagsForbidden,
+		MaxNestedLevels:  4,
+		MaxArrayElements: maxIssuers,
+		MaxMapPairs:      64,
+	}.DecMode()
+	if err != nil {
+		panic(err)
+	}
+	return dm
+}()
+
+// loadTrust reads the log's checkpoint key and the issuers' COSE keys.
+func (v *verifier) loadTrust(rep *Report) []Check {
+	var checks []Check
+	c := Check{Name: "trust.log_key", Where: bundle.LogKeyFile}
+	if b, err := v.readSmall(bundle.LogKeyFile, 4<<10); err != nil {
+		c.Status, c.Code, c.Detail = Broken, CodeTrust, err.Error()
+	} else if lv, err := note.NewVerifier(strings.TrimSpace(string(b))); err != nil {
+		c.Status, c.Code, c.Detail = Broken, CodeTrust, "not a signed-note verifier key: "+err.Error()
+	} else {
+		v.logKey = lv
+		rep.Log.Key = fmt.Sprintf("%s+%08x", lv.Name(), lv.KeyHash())
+		c.Status = Verified
+		c.Detail = fmt.Sprintf("log checkpoint key %s parsed (taken from the bundle: compare it with the log's published key)", rep.Log.Key)
+	}
+	checks = append(checks, c)
+
+	c = Check{Name: "trust.issuers", Where: bundle.IssuersFile}
+	keys, err := v.readIssuers()
+	if err != nil {
+		v.issuersErr = true
+		c.Status, c.Code, c.Detail = Broken, CodeTrust, err.Error()
+	} else {
+		v.issuers = keys
+		c.Status = Verified
+		c.Detail = fmt.Sprintf("%d issuer key(s) parsed (taken from the bundle: compare them with the service's published keys)", len(keys))
+		for _, k := range keys {
+			c.Evidence = append(c.Evidence, "kid "+hex.EncodeToString(k.kid))
+		}
+	}
+	return append(checks, c)
+}
+
+func (v *verifier) readIssuers() ([]issuerKey, error) {
+	b, err := v.readSmall(bundle.IssuersFile, 1<<20)
+	if err != nil {
+		return nil, err
+	}
+	var raw []cbor.RawMessage
+	if err := keySetDec.Unmarshal(b, &raw); err != nil {
+		return nil, fmt.Errorf("not a CBOR array of COSE_Key: %v", err)
+	}
+	if len(raw) == 0 {
+		return nil, errors.New("holds no key")
+	}
+	keys := make([]issuerKey, 0, len(raw))
+	for i, kb := range raw {
+		pub, err := receipts.ParseCOSEKey(kb)
+		if err != nil {
+			return nil, fmt.Errorf("key %d: %v", i, err)
+		}
+		kid, err := receipts.KeyThumbprint(pub)
+		if err != nil {
+			return nil, fmt.Errorf("key %d: %v", i, err)
+		}
+		keys = append(keys, issuerKey{kid: kid, pub: pub})
+	}
+	return keys, nil
+}
+
+// keysFor returns the issuer keys to try for a kid: the one whose RFC 9679 thumbprint is the
+// kid, or every key when the object carries no kid.
+func (v *verifier) keysFor(kid []byte) []issuerKey {
+	if len(kid) == 0 {
+		return v.issuers
+	}
+	for _, k := range v.issuers {
+		if string(k.kid) == string(kid) {
+			return []issuerKey{k}
+		}
+	}
+	return nil
+}
+
+// errNoLogKey is returned for checkpoints when trust/log.vkey is unusable.
+var errNoLogKey = errors.New("no usable log key (see trust.log_key)")
+
+// verifyCheckpoint checks a checkpoint note's log signature and origin and parses it. Signature
+// lines must use canonical base64, so a checkpoint cannot be re-spelled and still pass.
+func (v *verifier) verifyCheckpoint(raw []byte) (*tlog.Checkpoint, error) {
+	if v.logKey == nil {
+		return nil, errNoLogKey
+	}
+	if len(raw) > receipts.MaxCheckpointSize {
+		return nil, fmt.Errorf("checkpoint of %d bytes is over %d", len(raw), receipts.MaxCheckpointSize)
+	}
+	cp, _, n, err := tlog.ParseCheckpoint(raw, v.r.Manifest.Log.Origin, v.logKey)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range append(append([]note.Signature(nil), n.Sigs...), n.UnverifiedSigs...) {
+		if _, err := base64.StdEncoding.Strict().DecodeString(s.Base64); err != nil {
+			return nil, fmt.Errorf("signature line of %q is not canonical base64", s.Name)
+		}
+	}
+	if len(cp.Hash) != receipts.HashSize {
+		return nil, fmt.Errorf("checkpoint root of %d bytes", len(cp.Hash))
+	}
+	return cp, nil
+}
+
+func (v *verifier) addCheckpoint(size uint64, root []byte, source string) {
+	var k cpKey
+	k.size = size
+	copy(k.root[:], root)
+	v.cps[k] = append(v.cps[k], source)
+}
+
+// loadCheckpointFiles verifies every log/checkpoints/<size>.checkpoint the manifest lists.
+func (v *verifier) loadCheckpointFiles() []Check {
+	var checks []Check
+	names := v.r.List("log/checkpoints/")
+	good := 0
+	for _, name := range names {
+		c := Check{Name: "log.checkpoint", Status: Broken, Code: CodeCheckpoint, Where: name}
+		raw, err := v.readSmall(name, receipts.MaxCheckpointSize)
+		if err != nil {
+			c.Detail = err.Error()
+			checks = append(checks, c)
+			v.cpBroken[name] = struct{}{}
+			continue
+		}
+		cp, err := v.verifyCheckpoint(raw)
+		if err != nil {
+			c.Detail = "does not verify with the log key: " + err.Error()
+			if errors.Is(err, errNoLogKey) {
+				c.Status, c.Code = NotEvaluated, CodeTrust
+			}
+			checks = append(checks, c)
+			v.cpBroken[name] = struct{}{}
+			continue
+		}
+		if bundle.CheckpointFile(cp.Size) != name {
+			c.Detail = fmt.Sprintf("holds a checkpoint of size %d, its name says otherwise", cp.Size)
+			checks = append(checks, c)
+			v.cpBroken[name] = struct{}{}
+			continue
+		}
+		v.cpFiles[cp.Size] = raw
+		v.addCheckpoint(cp.Size, cp.Hash, name)
+		good++
+	}
+	if good > 0 {
+		checks = append(checks, Check{Name: "log.checkpoint", Status: Verified,
+			Detail: fmt.Sprintf("%d checkpoint file(s) signed by the log key, origin %s", good, v.r.Manifest.Log.Origin)})
+	}
+	return checks
+}
+
+// checkLog looks at every verified checkpoint together: one size with two roots is a fork;
+// different sizes would need consistency proofs, which a v1 bundle does not carry.
+func (v *verifier) checkLog(rep *Report) []Check {
+	keys := make([]cpKey, 0, len(v.cps))
+	for k := range v.cps {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].size != keys[j].size {
+			return keys[i].size < keys[j].size
+		}
+		return string(keys[i].root[:]) < string(keys[j].root[:])
+	})
+	var checks []Check
+	forked := false
+	sizes := []uint64{}
+	for i, k := range keys {
+		src := append([]string(nil), v.cps[k]...)
+		sort.Strings(src)
+		rep.Log.Checkpoints = append(rep.Log.Checkpoints, CheckpointReport{Size: k.size, Root: ledger.RootString(k.root), Status: Verified, Sources: src})
+		if i > 0 && keys[i-1].size == k.size {
+			prev := keys[i-1]
+			checks = append(checks, Check{Name: "log.fork", Status: Broken, Code: CodeFork, Where: fmt.Sprintf("tree size %d", k.size),
+				Detail: fmt.Sprintf("two checkpoints signed by the log for tree size %d have different roots: the log forked", k.size),
+				Evidence: []string{
+					ledger.RootString(prev.root) + " in " + strings.Join(v.cps[prev], ", "),
+					ledger.RootString(k.root) + " in " + strings.Join(src, ", "),
+				}})
+			forked = true
+			rep.Log.Checkpoints[i].Status = Broken
+			rep.Log.Checkpoints[i-1].Status = Broken
+		}
+		if len(sizes) == 0 || sizes[len(sizes)-1] != k.size {
+			sizes = append(sizes, k.size)
+		}
+	}
+	if len(keys) > 0 && !forked {
+		checks = append(checks, Check{Name: "log.fork", Status: Verified,
+			Detail: fmt.Sprintf("%d verified checkpoint(s); no two of one size disagree", len(keys))})
+	}
+	if len(sizes) > 1 {
+		s := make([]string, len(sizes))
+		for i, n := range sizes {
+			s[i] = fmt.Sprint(n)
+		}
+		checks = append(checks, Check{Name: "log.consistency", Status: NotEvaluated, Code: CodeNoConsistency,
+			Detail: fmt.Sprintf("no consistency proof in bundle: checkpoints of %d different tree sizes (%s) each verify, but that each later tree extends the earlier one is not evaluated", len(sizes), strings.Join(s, ", "))})
+	}
+	return checks
+}
