@@ -48,6 +48,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs.StringVar(&cfg.Listen, "listen", env("EVIDENT_LISTEN", daemon.DefaultListen), "HTTP listen address (env EVIDENT_LISTEN)")
 	fs.StringVar(&cfg.Origin, "origin", env("EVIDENT_ORIGIN", daemon.DefaultOrigin), "log origin, the checkpoint key name; stable forever (env EVIDENT_ORIGIN)")
 	fs.StringVar(&cfg.Issuer, "issuer", env("EVIDENT_ISSUER", ""), "CWT issuer of the service's statements (env EVIDENT_ISSUER; default evident:<origin>)")
+	fs.StringVar(&cfg.ServiceKey, "service-key", env("EVIDENT_SERVICE_KEY", ""), "PEM private key signing statements and receipts, created if missing (env EVIDENT_SERVICE_KEY; default <data>/keys/service.key; password from EVIDENT_SERVICE_KEY_PASSWORD)")
 	cpi := fs.String("checkpoint-interval", env("EVIDENT_CHECKPOINT_INTERVAL", "1s"), "how often the log publishes a checkpoint, >= 100ms (env EVIDENT_CHECKPOINT_INTERVAL)")
 	sealEvery := fs.String("seal-every", env("EVIDENT_SEAL_EVERY", strconv.Itoa(daemon.DefaultSealEvery)), "seal a chain after this many new entries, 0 = never (env EVIDENT_SEAL_EVERY)")
 	sealInterval := fs.String("seal-interval", env("EVIDENT_SEAL_INTERVAL", daemon.DefaultSealInterval.String()), "seal chains that grew this often, 0 = never (env EVIDENT_SEAL_INTERVAL)")
@@ -77,6 +78,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("-seal-every: %w", err)
 	}
 	cfg.MaxBody = *maxBody
+	if pw := getenv("EVIDENT_SERVICE_KEY_PASSWORD"); pw != "" {
+		cfg.ServiceKeyPassword = []byte(pw)
+	}
 	if cfg.Tokens, err = parseTokens(*tokens); err != nil {
 		return err
 	}

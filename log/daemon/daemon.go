@@ -36,6 +36,8 @@ type Config struct {
 	CheckpointInterval time.Duration // (EVIDENT_CHECKPOINT_INTERVAL), default 1s
 	SealEvery          uint64        // seal a chain after this many new entries, 0 = off (EVIDENT_SEAL_EVERY)
 	SealInterval       time.Duration // seal grown chains this often, 0 = off (EVIDENT_SEAL_INTERVAL)
+	ServiceKey         string        // service statement key file (EVIDENT_SERVICE_KEY), default <data>/keys/service.key
+	ServiceKeyPassword []byte        // password of an encrypted service key (EVIDENT_SERVICE_KEY_PASSWORD only)
 	Tokens             []server.Token
 	MaxBody            int64
 	MaxBatch           int
@@ -85,7 +87,10 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log key: %w", err)
 	}
-	key, err := scitt.LoadOrCreateKey(filepath.Join(cfg.Data, "keys", "service.key"))
+	if cfg.ServiceKey == "" {
+		cfg.ServiceKey = filepath.Join(cfg.Data, "keys", "service.key")
+	}
+	key, err := scitt.LoadOrCreateKey(cfg.ServiceKey, cfg.ServiceKeyPassword)
 	if err != nil {
 		return nil, err
 	}

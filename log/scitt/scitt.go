@@ -14,7 +14,6 @@ import (
 	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/evident-log/evident/ledger"
 	evlog "github.com/evident-log/evident/log"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/evident-log/evident/receipts"
 )
 
@@ -155,51 +155,65 @@ func (s *Service) rootSignature(size uint64, root []byte) (receipts.RootSignatur
 	return rs, nil
 }
 
-// LoadOrCreateKey reads the service's Ed25519 statement key (PKCS#8 PEM) at path,
-// creating it (mode 0600) on first start.
-func LoadOrCreateKey(path string) (crypto.Signer, error) {
+// LoadOrCreateKey reads the service's statement key at path — a PEM private key (PKCS#8,
+// SEC 1 EC or PKCS#1), or one encrypted with a password in sigstore's "ENCRYPTED SIGSTORE
+// PRIVATE KEY" format — creating an Ed25519 key (mode 0600, encrypted when password is set)
+// on first start. Ed25519 and ECDSA P-256 keys can sign statements.
+func LoadOrCreateKey(path string, password []byte) (crypto.Signer, error) {
+	pf := cryptoutils.StaticPasswordFunc(password)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		_, priv, err := ed25519.GenerateKey(rand.Reader)
 		if err != nil {
 			return nil, err
 		}
-		der, err := x509.MarshalPKCS8PrivateKey(priv)
-		if err != nil {
+		var pemBytes []byte
+		if len(password) > 0 {
+			der, err := cryptoutils.MarshalPrivateKeyToEncryptedDER(priv, pf)
+			if err != nil {
+				return nil, fmt.Errorf("encrypt service key: %w", err)
+			}
+			pemBytes = pem.EncodeToMemory(&pem.Block{Type: string(cryptoutils.EncryptedSigstorePrivateKeyPEMType), Bytes: der})
+		} else if pemBytes, err = cryptoutils.MarshalPrivateKeyToPEM(priv); err != nil {
 			return nil, err
 		}
-		pemBytes := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
+		if err := writeNew(path, pemBytes); err != nil {
 			return nil, fmt.Errorf("create service key: %w", err)
-		}
-		if _, err := f.Write(pemBytes); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("write service key: %w", err)
-		}
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("sync service key: %w", err)
-		}
-		if err := f.Close(); err != nil {
-			return nil, err
 		}
 		return priv, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read service key: %w", err)
 	}
-	blk, _ := pem.Decode(b)
-	if blk == nil || blk.Type != "PRIVATE KEY" {
-		return nil, fmt.Errorf("service key %s: not a PKCS#8 PEM private key", path)
+	var k crypto.PrivateKey
+	if len(password) > 0 {
+		k, err = cryptoutils.UnmarshalPEMToPrivateKey(b, pf)
+	} else {
+		k, err = cryptoutils.UnmarshalPEMToPrivateKey(b, nil)
 	}
-	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("service key: %w", err)
+		return nil, fmt.Errorf("service key %s: %w (an encrypted key needs its password)", path, err)
 	}
 	signer, ok := k.(crypto.Signer)
 	if !ok {
 		return nil, fmt.Errorf("service key: %T cannot sign", k)
 	}
 	return signer, nil
+}
+
+// writeNew creates path with data, synced, refusing to overwrite.
+func writeNew(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
