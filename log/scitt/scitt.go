@@ -23,8 +23,8 @@ import (
 
 	"github.com/evident-log/evident/ledger"
 	evlog "github.com/evident-log/evident/log"
-	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/evident-log/evident/receipts"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
 // Service signs statements, registers them and issues receipts.
