@@ -37,7 +37,12 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	work := *dir
-	if work == "" {
+	if work != "" {
+		if err := os.MkdirAll(work, 0o755); err != nil {
+			fmt.Fprintln(stderr, "evident demo:", err)
+			return exitFailure
+		}
+	} else {
 		var err error
 		if work, err = os.MkdirTemp("", "evident-demo-"); err != nil {
 			fmt.Fprintln(stderr, "evident demo:", err)

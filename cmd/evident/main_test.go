@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// buildTools builds evidentd and evident once for the tests of this package.
+func buildTools(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds binaries")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(goBin, "build", "-o", dir+string(os.PathSeparator), "../evidentd", ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// TestDemoThenOfflineVerify runs `evident demo` (evidentd on loopback), then verifies the
+// exported bundle again in an empty network namespace where no connection can succeed,
+// and traces the verifier's system calls to prove it opens no socket at all.
+func TestDemoThenOfflineVerify(t *testing.T) {
+	bin := buildTools(t)
+	work := t.TempDir()
+	var out, errb bytes.Buffer
+	demo := exec.Command(filepath.Join(bin, "evident"), "demo", "--dir", work)
+	demo.Stdout, demo.Stderr = &out, &errb
+	if err := demo.Run(); err != nil {
+		t.Fatalf("demo: %v\n%s\n%s", err, out.String(), errb.String())
+	}
+	for _, want := range []string{"decide.override", "Sealed: chain size 13", "VERDICT: VERIFIED"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out.String())
+		}
+	}
+	bundlePath := filepath.Join(work, "wsp_support_triage.evident.zip")
+
+	args := []string{filepath.Join(bin, "evident"), "verify", "-format", "json", bundlePath}
+	if _, err := exec.LookPath("unshare"); err == nil && exec.Command("unshare", "-rn", "true").Run() == nil {
+		args = append([]string{"unshare", "-rn"}, args...)
+	} else {
+		t.Log("unshare unavailable: verifying without a network namespace")
+	}
+	traceFile := filepath.Join(work, "trace")
+	if _, err := exec.LookPath("strace"); err == nil {
+		args = append([]string{"strace", "-f", "-qq", "-e", "trace=socket,connect", "-o", traceFile}, args...)
+	}
+	v := exec.CommandContext(context.Background(), args[0], args[1:]...)
+	var vout, verr bytes.Buffer
+	v.Stdout, v.Stderr = &vout, &verr
+	if err := v.Run(); err != nil {
+		t.Fatalf("offline verify: %v\n%s\n%s", err, vout.String(), verr.String())
+	}
+	var rep struct {
+		Verdict string `json:"verdict"`
+	}
+	if err := json.Unmarshal(vout.Bytes(), &rep); err != nil || rep.Verdict != "verified" {
+		t.Fatalf("verdict %q (%v):\n%s", rep.Verdict, err, vout.String())
+	}
+	if trace, err := os.ReadFile(traceFile); err == nil {
+		if bytes.Contains(trace, []byte("socket(")) || bytes.Contains(trace, []byte("connect(")) {
+			t.Fatalf("the verifier made network system calls:\n%s", trace)
+		}
+	}
+
+	// Exit codes: usage error and a broken bundle.
+	if code := exitCode(exec.Command(filepath.Join(bin, "evident"), "verify")); code != exitUsage {
+		t.Errorf("no bundle: exit %d, want %d", code, exitUsage)
+	}
+	bad := filepath.Join(work, "bad.zip")
+	os.WriteFile(bad, []byte("PK\x03\x04 not really a zip"), 0o644)
+	if code := exitCode(exec.Command(filepath.Join(bin, "evident"), "verify", bad)); code != exitBroken {
+		t.Errorf("garbage bundle: exit %d, want %d", code, exitBroken)
+	}
+}
+
+func exitCode(c *exec.Cmd) int {
+	err := c.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
