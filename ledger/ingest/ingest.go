@@ -222,11 +222,15 @@ func (p *Pipeline) ingestLocked(ctx context.Context, s *chainSlot, id, profile s
 	now := p.o.Now().UTC()
 	apps := make([]*ledger.Appended, len(records))
 	ids := map[string]int{}
+	// Signatures are checked on every core while the chain rules run on this one.
+	sigs := startVerifying(len(records))
+	defer sigs.stop()
 	for i, rec := range records {
 		a, err := next.Append(rec, now)
 		if err != nil {
 			return nil, p.refusal(ctx, cur, next, i, rec, now, err)
 		}
+		sigs.submit(i, a.Admission.Verify)
 		if rid := a.Admission.RecordID; rid != "" {
 			if j, dup := ids[rid]; dup {
 				return nil, &ledger.RecordError{Index: i, Code: ledger.CodeIDReused, Detail: fmt.Sprintf("id %.80q already used by record %d of this batch", rid, j)}
@@ -255,7 +259,7 @@ func (p *Pipeline) ingestLocked(ctx context.Context, s *chainSlot, id, profile s
 			return nil, &ledger.RecordError{Index: first, Code: ledger.CodeIDReused, Detail: fmt.Sprintf("id %.80q already used at seq %d", firstID, used[firstID])}
 		}
 	}
-	if err := verifyAll(apps); err != nil {
+	if err := sigs.wait(); err != nil {
 		return nil, err
 	}
 	entries := make([]store.Entry, len(apps))
@@ -316,29 +320,53 @@ func (p *Pipeline) refusal(ctx context.Context, cur, next *ledger.Chain, i int, 
 		Detail: fmt.Sprintf("prev_hash %s already has a successor at seq %d; the conflicting record is kept as fork evidence", named, existing)}
 }
 
-// verifyAll checks every signature of the batch on all cores and returns the first failure in order.
-func verifyAll(apps []*ledger.Appended) error {
-	errs := make([]error, len(apps))
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(apps)/8))
-	var wg sync.WaitGroup
-	next := make(chan int, len(apps))
-	for i := range apps {
-		next <- i
-	}
-	close(next)
+// sigVerifier checks a batch's signatures on a pool of goroutines as records are admitted.
+type sigVerifier struct {
+	work chan sigJob
+	errs []error
+	wg   sync.WaitGroup
+	once sync.Once
+}
+
+type sigJob struct {
+	i      int
+	verify func() error
+}
+
+func startVerifying(n int) *sigVerifier {
+	v := &sigVerifier{work: make(chan sigJob, n), errs: make([]error, n)}
+	workers := min(runtime.GOMAXPROCS(0), max(1, n/8))
 	for range workers {
-		wg.Add(1)
+		v.wg.Add(1)
 		go func() {
-			defer wg.Done()
-			for i := range next {
-				if v := apps[i].Admission.Verify; v != nil {
-					errs[i] = v()
-				}
+			defer v.wg.Done()
+			for j := range v.work {
+				v.errs[j.i] = j.verify()
 			}
 		}()
 	}
-	wg.Wait()
-	for i, err := range errs {
+	return v
+}
+
+// submit queues record i's signature check (nil: unsigned).
+func (v *sigVerifier) submit(i int, verify func() error) {
+	if verify != nil {
+		v.work <- sigJob{i, verify}
+	}
+}
+
+// stop ends the workers; safe to call more than once.
+func (v *sigVerifier) stop() {
+	v.once.Do(func() {
+		close(v.work)
+		v.wg.Wait()
+	})
+}
+
+// wait returns the first failure in batch order.
+func (v *sigVerifier) wait() error {
+	v.stop()
+	for i, err := range v.errs {
 		if err != nil {
 			var re *ledger.RecordError
 			if errors.As(err, &re) {
