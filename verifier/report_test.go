@@ -248,8 +248,8 @@ func TestOfflineDependencies(t *testing.T) {
 	}
 	forbidden := map[string]bool{
 		"net": true, "net/http": true, "database/sql": true, "net/rpc": true, "net/smtp": true, "crypto/tls": true,
-		"github.com/evident-log/evident/log":          true,
-		"github.com/evident-log/evident/ledger/store": true,
+		"github.com/evident-log/evident/log":           true,
+		"github.com/evident-log/evident/ledger/store":  true,
 		"github.com/evident-log/evident/ledger/ingest": true,
 	}
 	for _, d := range deps {

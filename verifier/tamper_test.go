@@ -113,7 +113,7 @@ func TestTamperRecordFields(t *testing.T) {
 	n := len(orig.Lines())
 	otherSig := recordOf(t, orig, 7)["sig"]
 	mutations := map[string]func(rec map[string]any){
-		"method":    func(rec map[string]any) { rec["method"] = "message.retract" },
+		"method": func(rec map[string]any) { rec["method"] = "message.retract" },
 		"from": func(rec map[string]any) {
 			if rec["from"] == "urn:chap:agent:2" {
 				rec["from"] = "urn:chap:agent:0"

@@ -71,7 +71,8 @@ func (s *State) AdmitRecord(at ledger.Position, r *Record) (*ledger.Admission, e
 		TS:        r.TS,
 		PrevHash:  r.PrevHash,
 	}
-	if !r.Refusal {
+	if !r.Refusal && r.Method != "" {
+		// Requests and notifications own their id; a response repeats its request's id.
 		adm.RecordID = r.ID
 	}
 	if check != nil {

@@ -310,6 +310,29 @@ func TestRestartKeepsEverything(t *testing.T) {
 	if code != http.StatusConflict || !bytes.Contains(body, []byte("chain_closed")) {
 		t.Fatalf("after close: %d %s", code, body)
 	}
+	// Both seals, cut from one checkpoint at export, verify offline with their lineage.
+	if rep := exportAndVerify(t, srv.URL, ws); rep.Verdict != verifier.Verified || rep.Chains[0].Coverage.SealsVerified != 2 {
+		var buf bytes.Buffer
+		rep.WriteText(&buf)
+		t.Fatalf("two-seal bundle:\n%s", buf.String())
+	}
+}
+
+func exportAndVerify(t *testing.T, base, chain string) *verifier.Report {
+	t.Helper()
+	code, zipBytes := get(t, base+"/v1/export?chain="+chain)
+	if code != http.StatusOK {
+		t.Fatalf("export: %d %s", code, zipBytes)
+	}
+	r, err := bundle.OpenZipBytes(zipBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := verifier.Verify(context.Background(), r, verifier.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
 
 // TestWritesNeedToken: with tokens configured, writes need a bearer token scoped to the chain.

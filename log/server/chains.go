@@ -87,6 +87,8 @@ func splitBody(body io.Reader, contentType string, maxBatch int) ([][]byte, erro
 		if rest := bytes.TrimSpace(b[len(b)-len(trimmed)+int(dec.InputOffset()):]); len(rest) > 0 {
 			return nil, ledger.Refuse(ledger.CodeMalformed, "trailing data after the batch array")
 		}
+	case mt != "application/jsonl" && mt != "application/x-ndjson" && json.Valid(trimmed):
+		out = append(out, bytes.TrimSpace(trimmed)) // one record, possibly pretty-printed
 	default:
 		for line := range bytes.SplitSeq(trimmed, []byte("\n")) {
 			line = bytes.TrimSpace(line)
@@ -96,15 +98,6 @@ func splitBody(body io.Reader, contentType string, maxBatch int) ([][]byte, erro
 			out = append(out, line)
 			if len(out) > maxBatch {
 				return nil, ledger.Refuse(ledger.CodeTooLarge, "batch over %d records", maxBatch)
-			}
-		}
-		if len(out) > 1 && mt != "application/jsonl" && mt != "application/x-ndjson" {
-			// One pretty-printed object spans several lines: treat the body as one record
-			// unless every line is a complete JSON value.
-			for _, l := range out {
-				if !json.Valid(l) {
-					return [][]byte{trimmed}, nil
-				}
 			}
 		}
 	}

@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/evident-log/evident/ledger"
@@ -99,26 +97,36 @@ func (s *Server) Export(ctx context.Context, w io.Writer, chain string, size uin
 	if err != nil {
 		return err
 	}
-	cps := map[uint64][]byte{}
+	// Every receipt is cut afresh from the latest checkpoint, so one checkpoint anchors all
+	// the seals of the bundle and no consistency proof between checkpoints is needed.
+	cp, err := l.Checkpoint(ctx)
+	if err != nil {
+		return fmt.Errorf("latest checkpoint: %w", err)
+	}
+	c, err := evlog.VerifyCheckpoint(cp, l.VerifierKey())
+	if err != nil {
+		return fmt.Errorf("latest checkpoint: %w", err)
+	}
+	wroteCP := false
 	for _, sl := range seals {
-		if !sl.Registered || sl.Size > n {
+		if !sl.Registered || sl.Size > n || sl.LogIndex >= c.Size {
 			continue
 		}
-		ts, err := receipts.AttachReceipts(sl.Statement, sl.Receipt)
+		rcpt, err := s.c.Service.Receipt(ctx, sl.LogIndex, cp)
+		if err != nil {
+			return fmt.Errorf("seal %d: %w", sl.N, err)
+		}
+		ts, err := receipts.AttachReceipts(sl.Statement, rcpt)
 		if err != nil {
 			return fmt.Errorf("seal %d: %w", sl.N, err)
 		}
 		if err := bw.WriteFile(bundle.SealFile(dir, sl.N), ts); err != nil {
 			return err
 		}
-		c, err := evlog.VerifyCheckpoint(sl.Checkpoint, l.VerifierKey())
-		if err != nil {
-			return fmt.Errorf("seal %d: stored checkpoint: %w", sl.N, err)
-		}
-		cps[c.Size] = sl.Checkpoint
+		wroteCP = true
 	}
-	for _, size := range slices.Sorted(maps.Keys(cps)) {
-		if err := bw.WriteFile(bundle.CheckpointFile(size), cps[size]); err != nil {
+	if wroteCP {
+		if err := bw.WriteFile(bundle.CheckpointFile(c.Size), cp); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,83 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/evident-log/evident/ledger"
+)
+
+func TestSplitBody(t *testing.T) {
+	for _, tc := range []struct {
+		name, ct, body string
+		want           []string
+		code           ledger.Code
+	}{
+		{"one object", "application/json", `{"a":1}`, []string{`{"a":1}`}, ""},
+		{"pretty object", "application/json", "{\n  \"a\": 1,\n  \"b\": [1,\n 2]\n}\n", []string{"{\n  \"a\": 1,\n  \"b\": [1,\n 2]\n}"}, ""},
+		{"array", "application/json", ` [{"a":1}, {"b":2} ] `, []string{`{"a":1}`, `{"b":2}`}, ""},
+		{"json lines", "application/jsonl", "{\"a\":1}\n\n{\"b\":2}\r\n{\"c\":3}", []string{`{"a":1}`, `{"b":2}`, `{"c":3}`}, ""},
+		{"ndjson sniffed", "application/json", "{\"a\":1}\n{\"b\":2}", []string{`{"a":1}`, `{"b":2}`}, ""},
+		{"array in jsonl", "application/x-ndjson", "[1]\n[2]", []string{"[1]", "[2]"}, ""},
+		{"empty", "application/json", "  \n", nil, ledger.CodeMalformed},
+		{"empty array", "application/json", "[]", nil, ledger.CodeMalformed},
+		{"broken array", "application/json", `[{"a":1},`, nil, ledger.CodeMalformed},
+		{"trailing after array", "application/json", `[{"a":1}] x`, nil, ledger.CodeMalformed},
+		{"too many", "application/jsonl", "{}\n{}\n{}\n{}", nil, ledger.CodeTooLarge},
+		{"too many in array", "application/json", "[{},{},{},{}]", nil, ledger.CodeTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := splitBody(bytes.NewReader([]byte(tc.body)), tc.ct, 3)
+			if tc.code != "" {
+				var re *ledger.RecordError
+				if !errors.As(err, &re) || re.Code != tc.code {
+					t.Fatalf("got %q %v, want code %s", got, err, tc.code)
+				}
+				return
+			}
+			if err != nil || len(got) != len(tc.want) {
+				t.Fatalf("got %q %v, want %q", got, err, tc.want)
+			}
+			for i := range got {
+				if string(got[i]) != tc.want[i] {
+					t.Errorf("record %d: %q, want %q", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestValidChainID(t *testing.T) {
+	for _, ok := range []string{"wsp_support_triage", "envelope:wf:1", "a.b-c@d"} {
+		if err := validChainID(ok); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "a/b", "a b", "a%2f", "a\\b", "tab\t", string(make([]byte, 257)), "é"} {
+		if err := validChainID(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// FuzzSplitBody: no panics; every record returned is a non-empty slice of the body.
+func FuzzSplitBody(f *testing.F) {
+	f.Add([]byte(`[{"a":1},{"b":2}]`), "application/json")
+	f.Add([]byte("{\"a\":1}\n{\"b\":2}"), "application/jsonl")
+	f.Add([]byte("{\n\"a\":1}"), "")
+	f.Fuzz(func(t *testing.T, body []byte, ct string) {
+		recs, err := splitBody(bytes.NewReader(body), ct, 100)
+		if err != nil {
+			return
+		}
+		if len(recs) == 0 || len(recs) > 100 {
+			t.Fatalf("%d records", len(recs))
+		}
+		for _, r := range recs {
+			if len(bytes.TrimSpace(r)) == 0 {
+				t.Fatalf("empty record from %q", body)
+			}
+		}
+	})
+}

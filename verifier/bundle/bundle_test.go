@@ -1,0 +1,150 @@
+package bundle
+
+import (
+	"archive/zip"
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeBundle(t testing.TB, files map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	for _, name := range []string{LogKeyFile, "chains/wsp/entries.jsonl"} {
+		if err := w.WriteFile(name, []byte(files[name])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(Manifest{Producer: "test", Created: "2026-01-01T00:00:00.000Z", Log: LogInfo{Origin: "o"},
+		Chains: []ChainRef{{ID: "wsp", Dir: "wsp", Profile: "chap/0.3"}}}); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestRoundTripZipAndDir(t *testing.T) {
+	files := map[string]string{LogKeyFile: "o+1234+key\n", "chains/wsp/entries.jsonl": "{}\n"}
+	z := writeBundle(t, files)
+	r, err := OpenZipBytes(z)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Manifest.Format != Format || len(r.Manifest.Files) != 2 {
+		t.Fatalf("manifest %+v", r.Manifest)
+	}
+	for name, want := range files {
+		got, err := r.ReadFile(name, 1<<20)
+		if err != nil || string(got) != want {
+			t.Fatalf("%s: %q %v", name, got, err)
+		}
+	}
+	if got := r.List("chains/"); len(got) != 1 || got[0] != "chains/wsp/entries.jsonl" {
+		t.Fatalf("List: %v", got)
+	}
+	// The same tree unpacked in a directory.
+	dir := t.TempDir()
+	zr, _ := zip.NewReader(bytes.NewReader(z), int64(len(z)))
+	for _, f := range zr.File {
+		rc, _ := f.Open()
+		b, _ := io.ReadAll(rc)
+		rc.Close()
+		p := filepath.Join(dir, filepath.FromSlash(f.Name))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		os.WriteFile(p, b, 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, "extra.txt"), []byte("x"), 0o644)
+	d, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if u := d.Unlisted(); len(u) != 1 || u[0] != "extra.txt" {
+		t.Fatalf("Unlisted: %v", u)
+	}
+	// A changed file fails its digest check at EOF.
+	os.WriteFile(filepath.Join(dir, "chains/wsp/entries.jsonl"), []byte("{}\n{}\n"), 0o644)
+	if _, err := d.ReadFile("chains/wsp/entries.jsonl", 1<<20); !errors.Is(err, ErrDigest) {
+		t.Fatalf("altered file: %v", err)
+	}
+	if _, err := d.OpenFile("not/listed"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("unlisted open: %v", err)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	mk := func(manifest string) []byte {
+		var buf bytes.Buffer
+		zw := zip.NewWriter(&buf)
+		if manifest != "" {
+			f, _ := zw.Create(ManifestFile)
+			f.Write([]byte(manifest))
+		}
+		zw.Close()
+		return buf.Bytes()
+	}
+	for name, z := range map[string][]byte{
+		"not a zip":      []byte("hello"),
+		"no manifest":    mk(""),
+		"wrong format":   mk(`{"format":"evident-bundle/v9"}`),
+		"unknown field":  mk(`{"format":"evident-bundle/v1","surprise":1}`),
+		"not json":       mk(`{"format":`),
+		"chain dir lies": mk(`{"format":"evident-bundle/v1","chains":[{"id":"a/b","dir":"a/b"}]}`),
+	} {
+		if _, err := OpenZipBytes(z); !errors.Is(err, ErrFormat) {
+			t.Errorf("%s: %v, want ErrFormat", name, err)
+		}
+	}
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	for _, bad := range []string{"../x", "/abs", "a/../b", "", "a\\b"} {
+		if _, err := w.Create(bad); err == nil {
+			t.Errorf("unsafe name %q accepted", bad)
+		}
+	}
+	w.WriteFile("a", nil)
+	if err := w.WriteFile("a", nil); err == nil {
+		t.Error("duplicate file accepted")
+	}
+}
+
+func TestChainDir(t *testing.T) {
+	for id, want := range map[string]string{
+		"wsp_support_triage":  "wsp_support_triage",
+		"envelope:wf-1:env-9": "envelope%3Awf-1%3Aenv-9",
+		"../etc":              "%2E.%2Fetc",
+		".hidden":             "%2Ehidden",
+		"a/b":                 "a%2Fb",
+		"x y":                 "x%20y",
+	} {
+		if got := ChainDir(id); got != want {
+			t.Errorf("ChainDir(%q) = %q, want %q", id, got, want)
+		}
+		if strings.ContainsAny(ChainDir(id), "/\\") {
+			t.Errorf("ChainDir(%q) has a separator", id)
+		}
+	}
+}
+
+// FuzzOpenZip: arbitrary bytes never panic the reader, and whatever opens has a valid manifest.
+func FuzzOpenZip(f *testing.F) {
+	f.Add(writeBundle(f, map[string]string{LogKeyFile: "k", "chains/wsp/entries.jsonl": "{}"}))
+	f.Add([]byte("PK\x03\x04"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := OpenZipBytes(b)
+		if err != nil {
+			return
+		}
+		if r.Manifest.Format != Format {
+			t.Fatalf("opened with format %q", r.Manifest.Format)
+		}
+		for name := range r.Manifest.Files {
+			r.ReadFile(name, 1<<20)
+		}
+	})
+}
