@@ -20,6 +20,7 @@ import (
 
 	"github.com/evident-log/evident/log/daemon"
 	"github.com/evident-log/evident/log/server"
+	"k8s.io/klog/v2"
 )
 
 func main() {
@@ -90,6 +91,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	logger := slog.New(h)
 	cfg.Logger = logger
+	// Tessera logs through klog; send it to the same structured log.
+	klog.SetSlogLogger(logger.With("component", "tessera"))
 
 	d, err := daemon.Open(ctx, cfg)
 	if err != nil {
