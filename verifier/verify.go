@@ -17,7 +17,6 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/chap"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/verifier/bundle"
 )
@@ -68,11 +67,6 @@ type Options struct {
 	Progress func(stage string, done, total uint64)
 	// Now gives the report's generation time; nil means time.Now.
 	Now func() time.Time
-}
-
-// profiles are the profile adapters the verifier can replay.
-var profiles = map[string]ledger.Profile{
-	chap.Profile: chap.Adapter{},
 }
 
 type issuerKey struct {

@@ -14,9 +14,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/chap"
 	"github.com/evident-log/evident/ledger/ingest"
+	"github.com/evident-log/evident/ledger/profiles"
 	"github.com/evident-log/evident/ledger/store/sqlite"
 	evlog "github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/log/scitt"
@@ -109,7 +108,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		l.Close(context.Background())
 		return nil, err
 	}
-	p, err := ingest.New(ingest.Options{Store: st, Profiles: []ledger.Profile{chap.Adapter{}}, Sealer: svc, SealEvery: cfg.SealEvery, Logger: cfg.Logger})
+	p, err := ingest.New(ingest.Options{Store: st, Profiles: profiles.All(), Sealer: svc, SealEvery: cfg.SealEvery, Logger: cfg.Logger})
 	if err != nil {
 		st.Close()
 		l.Close(context.Background())
