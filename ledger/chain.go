@@ -52,10 +52,15 @@ type Appended struct {
 // the tree. Signatures are not verified here (Admission.Verify), so a caller can verify a batch
 // in parallel. On error c is unchanged.
 func (c *Chain) Append(record []byte, arrival time.Time) (*Appended, error) {
+	return c.AppendBy(record, arrival, "")
+}
+
+// AppendBy is Append for a record submitted by an authenticated operator (Position.Submitter).
+func (c *Chain) AppendBy(record []byte, arrival time.Time, submitter string) (*Appended, error) {
 	if c.Closed {
 		return nil, Refuse(CodeClosed, "chain %.80q was sealed closed", c.ID)
 	}
-	adm, err := c.State.Admit(Position{Chain: c.ID, Head: c.Head, Seq: c.Size}, record)
+	adm, err := c.State.Admit(Position{Chain: c.ID, Head: c.Head, Seq: c.Size, Submitter: submitter}, record)
 	if err != nil {
 		return nil, err
 	}

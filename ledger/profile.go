@@ -23,6 +23,11 @@ type Position struct {
 	Chain string
 	Head  Link
 	Seq   uint64
+	// Submitter is the operator identity evidentd authenticated for this submission ("" when
+	// none: an unauthenticated loopback write, or an offline replay). A profile that records
+	// who submitted (ChiefLab) writes it into the hashed record, so a replay reads it back
+	// from there.
+	Submitter string
 }
 
 // ProfileState is the per-chain state a profile keeps (participants' keys, sequence counters).

@@ -53,7 +53,9 @@
 //     then runs Tessera's shutdown; only one Log may use a directory at a time
 //     within a process.
 //
-// Not done here (yet): witnessing/cosigning of checkpoints (the C2SP
-// tlog-witness protocol; Tessera supports it via WithWitnesses, wiring comes
-// later), mirroring, and any write API over HTTP.
+// Witnesses: with Options.Witnesses every checkpoint goes to the witnesses of a
+// tlog-policy (C2SP tlog-witness, through Tessera's WithWitnesses) and is published
+// with their cosignatures; WitnessConfig documents fail-open and fail-closed.
+//
+// Not done here (yet): mirroring, and any write API over HTTP.
 package log

@@ -39,7 +39,13 @@ const (
 //
 // Mount it with http.StripPrefix, e.g.
 // mux.Handle("/log/", http.StripPrefix("/log", l.Handler())).
+//
+// On the AWS driver the same paths are proxied from the bucket (which any tlog-tiles
+// client may also read directly).
 func (l *Log) Handler() http.Handler {
+	if l.obj != nil {
+		return &bucketHandler{obj: l.obj}
+	}
 	return &tilesHandler{dir: l.dir}
 }
 

@@ -22,6 +22,8 @@ import (
 	"github.com/transparency-dev/tessera/client"
 	"github.com/transparency-dev/tessera/storage/posix"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/evident-log/evident/witness/policy"
 )
 
 const (
@@ -54,8 +56,13 @@ var (
 
 // Options configures Open.
 type Options struct {
-	// Dir is the directory of the POSIX tile log. It is created if missing.
+	// Dir is the directory of the POSIX tile log (the embedded default). It is created
+	// if missing. Unused when AWS is set.
 	Dir string
+	// AWS, when set, runs the log on Tessera's AWS driver in its non-AWS mode (a
+	// MySQL-compatible database and an S3-compatible object store) instead of the POSIX
+	// directory; several processes may then share the log. See AWSOptions.
+	AWS *AWSOptions
 	// Signer signs checkpoints; the log origin is Signer.Name().
 	Signer note.Signer
 	// VerifierKey is the verifier key of Signer. It may be left empty when
@@ -78,6 +85,9 @@ type Options struct {
 	PushbackMaxOutstanding uint
 	// Logger receives operational logs (default slog.Default()).
 	Logger *slog.Logger
+	// Witnesses, when set, makes every checkpoint go to external witnesses before it is
+	// published (see WitnessConfig for fail-open and fail-closed).
+	Witnesses *WitnessConfig
 }
 
 // Log is a Tessera POSIX transparency log with signed-note checkpoints.
@@ -107,6 +117,9 @@ type Log struct {
 	closeOnce sync.Once
 	closeErr  error
 	dirKey    string
+	obj       *objectStore // the bucket, on the AWS driver; nil on POSIX
+
+	witnessPolicy *policy.Policy // verifier-side witness policy; nil without witnesses
 }
 
 // openDirs prevents two Logs in one process from using the same directory:
@@ -124,8 +137,8 @@ var (
 //
 // ctx only bounds Open itself; the log runs until Close.
 func Open(ctx context.Context, o Options) (*Log, error) {
-	if o.Dir == "" {
-		return nil, errors.New("log: Options.Dir is required")
+	if o.Dir == "" && o.AWS == nil {
+		return nil, errors.New("log: Options.Dir (or Options.AWS) is required")
 	}
 	if o.Signer == nil {
 		return nil, errors.New("log: Options.Signer is required")
@@ -135,6 +148,9 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 	}
 	if o.CheckpointInterval < MinCheckpointInterval {
 		return nil, fmt.Errorf("log: CheckpointInterval %v is below the minimum %v", o.CheckpointInterval, MinCheckpointInterval)
+	}
+	if o.AWS != nil && o.CheckpointInterval < MinAWSCheckpointInterval {
+		return nil, fmt.Errorf("log: CheckpointInterval %v is below the AWS driver's minimum %v", o.CheckpointInterval, MinAWSCheckpointInterval)
 	}
 	if o.BatchMaxAge <= 0 {
 		o.BatchMaxAge = DefaultBatchMaxAge
@@ -166,6 +182,9 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 		}
 	}
 
+	if o.AWS != nil {
+		return openAWS(ctx, o, origin, verifier, vkey, verifiers)
+	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("log: creating log directory: %w", err)
 	}
@@ -205,6 +224,40 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 	if err != nil {
 		return fail(fmt.Errorf("log: posix driver: %w", err))
 	}
+	l, err := start(ctx, bgCtx, bgCancel, driver, o, origin, verifier, vkey, nil)
+	if err != nil {
+		return fail(err)
+	}
+	l.dirKey = dirKey
+	return l, nil
+}
+
+// openAWS is Open on Tessera's AWS driver.
+func openAWS(ctx context.Context, o Options, origin string, verifier note.Verifier, vkey string, verifiers []note.Verifier) (*Log, error) {
+	bgCtx, bgCancel := context.WithCancel(context.WithoutCancel(ctx))
+	driver, obj, err := awsDriver(ctx, o.AWS)
+	if err != nil {
+		bgCancel()
+		return nil, err
+	}
+	raw, err := checkpointInBucket(ctx, obj)
+	if err == nil && raw != nil {
+		err = checkCheckpoint(raw, origin, verifiers)
+	}
+	if err != nil {
+		bgCancel()
+		return nil, err
+	}
+	l, err := start(ctx, bgCtx, bgCancel, driver, o, origin, verifier, vkey, obj)
+	if err != nil {
+		bgCancel()
+		return nil, err
+	}
+	return l, nil
+}
+
+// start runs Tessera's appender lifecycle on driver; it is the same for every driver.
+func start(ctx, bgCtx context.Context, bgCancel context.CancelFunc, driver tessera.Driver, o Options, origin string, verifier note.Verifier, vkey string, obj *objectStore) (*Log, error) {
 	opts := tessera.NewAppendOptions().
 		WithCheckpointSigner(o.Signer, o.AdditionalSigners...).
 		WithCheckpointInterval(o.CheckpointInterval).
@@ -212,9 +265,20 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 		WithPushback(o.PushbackMaxOutstanding).
 		// In-memory dedup only; see package doc.
 		WithAntispam(tessera.DefaultAntispamInMemorySize, nil)
+	var wpol *policy.Policy
+	if o.Witnesses != nil {
+		group, wopts, p, err := witnessOptions(o.Witnesses)
+		if err != nil {
+			return nil, err
+		}
+		opts, wpol = opts.WithWitnesses(group, wopts), p
+	}
 	appender, shutdown, reader, err := tessera.NewAppender(bgCtx, driver, opts)
 	if err != nil {
-		return fail(fmt.Errorf("log: tessera appender: %w", err))
+		return nil, fmt.Errorf("log: tessera appender: %w", err)
+	}
+	if obj != nil {
+		reader = awsReader{reader}
 	}
 	poll := min(max(o.CheckpointInterval/10, 5*time.Millisecond), 100*time.Millisecond)
 	l := &Log{
@@ -231,7 +295,8 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 		bgCtx:              bgCtx,
 		bgCancel:           bgCancel,
 		maxOutstanding:     int64(o.PushbackMaxOutstanding),
-		dirKey:             dirKey,
+		obj:                obj,
+		witnessPolicy:      wpol,
 	}
 	size, _ := l.Size(ctx)
 	l.logger.Info("transparency log opened", "origin", origin, "size", size,
@@ -278,6 +343,11 @@ func checkExistingCheckpoint(dir, origin string, verifiers []note.Verifier) erro
 	if err != nil {
 		return fmt.Errorf("log: reading existing checkpoint: %w", err)
 	}
+	return checkCheckpoint(raw, origin, verifiers)
+}
+
+// checkCheckpoint refuses a published checkpoint of another origin or key.
+func checkCheckpoint(raw []byte, origin string, verifiers []note.Verifier) error {
 	var cp tlog.Checkpoint
 	if _, err := cp.Unmarshal(raw); err != nil {
 		return fmt.Errorf("log: existing checkpoint in log directory is malformed: %w", err)
@@ -526,9 +596,11 @@ func (l *Log) close(ctx context.Context) error {
 	l.mu.Unlock()
 	defer func() {
 		l.bgCancel()
-		openDirsMu.Lock()
-		delete(openDirs, l.dirKey)
-		openDirsMu.Unlock()
+		if l.dirKey != "" {
+			openDirsMu.Lock()
+			delete(openDirs, l.dirKey)
+			openDirsMu.Unlock()
+		}
 	}()
 
 	drained := make(chan struct{})

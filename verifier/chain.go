@@ -106,6 +106,7 @@ type replayResult struct {
 	sigFailCount  uint64
 	states        map[uint64]chainState // chain state at every size a seal claims
 	chain         *ledger.Chain
+	linkage       *linkageTrack
 }
 
 // complete reports whether every line was replayed without a break in sequence.
@@ -128,7 +129,7 @@ func (r *replayResult) validUpTo() uint64 {
 // Memory stays bounded: one line, the profile state and the compact tree at a time (plus a
 // 24-byte digest per record id, to refuse reused ids as the service does).
 func (v *verifier) replay(ref bundle.ChainRef, prof ledger.Profile, claimed map[uint64]bool) (*replayResult, error) {
-	res := &replayResult{file: bundle.EntriesFile(ref.Dir), states: map[uint64]chainState{}}
+	res := &replayResult{file: bundle.EntriesFile(ref.Dir), states: map[uint64]chainState{}, linkage: newLinkageTrack(ref)}
 	chain, err := ledger.NewChain(ref.ID, prof)
 	if err != nil {
 		res.brk = &Check{Code: CodeUnknownProfile, Detail: err.Error(), Where: res.file}
@@ -254,6 +255,7 @@ func (v *verifier) replayLine(res *replayResult, chain *ledger.Chain, pool *sigP
 		}
 		ids[k] = seq
 	}
+	res.linkage.observe(seq, a)
 	if a.Admission.Verify != nil {
 		pool.jobs <- sigJob{seq: seq, verify: a.Admission.Verify}
 	} else {
@@ -292,13 +294,15 @@ func (res *replayResult) entryChecks(ref bundle.ChainRef) []Check {
 	case res.sigOK > 0:
 		c.Status = Verified
 		c.Detail = fmt.Sprintf("%d record signature(s) verified with the signer's key valid at the record's time, from the chain's own key history", res.sigOK)
+	case serviceAttested(res) != "":
+		c.Status, c.Detail = Verified, serviceAttested(res)
 	default:
 		c.Status, c.Code = NotEvaluated, CodeUnsigned
 		c.Detail = "no signed record was replayed"
 	}
 	checks = append(checks, c)
 
-	if res.unsigned > 0 {
+	if res.unsigned > 0 && serviceAttested(res) == "" {
 		c = Check{Name: "chain.unsigned", Chain: ref.ID, Status: NotEvaluated, Code: CodeUnsigned,
 			Detail: fmt.Sprintf("unsigned: %d record(s) carry no signature (refusals and senders without a key); who wrote them is not evaluated", res.unsigned)}
 		for _, s := range res.firstUnsigned {

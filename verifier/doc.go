@@ -21,7 +21,13 @@
 //     the previous seal statement's log entry), the RFC 9942 inclusion receipt, and the
 //     C2SP checkpoint the receipt leads to (signed by the log key, right origin, size and root);
 //   - the log: every checkpoint signed by the log key; two checkpoints of one size with
-//     different roots are reported as a fork.
+//     different roots are reported as a fork;
+//   - witnesses (witnesses.go): with trust/witness.policy, the quorum of cosignatures on every
+//     checkpoint (optionally only cosignatures younger than Options.WitnessMaxAge; an unmet
+//     quorum is not_evaluated); extra checkpoints from Options.Checkpoints join the fork check,
+//     and an add-checkpoint body's consistency proof is used to show a later checkpoint
+//     consistent with the bundle's, or to prove a split view (broken, both checkpoints as
+//     evidence).
 //
 // What it cannot verify, and says so (not_evaluated) rather than pass over in silence:
 //

@@ -75,6 +75,9 @@ type ChainReport struct {
 	Root         string        `json:"root"` // replayed chain tree root
 	Coverage     Coverage      `json:"coverage"`
 	Participants []Participant `json:"participants,omitempty"`
+	// Linkage is how much of the chain the records' own predecessor links cover (CHAP
+	// evidence.prev_hash); nil for profiles whose records name no predecessor.
+	Linkage *Linkage `json:"linkage,omitempty"`
 }
 
 // CheckpointReport is one log checkpoint the bundle holds (as a file or inside a receipt).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/ledger/chap"
 	"github.com/evident-log/evident/ledger/profiles"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/verifier/bundle"
@@ -56,6 +57,11 @@ func (v *verifier) verifyChain(ref bundle.ChainRef) (ChainReport, []Check, error
 			return cr, nil, err
 		}
 		checks = append(checks, res.entryChecks(ref)...)
+		checks = append(checks, res.linkage.checks(ref, res)...)
+		if ref.Profile == chap.Profile && res.complete() && res.total > 0 {
+			l := res.linkage.coverage()
+			cr.Linkage = &l
+		}
 		cr.Coverage.EntriesTotal = res.total
 		cr.Coverage.EntriesChecked = res.checked
 		cr.Coverage.EntriesUnchecked = res.total - res.checked
@@ -70,6 +76,7 @@ func (v *verifier) verifyChain(ref bundle.ChainRef) (ChainReport, []Check, error
 	}
 	sealChecks := v.sealStates(ref, seals, res, &cr.Coverage)
 	checks = append(checks, sealChecks...)
+	checks = append(checks, profileChecks(ref, res, seals)...)
 	return cr, checks, nil
 }
 
@@ -136,6 +143,8 @@ func (v *verifier) readSeal(ref bundle.ChainRef, s, prev *sealInfo) {
 		}
 		if !ok {
 			s.add(Broken, "seal.signature", CodeSealSignature, "the seal statement's signature does not verify with the issuer key (the statement was altered or not signed by the service)")
+		} else if err := v.keyWindow(st.KeyID, st.Claims.IssuedAt); err != nil {
+			s.add(Broken, "seal.signature", CodeKeyWindow, "the seal statement: %v", err)
 		}
 	}
 
@@ -235,6 +244,9 @@ func (v *verifier) checkReceipt(s *sealInfo, i int, raw []byte, leaf [32]byte) {
 		s.add(Broken, "seal.receipt", CodeReceipt, "receipt %d does not verify for this seal statement: %v", i, err)
 		return
 	}
+	if err := v.keyWindow(rr.KeyID, rr.Claims.IssuedAt); err != nil {
+		s.add(Broken, "seal.receipt", CodeKeyWindow, "receipt %d: %v", i, err)
+	}
 	p := rr.Inclusion[0]
 	s.logIndex, s.treeSize = p.LeafIndex, p.TreeSize
 
@@ -268,6 +280,7 @@ func (v *verifier) checkReceipt(s *sealInfo, i int, raw []byte, leaf [32]byte) {
 		return
 	}
 	v.addCheckpoint(cp.Size, cp.Hash, src)
+	v.noteCheckpoint(cpRaw, cp.Size, cp.Hash, src)
 	k := cpKey{size: cp.Size}
 	copy(k.root[:], cp.Hash)
 	s.cps = append(s.cps, k)

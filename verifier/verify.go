@@ -67,6 +67,12 @@ type Options struct {
 	Progress func(stage string, done, total uint64)
 	// Now gives the report's generation time; nil means time.Now.
 	Now func() time.Time
+	// Checkpoints are extra checkpoints gathered elsewhere, cross-checked against the
+	// bundle's (fork, consistency, witness quorum); see ExtraCheckpoint.
+	Checkpoints []ExtraCheckpoint
+	// WitnessMaxAge, when positive, counts only cosignatures dated within this long
+	// before Now toward the witness quorum.
+	WitnessMaxAge time.Duration
 }
 
 type issuerKey struct {
@@ -90,10 +96,13 @@ type verifier struct {
 	logKey     note.Verifier // nil when trust/log.vkey is unusable
 	issuers    []issuerKey   // empty when trust/issuers.cbor is unusable
 	issuersErr bool
+	history    *bundle.KeyHistory // trust/key-history.json, nil when absent (keyhistory.go)
 
 	cpFiles  map[uint64][]byte   // log/checkpoints/<size>.checkpoint that verified, by size
 	cps      map[cpKey][]string  // verified checkpoints → where they were found
 	cpBroken map[string]struct{} // sources of checkpoints that did not verify
+
+	wit witnessState // checkpoint notes and proofs for the witness checks
 }
 
 // Verify checks a bundle offline and returns its report. It returns an error only when it
@@ -116,10 +125,12 @@ func Verify(ctx context.Context, r *bundle.Reader, o Options) (*Report, error) {
 
 	manifestChecks := v.checkManifest()
 	trustChecks := v.loadTrust(rep)
+	trustChecks = append(trustChecks, v.loadKeyHistory()...)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	logChecks := v.loadCheckpointFiles()
+	logChecks = append(logChecks, v.loadExtraCheckpoints()...)
 	var chainChecks []Check
 	for _, ref := range m.Chains {
 		if err := ctx.Err(); err != nil {
@@ -133,6 +144,7 @@ func Verify(ctx context.Context, r *bundle.Reader, o Options) (*Report, error) {
 		chainChecks = append(chainChecks, checks...)
 	}
 	logChecks = append(logChecks, v.checkLog(rep)...)
+	logChecks = append(logChecks, v.checkWitnesses()...)
 	digestChecks := v.sweepDigests()
 	if err := ctx.Err(); err != nil {
 		return nil, err

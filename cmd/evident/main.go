@@ -24,6 +24,9 @@ const usage = `Usage: evident <command> [flags]
 
 Commands:
   verify BUNDLE   verify an exported bundle offline (directory or .zip); no network
+  replay BUNDLE   rebuild a CHAP chain's timeline (or one task's, --task), answer CHAP §9.3, flag impossible histories
+  receipt verify  verify RFC 9942 receipts (any SCITT service's) for a statement or a transparent statement
+  keys            generate, show, thumbprint and rotate service keys
   demo            run a CHAP support triage through a local evidentd, seal, export and verify it
 
 Exit codes: 0 verified, 1 broken, 2 not evaluated (nothing broken, something unchecked),
@@ -47,8 +50,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "verify":
 		return cmdVerify(ctx, args[1:], stdout, stderr)
+	case "replay":
+		return cmdReplay(ctx, args[1:], stdout, stderr)
 	case "demo":
 		return cmdDemo(ctx, args[1:], stdout, stderr)
+	case "receipt":
+		return cmdReceipt(ctx, args[1:], stdout, stderr)
+	case "keys":
+		return cmdKeys(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -16,9 +16,12 @@ import (
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("evident verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	format := fs.String("format", "text", "report format: text or json")
+	format := fs.String("format", "text", "report format: text, json or html (one self-contained file with the CHAP timeline)")
 	output := fs.String("o", "", "write the report to this file instead of standard output")
 	quiet := fs.Bool("q", false, "no progress, even on a terminal")
+	var extra checkpointFiles
+	fs.Var(&extra, "checkpoint", "an extra checkpoint gathered elsewhere (a witness's /<hex sha256(origin)>/checkpoint, another bundle, or a tlog-witness add-checkpoint body with its proof) to cross-check; repeatable")
+	maxAge := fs.Duration("witness-max-age", 0, "count only witness cosignatures at most this old toward the quorum (0: any age)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: evident verify [flags] BUNDLE\n\nVerifies an Evident bundle (directory or .zip) offline: chain replay, signatures with\nkey history, seals and their lineage, receipts, checkpoint signatures. Never uses the network.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -33,11 +36,13 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fs.Usage()
 		return exitUsage
 	}
-	if *format != "text" && *format != "json" {
-		fmt.Fprintf(stderr, "evident verify: -format must be text or json, not %q\n", *format)
+	if *format != "text" && *format != "json" && *format != "html" {
+		fmt.Fprintf(stderr, "evident verify: -format must be text, json or html, not %q\n", *format)
 		return exitUsage
 	}
-	rep, code := verifyBundle(ctx, fs.Arg(0), *quiet, stderr)
+	rep, code := verifyBundle(ctx, fs.Arg(0), *quiet, stderr, func(o *verifier.Options) {
+		o.Checkpoints, o.WitnessMaxAge = extra.list, *maxAge
+	})
 	if rep == nil {
 		return code
 	}
@@ -52,9 +57,12 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		out = f
 	}
 	var err error
-	if *format == "json" {
+	switch *format {
+	case "html":
+		err = writeHTML(ctx, out, rep, fs.Arg(0))
+	case "json":
 		err = rep.WriteJSON(out)
-	} else {
+	default:
 		err = rep.WriteText(out)
 	}
 	if err != nil {
@@ -65,7 +73,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
 // verifyBundle opens and verifies a bundle, showing progress on a terminal.
-func verifyBundle(ctx context.Context, path string, quiet bool, stderr io.Writer) (*verifier.Report, int) {
+func verifyBundle(ctx context.Context, path string, quiet bool, stderr io.Writer, opts ...func(*verifier.Options)) (*verifier.Report, int) {
 	r, err := bundle.Open(path)
 	if err != nil {
 		fmt.Fprintln(stderr, "evident verify:", err)
@@ -76,6 +84,9 @@ func verifyBundle(ctx context.Context, path string, quiet bool, stderr io.Writer
 	}
 	defer r.Close()
 	var o verifier.Options
+	for _, f := range opts {
+		f(&o)
+	}
 	if !quiet && isTerminal(stderr) {
 		o.Progress = progressPrinter(stderr)
 	}
@@ -153,4 +164,21 @@ func takesValue(flagArg string) bool {
 		return false
 	}
 	return true
+}
+
+// checkpointFiles is the repeatable --checkpoint flag: each file is read when the flag is parsed.
+type checkpointFiles struct{ list []verifier.ExtraCheckpoint }
+
+func (c *checkpointFiles) String() string { return "" }
+
+func (c *checkpointFiles) Set(name string) error {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	if len(b) > 1<<20 {
+		return fmt.Errorf("%s: over 1 MiB, not a checkpoint", name)
+	}
+	c.list = append(c.list, verifier.ExtraCheckpoint{Name: name, Data: b})
+	return nil
 }

@@ -36,6 +36,10 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	getenv, cfgErr := withConfigFile(args, getenv)
+	if cfgErr != nil {
+		return cfgErr
+	}
 	fs := flag.NewFlagSet("evidentd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	env := func(name, def string) string {
@@ -57,6 +61,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	maxBody := fs.Int64("max-body", envInt(getenv, "EVIDENT_MAX_BODY", server.DefaultMaxBody), "largest ingest request body in bytes (env EVIDENT_MAX_BODY)")
 	fs.IntVar(&cfg.MaxBatch, "max-batch", int(envInt(getenv, "EVIDENT_MAX_BATCH", server.DefaultMaxBatch)), "most records per ingest request (env EVIDENT_MAX_BATCH)")
 	logFormat := fs.String("log-format", env("EVIDENT_LOG_FORMAT", "text"), "log format: text or json (env EVIDENT_LOG_FORMAT)")
+	fs.StringVar(&cfg.SCITT.RegistrationPolicy, "registration-policy", env("EVIDENT_REGISTRATION_POLICY", ""), "SCRAPI registration policy file (JSON, docs/scitt.md), signed and registered in the log when it changes; none: POST /entries refuses every statement (env EVIDENT_REGISTRATION_POLICY)")
+	regWait := fs.String("registration-wait", env("EVIDENT_REGISTRATION_WAIT", server.DefaultRegistrationWait.String()), "how long POST /entries waits for publication before answering 303 (env EVIDENT_REGISTRATION_WAIT)")
+	distributed := distributedFlags(fs, getenv)
+	witnessPolicy := fs.String("witness-policy", env("EVIDENT_WITNESS_POLICY", ""), "tlog-policy file of the witnesses that cosign every checkpoint (witness vkeys, URLs, k-of-n quorum); empty: no witnesses (env EVIDENT_WITNESS_POLICY)")
+	witnessFailOpen := fs.Bool("witness-fail-open", env("EVIDENT_WITNESS_FAIL_OPEN", "false") == "true", "publish checkpoints whose witness quorum is not met (default fail-closed: publication stops until the quorum cosigns) (env EVIDENT_WITNESS_FAIL_OPEN=true)")
+	witnessTimeout := fs.String("witness-timeout", env("EVIDENT_WITNESS_TIMEOUT", "5s"), "how long a checkpoint waits for its witness quorum (env EVIDENT_WITNESS_TIMEOUT)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: evidentd [flags]\n\nRuns the Evident service. With no flags: data in ./%s, listening on %s.\n\nFlags:\n", daemon.DefaultData, daemon.DefaultListen)
 		fs.PrintDefaults()
@@ -79,6 +89,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("-seal-every: %w", err)
 	}
 	cfg.MaxBody = *maxBody
+	if cfg.SCITT.RegistrationWait, err = time.ParseDuration(*regWait); err != nil {
+		return fmt.Errorf("-registration-wait: %w", err)
+	}
+	if cfg.Distributed, err = distributed(); err != nil {
+		return err
+	}
+	if *witnessPolicy != "" {
+		cfg.Witnesses = &daemon.Witnesses{PolicyFile: *witnessPolicy, FailOpen: *witnessFailOpen}
+		if cfg.Witnesses.Timeout, err = time.ParseDuration(*witnessTimeout); err != nil {
+			return fmt.Errorf("-witness-timeout: %w", err)
+		}
+	}
 	if pw := getenv("EVIDENT_SERVICE_KEY_PASSWORD"); pw != "" {
 		cfg.ServiceKeyPassword = []byte(pw)
 	}
@@ -108,6 +130,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	logger.Info("evidentd listening", "addr", "http://"+ln.Addr().String(), "data", cfg.Data, "origin", d.Log().Origin(), "vkey", d.Log().VerifierKey())
+	if cfg.Witnesses != nil {
+		mode := "fail-closed: checkpoints are published only with the witness quorum"
+		if cfg.Witnesses.FailOpen {
+			mode = "fail-open: checkpoints are published even without the witness quorum"
+		}
+		logger.Info("witnesses", "policy", cfg.Witnesses.PolicyFile, "mode", mode, "timeout", cfg.Witnesses.Timeout)
+	}
 	if len(cfg.Tokens) == 0 {
 		logger.Warn("no write token configured: writes are accepted from loopback clients only (set --tokens)")
 	}

@@ -152,7 +152,7 @@ func (k *Keyring) Admit(r *Record) (*SignatureCheck, error) {
 	}
 	switch r.Method {
 	case "participant.join":
-		return check, k.join(r)
+		return check, k.join(r, signer)
 	case "participant.rotate_key":
 		return check, k.rotate(r, signer)
 	case "participant.revoke_key":
@@ -215,7 +215,7 @@ func joinKeys(r *Record) ([]Key, error) {
 	return out, nil
 }
 
-func (k *Keyring) join(r *Record) error {
+func (k *Keyring) join(r *Record, signer *Key) error {
 	uri := joinParticipant(r)
 	if uri == "" {
 		return ledger.Refuse(ledger.CodeMalformed, "participant.join names no participant (params.uri or from)")
@@ -225,6 +225,10 @@ func (k *Keyring) join(r *Record) error {
 		return err
 	}
 	p := k.Participants[uri]
+	role, err := k.joinRole(r, uri, p, signer)
+	if err != nil {
+		return err
+	}
 	if p != nil && len(keys) > 0 && k.hasValidKey(uri, r.TS) {
 		// Adding keys to a participant that already has one is a key change: it must be
 		// signed by that participant (its current key) — otherwise use rotate_key.
@@ -246,16 +250,46 @@ func (k *Keyring) join(r *Record) error {
 		}
 	}
 	if p == nil {
-		p = &Participant{URI: uri}
+		p = &Participant{URI: uri, Role: role}
 		k.Participants[uri] = p
-	}
-	if params := r.Params(); params != nil {
-		if role, ok := params.String("role"); ok {
-			p.Role = role
-		}
 	}
 	p.Keys = append(p.Keys, keys...)
 	return nil
+}
+
+// RoleAdmin is the role that may revoke other participants' keys and grant roles.
+const RoleAdmin = "admin"
+
+// joinRole applies the role rule (docs/profiles/chap.md, "Roles"): a participant's role is
+// set by its first join and never changed by a later one; "admin" is declared only by the
+// first participant of the workspace, or granted by a join signed by an existing admin for
+// another participant. signer is the key that signed r (nil when unsigned).
+func (k *Keyring) joinRole(r *Record, uri string, p *Participant, signer *Key) (string, error) {
+	role := ""
+	if params := r.Params(); params != nil {
+		if v, ok := params.Get("role"); ok {
+			s, ok := v.(string)
+			if !ok {
+				return "", ledger.Refuse(ledger.CodeMalformed, "params.role must be a string")
+			}
+			role = s
+		}
+	}
+	if p != nil {
+		if role != "" && role != p.Role {
+			return "", ledger.Refuse(ledger.CodeRoleDenied, "the role of %.80q was set by its first join (%.40q); a later join cannot make it %.40q", uri, p.Role, role)
+		}
+		return p.Role, nil
+	}
+	if role != RoleAdmin || len(k.Participants) == 0 {
+		return role, nil
+	}
+	if r.Sig != nil && signer != nil && r.From != uri {
+		if g := k.Participants[r.From]; g != nil && g.Role == RoleAdmin {
+			return role, nil
+		}
+	}
+	return "", ledger.Refuse(ledger.CodeRoleDenied, "%.80q cannot declare itself admin: only the workspace's first participant, or a join signed by an existing admin, may", uri)
 }
 
 func hasKid(p *Participant, kid string) bool {
@@ -319,7 +353,7 @@ func (k *Keyring) revoke(r *Record, signer *Key) error {
 		return ledger.Refuse(ledger.CodeUnauthorized, "participant.revoke_key must be signed")
 	}
 	if target != r.From {
-		if sp := k.Participants[r.From]; sp == nil || sp.Role != "admin" {
+		if sp := k.Participants[r.From]; sp == nil || sp.Role != RoleAdmin {
 			return ledger.Refuse(ledger.CodeUnauthorized, "only %.80q itself or an admin may revoke its keys", target)
 		}
 	}

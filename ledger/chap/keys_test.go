@@ -139,7 +139,7 @@ func msg(from string, sec int) map[string]any {
 func lifecycle() []step {
 	return []step{
 		{"alice joins with a JWK (unsigned, no key yet)", func(t testing.TB) []byte {
-			return raw(t, envelope(alice1.uri, "participant.join", at(0), map[string]any{"jwk": alice1.jwk(), "type": "human"}))
+			return raw(t, envelope(alice1.uri, "participant.join", at(0), map[string]any{"jwk": alice1.jwk(), "type": "human", "role": "admin"}))
 		}, ""},
 		{"alice signed envelope", func(t testing.TB) []byte { return signed(t, msg(alice1.uri, 1), alice1) }, ""},
 		{"bad signature (body changed after signing)", func(t testing.TB) []byte {
@@ -212,8 +212,26 @@ func lifecycle() []step {
 		{"carol (not admin) revokes alice's a3", func(t testing.TB) []byte {
 			return signed(t, envelope(carol1.uri, "participant.revoke_key", at(13), map[string]any{"participant": alice1.uri, "kid": "a3"}), carol1)
 		}, ledger.CodeUnauthorized},
-		{"admin joins", func(t testing.TB) []byte {
+		{"carol declares herself admin in a later keyless join", func(t testing.TB) []byte {
+			return signed(t, envelope(carol1.uri, "participant.join", at(13), map[string]any{"role": "admin"}), carol1)
+		}, ledger.CodeRoleDenied},
+		{"a keyless join by a stranger changes carol's role", func(t testing.TB) []byte {
+			return raw(t, envelope("human:guest", "participant.join", at(13), map[string]any{"uri": carol1.uri, "role": "reviewer"}))
+		}, ledger.CodeRoleDenied},
+		{"carol re-joins without a role (keeps hers)", func(t testing.TB) []byte {
+			return signed(t, envelope(carol1.uri, "participant.join", at(13), map[string]any{}), carol1)
+		}, ""},
+		{"a new member declares itself admin", func(t testing.TB) []byte {
 			return signed(t, envelope(admin1.uri, "participant.join", at(14), map[string]any{"jwk": admin1.jwk(), "role": "admin"}), admin1)
+		}, ledger.CodeRoleDenied},
+		{"carol (not admin) grants admin to a new member", func(t testing.TB) []byte {
+			return signed(t, envelope(carol1.uri, "participant.join", at(14), map[string]any{"uri": admin1.uri, "jwk": admin1.jwk(), "role": "admin"}), carol1)
+		}, ledger.CodeRoleDenied},
+		{"an unsigned join grants admin", func(t testing.TB) []byte {
+			return raw(t, envelope("human:guest", "participant.join", at(14), map[string]any{"uri": admin1.uri, "jwk": admin1.jwk(), "role": "admin"}))
+		}, ledger.CodeRoleDenied},
+		{"admin alice grants admin to root (join signed by alice)", func(t testing.TB) []byte {
+			return signed(t, envelope(alice1.uri, "participant.join", at(14), map[string]any{"uri": admin1.uri, "jwk": admin1.jwk(), "role": "admin"}), alice2)
 		}, ""},
 		{"unsigned revoke", func(t testing.TB) []byte {
 			return raw(t, envelope("human:guest", "participant.revoke_key", at(15), map[string]any{"participant": alice1.uri, "kid": "a3"}))

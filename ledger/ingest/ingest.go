@@ -29,8 +29,12 @@ type Options struct {
 	Sealer   SealIssuer       // nil: sealing disabled
 	// SealEvery seals a chain once this many entries arrived since its last seal (0: never).
 	SealEvery uint64
-	Logger    *slog.Logger
-	Now       func() time.Time // clock; time.Now when nil
+	// Shared says other processes write to the same store (several evidentd replicas):
+	// a chain's state is then read from the store before every use instead of kept in
+	// memory between requests, so heads, seals and reads are never stale.
+	Shared bool
+	Logger *slog.Logger
+	Now    func() time.Time // clock; time.Now when nil
 }
 
 // Pipeline ingests records into chains and seals them.
@@ -90,7 +94,7 @@ var ErrNoChain = errors.New("no such chain")
 // load returns the chain (creating an empty one of profile when absent and create is set).
 // The caller holds s.mu.
 func (p *Pipeline) load(ctx context.Context, s *chainSlot, id, profile string, create bool) (*ledger.Chain, error) {
-	if s.chain != nil {
+	if s.chain != nil && !p.o.Shared {
 		return s.chain, nil
 	}
 	rec, err := p.o.Store.LoadChain(ctx, id)
@@ -226,7 +230,7 @@ func (p *Pipeline) ingestLocked(ctx context.Context, s *chainSlot, id, profile s
 	sigs := startVerifying(len(records))
 	defer sigs.stop()
 	for i, rec := range records {
-		a, err := next.Append(rec, now)
+		a, err := next.AppendBy(rec, now, SubmitterFrom(ctx))
 		if err != nil {
 			return nil, p.refusal(ctx, cur, next, i, rec, now, err)
 		}
@@ -278,7 +282,8 @@ func (p *Pipeline) ingestLocked(ctx context.Context, s *chainSlot, id, profile s
 		return nil, err
 	}
 	s.chain = next
-	if p.o.SealEvery > 0 && p.o.Sealer != nil && next.Size-next.SealedSize >= p.o.SealEvery {
+	closedNow := next.Closed && !cur.Closed // a record closed the chain: seal it closed at once
+	if p.o.Sealer != nil && (closedNow || p.o.SealEvery > 0 && next.Size-next.SealedSize >= p.o.SealEvery) {
 		select {
 		case p.sealKick <- id:
 		default: // the sealer is busy; the periodic pass will catch up

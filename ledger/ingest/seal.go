@@ -70,7 +70,11 @@ func (p *Pipeline) prepareSeal(ctx context.Context, id string, close bool) (*sto
 		return &seals[n-1], nil
 	}
 	if c.Closed {
-		return nil, ledger.Refuse(ledger.CodeClosed, "chain %.80q is closed", id)
+		if n := len(seals); n > 0 && seals[n-1].Closed {
+			return nil, ledger.Refuse(ledger.CodeClosed, "chain %.80q is closed", id)
+		}
+		// A record closed the chain (an OWP root Intent resolved): its seal is the closing one.
+		close = true
 	}
 	now := p.o.Now().UTC()
 	seal := ledger.Seal{Chain: c.ID, Profile: c.Profile, Size: c.Size, Head: c.Head, Root: ledger.RootString(c.Root()),
@@ -166,7 +170,7 @@ func (p *Pipeline) RunSealer(ctx context.Context, interval time.Duration) {
 			}
 			for _, id := range ids {
 				h, err := p.Head(ctx, id)
-				if err == nil && !h.Closed && h.Size > h.SealedSize {
+				if err == nil && h.Size > h.SealedSize { // includes chains a record closed, not yet sealed
 					p.sealQuietly(ctx, id)
 				}
 			}

@@ -5,11 +5,16 @@ package profiles
 import (
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/chap"
+	"github.com/evident-log/evident/ledger/cheq"
+	"github.com/evident-log/evident/ledger/chieflab"
+	"github.com/evident-log/evident/ledger/cop"
+	"github.com/evident-log/evident/ledger/owp"
 )
 
-// All returns every profile adapter, the default (CHAP 0.3) first.
+// All returns every profile adapter, the default (CHAP 0.3) first: OWP-2, COP 1.0, CHEQ and
+// ChiefLab follow (docs/profiles/).
 func All() []ledger.Profile {
-	return []ledger.Profile{chap.Adapter{}}
+	return []ledger.Profile{chap.Adapter{}, owp.Adapter{}, cop.Adapter{}, cheq.Adapter{}, chieflab.Adapter{}}
 }
 
 // Lookup returns the adapter of a profile name.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/evident-log/evident/ledger/ingest"
 	"github.com/evident-log/evident/ledger/profiles"
+	"github.com/evident-log/evident/ledger/store"
 	"github.com/evident-log/evident/ledger/store/sqlite"
 	evlog "github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/log/scitt"
@@ -41,6 +42,17 @@ type Config struct {
 	MaxBody            int64
 	MaxBatch           int
 	Logger             *slog.Logger
+	// SCITT configures SCRAPI registration (scitt.go).
+	SCITT SCITT
+	// Distributed, when set, runs evidentd on a MySQL-compatible database and an
+	// S3-compatible object store instead of the data directory, so several replicas can
+	// serve the same chains and log; the data directory then holds only the keys, which
+	// every replica must share.
+	Distributed *Distributed
+	// Witnesses, when set, sends every checkpoint to external witnesses (C2SP
+	// tlog-witness) and publishes it with their cosignatures; see Witnesses for
+	// fail-open and fail-closed.
+	Witnesses *Witnesses
 }
 
 // Defaults.
@@ -56,11 +68,12 @@ const (
 type Daemon struct {
 	cfg      Config
 	log      *evlog.Log
-	store    *sqlite.Store
+	store    store.Store
 	pipeline *ingest.Pipeline
 	service  *scitt.Service
 	handler  http.Handler
 	cancel   context.CancelFunc
+	scrapi   *scitt.Registrar // nil when the store keeps no registrations
 	done     chan struct{}
 }
 
@@ -89,15 +102,31 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	if cfg.ServiceKey == "" {
 		cfg.ServiceKey = filepath.Join(cfg.Data, "keys", "service.key")
 	}
-	key, err := scitt.LoadOrCreateKey(cfg.ServiceKey, cfg.ServiceKeyPassword)
+	key, err := scitt.OpenSigner(ctx, cfg.ServiceKey, cfg.ServiceKeyPassword)
 	if err != nil {
 		return nil, err
 	}
-	l, err := evlog.Open(ctx, evlog.Options{Dir: filepath.Join(cfg.Data, "log"), Signer: signer, CheckpointInterval: cfg.CheckpointInterval, Logger: cfg.Logger})
+	lo := evlog.Options{Dir: filepath.Join(cfg.Data, "log"), Signer: signer, CheckpointInterval: cfg.CheckpointInterval, Logger: cfg.Logger}
+	if cfg.Distributed != nil {
+		if lo, err = cfg.Distributed.logOptions(lo); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Witnesses != nil {
+		if lo, err = cfg.Witnesses.logOptions(lo); err != nil {
+			return nil, err
+		}
+	}
+	l, err := evlog.Open(ctx, lo)
 	if err != nil {
 		return nil, fmt.Errorf("transparency log: %w", err)
 	}
-	st, err := sqlite.Open(ctx, filepath.Join(cfg.Data, "ledger.db"))
+	var st store.Store
+	if cfg.Distributed != nil {
+		st, err = cfg.Distributed.openStore(ctx)
+	} else {
+		st, err = sqlite.Open(ctx, filepath.Join(cfg.Data, "ledger.db"))
+	}
 	if err != nil {
 		l.Close(context.Background())
 		return nil, err
@@ -108,7 +137,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		l.Close(context.Background())
 		return nil, err
 	}
-	p, err := ingest.New(ingest.Options{Store: st, Profiles: profiles.All(), Sealer: svc, SealEvery: cfg.SealEvery, Logger: cfg.Logger})
+	p, err := ingest.New(ingest.Options{Store: st, Profiles: profiles.All(), Sealer: svc, SealEvery: cfg.SealEvery, Shared: cfg.Distributed != nil, Logger: cfg.Logger})
 	if err != nil {
 		st.Close()
 		l.Close(context.Background())
@@ -119,8 +148,13 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		d.closeParts()
 		return nil, fmt.Errorf("finishing pending seals: %w", err)
 	}
+	sc, err := d.openSCITT(ctx, key.Public())
+	if err != nil {
+		d.closeParts()
+		return nil, err
+	}
 	d.handler = server.New(server.Config{Pipeline: p, Store: st, Service: svc, Tokens: cfg.Tokens, MaxBody: cfg.MaxBody, MaxBatch: cfg.MaxBatch,
-		Producer: "evidentd " + Version, Logger: cfg.Logger})
+		Producer: "evidentd " + Version, Logger: cfg.Logger, SCITT: sc})
 	bg, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
 	go func() {
@@ -142,7 +176,7 @@ func (d *Daemon) Pipeline() *ingest.Pipeline { return d.pipeline }
 func (d *Daemon) closeParts() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return errors.Join(d.store.Close(), d.log.Close(ctx))
+	return errors.Join(d.closeSCITT(ctx), d.store.Close(), d.log.Close(ctx))
 }
 
 // Close stops the sealer and closes the store and the log.

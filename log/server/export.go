@@ -49,12 +49,20 @@ func (s *Server) Export(ctx context.Context, w io.Writer, chain string, size uin
 	if err := bw.WriteFile(bundle.LogKeyFile, []byte(l.VerifierKey()+"\n")); err != nil {
 		return err
 	}
+	if wp := l.WitnessPolicy(); wp != nil {
+		if err := bw.WriteFile(bundle.WitnessPolicyFile, []byte(wp.String())); err != nil {
+			return err
+		}
+	}
 	ck, err := receipts.COSEKey(s.c.Service.Signer().Public())
 	if err != nil {
 		return err
 	}
 	ks, err := cbor.Marshal([]cbor.RawMessage{ck})
 	if err != nil {
+		return err
+	}
+	if err := s.exportKeyHistory(bw, &ks); err != nil { // scitt keys: every key, retired ones kept (exportkeys.go)
 		return err
 	}
 	if err := bw.WriteFile(bundle.IssuersFile, ks); err != nil {

@@ -38,6 +38,9 @@ const (
 type Token struct {
 	Secret string
 	Prefix string
+	// Operator is the identity of whoever holds the token (e.g. "operator:chieflab-post@acme"),
+	// passed to the profile as ledger.Position.Submitter; ChiefLab records it in every entry.
+	Operator string
 }
 
 // Config configures the HTTP surface.
@@ -51,6 +54,9 @@ type Config struct {
 	SealTimeout time.Duration
 	Producer    string // written into bundles, e.g. "evidentd v0.1.0"
 	Logger      *slog.Logger
+	// SCITT configures SCRAPI (POST /entries, /.well-known/scitt-keys, consistency
+	// receipts): scrapi.go. Nil serves none of it.
+	SCITT *SCITTConfig
 }
 
 // Server serves evidentd's HTTP API.
@@ -94,6 +100,7 @@ func New(c Config) *Server {
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	s.mux.HandleFunc("GET /readyz", s.handleReady)
 	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
+	s.routeSCITT()
 	return s
 }
 
@@ -117,8 +124,25 @@ func (s *Server) write(h http.HandlerFunc) http.HandlerFunc {
 			}
 			return
 		}
+		if op := s.operator(r, chain); op != "" {
+			r = r.WithContext(ingest.WithSubmitter(r.Context(), op))
+		}
 		h(w, r)
 	}
+}
+
+// operator returns the Operator of the token authorizing r for chain ("" when none).
+func (s *Server) operator(r *http.Request, chain string) string {
+	secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return ""
+	}
+	for _, t := range s.c.Tokens {
+		if constantTimeEqual(t.Secret, secret) && strings.HasPrefix(chain, t.Prefix) {
+			return t.Operator
+		}
+	}
+	return ""
 }
 
 func (s *Server) authorized(r *http.Request, chain string) bool {

@@ -6,6 +6,7 @@
 //	manifest.json                      format, producer, created, scope, chains, file digests
 //	trust/log.vkey                     the log's checkpoint key (C2SP signed-note vkey)
 //	trust/issuers.cbor                 COSE_KeySet of the service's statement and receipt keys
+//	trust/witness.policy               the witness policy (tlog-policy without URLs), if the log has witnesses
 //	chains/<dir>/entries.jsonl         one JSON object per line: seq, prev, link, arrival, record
 //	chains/<dir>/seals/<n>.cose        transparent seal statements (RFC 9942 receipt in header 394)
 //	log/checkpoints/<size>.checkpoint  signed checkpoints the bundle holds
@@ -42,6 +43,9 @@ const (
 	ManifestFile = "manifest.json"
 	LogKeyFile   = "trust/log.vkey"
 	IssuersFile  = "trust/issuers.cbor"
+	// WitnessPolicyFile is the log's witness policy (tlog-policy, vkeys and no URLs); a
+	// bundle of a log without witnesses has none.
+	WitnessPolicyFile = "trust/witness.policy"
 )
 
 // ErrFormat reports a bundle that does not follow the format.
@@ -78,6 +82,10 @@ type ChainRef struct {
 	Size    uint64      `json:"size"`
 	Head    ledger.Link `json:"head"`
 	Root    string      `json:"root"`
+	// EvidenceHead is the head the Coordinator itself reported for the chain (CHAP
+	// evidence_head, e.g. from workspace.describe), when the exporter was given one. The
+	// verifier compares it with the replayed head.
+	EvidenceHead *ledger.Link `json:"evidence_head,omitempty"`
 }
 
 // EntryLine is one line of entries.jsonl.

@@ -41,10 +41,12 @@ type Builder struct {
 	Step      time.Duration
 	// Sink, when set, receives each envelope instead of the builder keeping it, so a
 	// million-entry chain can be streamed to a file.
-	Sink func(raw []byte) error
-	head ledger.Link
-	n    int
-	out  [][]byte
+	Sink   func(raw []byte) error
+	head   ledger.Link
+	n      int
+	out    [][]byte
+	joined int
+	admins []*Participant
 }
 
 // NewBuilder starts an empty workspace chain.
@@ -94,12 +96,26 @@ func (b *Builder) Envelope(p *Participant, to, method string, params map[string]
 	return raw, nil
 }
 
-// Join appends p's self-signed participant.join carrying its JWK.
+// Join appends p's participant.join carrying its JWK: self-signed, except that an admin
+// joining a workspace that already has members is admitted by a join an existing admin
+// signs (CHAP binding, "Roles": nobody declares itself admin after the first member).
 func (b *Builder) Join(p *Participant, coordinator string) error {
-	_, err := b.Envelope(p, coordinator, "participant.join", map[string]any{
-		"uri": p.URI, "type": p.Type, "role": p.Role, "jwk": chap.JWK(p.Kid, p.Public()),
-	})
-	return err
+	params := map[string]any{"uri": p.URI, "type": p.Type, "role": p.Role, "jwk": chap.JWK(p.Kid, p.Public())}
+	from := p
+	if p.Role == chap.RoleAdmin && b.joined > 0 {
+		if len(b.admins) == 0 {
+			return fmt.Errorf("scenario: %s joins as admin but no admin can grant it", p.URI)
+		}
+		from = b.admins[0]
+	}
+	if _, err := b.Envelope(from, coordinator, "participant.join", params); err != nil {
+		return err
+	}
+	b.joined++
+	if p.Role == chap.RoleAdmin {
+		b.admins = append(b.admins, p)
+	}
+	return nil
 }
 
 // Records returns the envelopes written so far.
@@ -116,7 +132,8 @@ type Cast struct {
 // NewCast returns the support-triage participants.
 func NewCast() Cast {
 	return Cast{
-		Coordinator: NewParticipant("service:coordinator@example.org", "service", "coordinator", "triage"),
+		// The Coordinator service joins first and administers the workspace; it grants Alice admin.
+		Coordinator: NewParticipant("service:coordinator@example.org", "service", chap.RoleAdmin, "triage"),
 		Alice:       NewParticipant("human:alice@example.org", "human", "admin", "triage"),
 		Bob:         NewParticipant("human:bob@example.org", "human", "reviewer", "triage"),
 		Bot:         NewParticipant("agent:triage-bot#v3.2", "agent", "drafter", "triage"),
@@ -154,10 +171,10 @@ func SupportTriage(workspace string, start time.Time) (*Builder, Cast, error) {
 			return err
 		},
 		func() error {
+			content := map[string]any{"body": "We are sorry your order arrived damaged. A refund of 100 EUR has been issued.", "refund_eur": 100}
 			_, err := b.Envelope(c.Bot, co, "artefact.submit", map[string]any{"task_id": "tsk_48910", "artefact": map[string]any{
 				"id": "art_1", "logical_id": "lgl_reply_48910", "kind": "draft",
-				"content":      map[string]any{"body": "We are sorry your order arrived damaged. A refund of 100 EUR has been issued.", "refund_eur": 100},
-				"content_hash": "sha256:95d6ea51e3e509ab1497e5abba80fb03c095a97a6d9844d5b1f7cc2218bae595"}})
+				"content": content, "content_hash": ContentDigest(content)}})
 			return err
 		},
 		func() error {

@@ -68,7 +68,6 @@ CREATE TABLE IF NOT EXISTS forks (
 	record BLOB NOT NULL,
 	arrival INTEGER NOT NULL
 );
-PRAGMA user_version = 1;
 `
 
 // Store is the SQLite ledger store.
@@ -94,6 +93,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if _, err := w.ExecContext(ctx, schema); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("ledger store schema: %w", err)
+	}
+	if err := migrate(ctx, w); err != nil { // schema changes after version 1: migrate.go
+		w.Close()
+		return nil, err
 	}
 	r, err := sql.Open("sqlite", dsn+"&mode=ro")
 	if err != nil {

@@ -52,6 +52,13 @@ type Options struct {
 	NoCheckpoint    bool // receipts carry no checkpoint note
 	CheckpointFiles bool // also write log/checkpoints/<size>.checkpoint
 	PayloadSize     int  // bytes of text in each message; default 64
+	// UnchainedPrefix leaves evidence.prev_hash out of the first records (a Coordinator that
+	// linked its evidence only from then on); Unchained leaves it out of the records at these seqs.
+	UnchainedPrefix int
+	Unchained       []int
+	// TSBack stamps the records at these seqs 5 s earlier than their position's time (a
+	// sender whose clock stepped back; seqs must be ≥ Participants+3 to stay in key windows).
+	TSBack []int
 }
 
 // Bundle is a built bundle: its manifest (with the digests of Files) and its files.
@@ -339,6 +346,9 @@ func Build(tb testing.TB, o Options) *Bundle {
 	}
 	for i := 0; i < o.Entries; i++ {
 		ts := Base.Add(time.Duration(i) * time.Second)
+		if slices.Contains(o.TSBack, i) {
+			ts = ts.Add(-5 * time.Second)
+		}
 		env := map[string]any{
 			"jsonrpc":   "2.0",
 			"chap":      "0.3",
@@ -346,6 +356,9 @@ func Build(tb testing.TB, o Options) *Bundle {
 			"workspace": o.ChainID,
 			"ts":        ledger.Timestamp(ts),
 			"evidence":  map[string]any{"prev_hash": chain.Head.String()},
+		}
+		if i < o.UnchainedPrefix || slices.Contains(o.Unchained, i) {
+			delete(env, "evidence")
 		}
 		var signer *participant
 		switch {

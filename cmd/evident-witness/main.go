@@ -1,0 +1,134 @@
+// Command evident-witness is a transparency log witness (C2SP tlog-witness): it cosigns the
+// checkpoints of the logs listed in its known-logs file once they are shown consistent with
+// the last one it cosigned, and never cosigns a fork. See the witness package for the
+// protocol and witness/README.md for operation.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/evident-log/evident/witness"
+	"golang.org/x/mod/sumdb/note"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "evident-witness:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("evident-witness", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	env := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	listen := fs.String("listen", env("EVIDENT_WITNESS_LISTEN", "127.0.0.1:8081"), "HTTP listen address (env EVIDENT_WITNESS_LISTEN)")
+	state := fs.String("state", env("EVIDENT_WITNESS_STATE", "witness-data"), "state directory: latest cosigned checkpoints, fork evidence, keys (env EVIDENT_WITNESS_STATE)")
+	logs := fs.String("logs", env("EVIDENT_WITNESS_LOGS", ""), "known-logs file, lines \"log <origin> <vkey>...\" (env EVIDENT_WITNESS_LOGS; default <state>/logs.conf)")
+	name := fs.String("name", env("EVIDENT_WITNESS_NAME", ""), "witness name, the cosignature key name; needed when the key is created (env EVIDENT_WITNESS_NAME)")
+	key := fs.String("key", env("EVIDENT_WITNESS_KEY", ""), "Ed25519 cosigning key file, created if missing (env EVIDENT_WITNESS_KEY; default <state>/witness.key)")
+	pqKey := fs.String("mldsa-key", env("EVIDENT_WITNESS_MLDSA_KEY", ""), "also cosign with this ML-DSA-44 key file, created if missing (env EVIDENT_WITNESS_MLDSA_KEY; default: no ML-DSA-44)")
+	printKeys := fs.Bool("print-vkeys", false, "print the verifier keys (creating the keys if needed) and exit")
+	logFormat := fs.String("log-format", env("EVIDENT_WITNESS_LOG_FORMAT", "text"), "log format: text or json (env EVIDENT_WITNESS_LOG_FORMAT)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: evident-witness [flags]\n\nRuns a C2SP tlog-witness: POST /add-checkpoint, GET /<hex sha256(origin)>/checkpoint, GET /<hex sha256(origin)>/forks.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	var h slog.Handler = slog.NewTextHandler(stderr, nil)
+	if *logFormat == "json" {
+		h = slog.NewJSONHandler(stderr, nil)
+	}
+	logger := slog.New(h)
+
+	if *key == "" {
+		*key = filepath.Join(*state, "witness.key")
+	}
+	if *logs == "" {
+		*logs = filepath.Join(*state, "logs.conf")
+	}
+	if err := os.MkdirAll(*state, 0o700); err != nil {
+		return err
+	}
+	signer, vkey, err := witness.LoadOrCreateKey(*key, *name, witness.AlgEd25519)
+	if err != nil {
+		return err
+	}
+	signers, vkeys := []note.Signer{signer}, []string{vkey}
+	if *pqKey != "" {
+		s, v, err := witness.LoadOrCreateKey(*pqKey, signer.Name(), witness.AlgMLDSA44)
+		if err != nil {
+			return err
+		}
+		signers, vkeys = append(signers, s), append(vkeys, v)
+	}
+	if *printKeys {
+		for _, v := range vkeys {
+			fmt.Fprintln(stdout, v)
+		}
+		return nil
+	}
+	cb, err := os.ReadFile(*logs)
+	if err != nil {
+		return fmt.Errorf("known-logs file: %w", err)
+	}
+	cfg, err := witness.ParseConfig(cb)
+	if err != nil {
+		return err
+	}
+	st, err := witness.OpenStore(*state)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	w, err := witness.New(witness.Options{Logs: cfg.Logs, Signers: signers, Store: st, Logger: logger})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	logger.Info("evident-witness listening", "addr", "http://"+ln.Addr().String(), "name", w.Name(), "logs", len(cfg.Logs), "vkeys", strings.Join(vkeys, " "))
+	srv := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	logger.Info("evident-witness stopping")
+	return srv.Shutdown(sctx)
+}

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/evident-log/evident/ledger/chap"
+	"github.com/evident-log/evident/ledger/chap/replay"
+	"github.com/evident-log/evident/verifier"
+	"github.com/evident-log/evident/verifier/bundle"
+	"github.com/evident-log/evident/verifier/htmlreport"
+)
+
+// replayOutput is what `evident replay --format json` writes.
+type replayOutput struct {
+	Format    string             `json:"format"`
+	Bundle    string             `json:"bundle"`
+	Verdict   verifier.Status    `json:"verdict"` // the verification verdict of the bundle (§9.3 question 8)
+	Timelines []*replay.Timeline `json:"timelines"`
+}
+
+func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("evident replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	format := fs.String("format", "text", "output format: text or json")
+	task := fs.String("task", "", "replay only this task_id")
+	quiet := fs.Bool("q", false, "no progress, even on a terminal")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: evident replay [flags] BUNDLE\n\nRebuilds the timeline of every CHAP chain in a bundle (or one task): who assigned,\naccepted, drafted, reviewed, approved or overrode what (diff applied to the base artefact),\nunder which key and mode; answers the CHAP paper's §9.3 questions; reports impossible\nhistories. The bundle is verified first (offline) for question 8.\n\nExit codes: 0 verified and no impossible history, 1 broken or an impossible history,\n2 not evaluated, 3 could not run, 64 usage.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(reorder(args)); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 1 || (*format != "text" && *format != "json") {
+		fs.Usage()
+		return exitUsage
+	}
+	path := fs.Arg(0)
+	rep, code := verifyBundle(ctx, path, *quiet, stderr)
+	if rep == nil {
+		return code
+	}
+	r, err := bundle.Open(path)
+	if err != nil {
+		fmt.Fprintln(stderr, "evident replay:", err)
+		return exitFailure
+	}
+	defer r.Close()
+	var progress func(string, uint64, uint64)
+	if !*quiet && isTerminal(stderr) {
+		progress = progressPrinter(stderr)
+	}
+	out := replayOutput{Format: "evident-replay/v1", Bundle: path, Verdict: rep.Verdict, Timelines: []*replay.Timeline{}}
+	for _, ref := range r.Manifest.Chains {
+		if ref.Profile != chap.Profile {
+			continue
+		}
+		tl, err := replayChain(ctx, r, ref, *task, progress)
+		if progress != nil {
+			fmt.Fprint(stderr, "\r\033[K")
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "evident replay:", err)
+			return exitFailure
+		}
+		tl.Answers[7].Answer = []string{fmt.Sprintf("evident verify: %s (%s)", rep.Verdict, summary(rep))}
+		out.Timelines = append(out.Timelines, tl)
+	}
+	if *format == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(out)
+	} else {
+		err = writeReplayText(stdout, &out)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "evident replay:", err)
+		return exitFailure
+	}
+	code = rep.ExitCode()
+	for _, tl := range out.Timelines {
+		if tl.Impossible() > 0 {
+			code = exitBroken
+		}
+	}
+	return code
+}
+
+func summary(rep *verifier.Report) string {
+	n := map[verifier.Status]int{}
+	for _, c := range rep.Checks {
+		n[c.Status]++
+	}
+	return fmt.Sprintf("%d checks verified, %d not evaluated, %d broken", n[verifier.Verified], n[verifier.NotEvaluated], n[verifier.Broken])
+}
+
+// replayChain streams a chain's entries.jsonl into a timeline. It trusts the verifier for
+// integrity and only reads the records, so a malformed line is an error, not a finding.
+func replayChain(ctx context.Context, r *bundle.Reader, ref bundle.ChainRef, task string, progress func(string, uint64, uint64)) (*replay.Timeline, error) {
+	f, err := r.OpenFile(bundle.EntriesFile(ref.Dir))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := replay.New(ref.ID, task)
+	br := bufio.NewReaderSize(f, verifier.MaxLineSize)
+	var n uint64
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			return nil, fmt.Errorf("%s: line %d is over %d bytes", ref.ID, n+1, verifier.MaxLineSize)
+		}
+		if len(strings.TrimSpace(string(line))) > 0 {
+			var e bundle.EntryLine
+			if jerr := json.Unmarshal(line, &e); jerr != nil {
+				return nil, fmt.Errorf("%s: line %d: %w", ref.ID, n+1, jerr)
+			}
+			rec, perr := chap.Parse(e.Record)
+			if perr != nil {
+				return nil, fmt.Errorf("%s: seq %d: %w", ref.ID, e.Seq, perr)
+			}
+			b.Add(e.Seq, rec)
+			n++
+			if n%4096 == 0 {
+				if progress != nil {
+					progress("replay "+ref.ID, n, ref.Size)
+				}
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return b.Timeline(), nil
+}
+
+func writeReplayText(w io.Writer, out *replayOutput) error {
+	bw := bufio.NewWriter(w)
+	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
+	p("bundle %s — verification verdict: %s\n", clean(out.Bundle), strings.ToUpper(string(out.Verdict)))
+	for _, tl := range out.Timelines {
+		p("\n=== chain %s", clean(tl.Chain))
+		if tl.Task != "" {
+			p(" — task %s", clean(tl.Task))
+		}
+		p(" (%d entries read)\n\nTIMELINE\n", tl.Entries)
+		for _, e := range tl.Events {
+			key := ""
+			if e.Kid != "" {
+				key = " [key " + clean(e.Kid) + "]"
+			}
+			mode := ""
+			if e.Mode != "" {
+				mode = " {" + clean(e.Mode) + "}"
+			}
+			p("  %5d %-24s %-22s %s%s%s\n", e.Seq, clean(e.TS), clean(e.Method), clean(e.Summary), key, mode)
+		}
+		for _, t := range tl.Tasks {
+			p("\nTASK %s (%s): %s\n", clean(t.ID), clean(t.Kind), clean(t.Status))
+			p("  created by %s; assigned by %s to %s; accepted by %s; completed by %s\n", dash(t.CreatedBy), dash(strings.Join(t.AssignedBy, ", ")),
+				dash(strings.Join(t.Assignees, ", ")), dash(strings.Join(t.AcceptedBy, ", ")), dash(t.CompletedBy))
+			for _, d := range t.Decisions {
+				p("  decide.%s by %s at seq %d (key %s, mode %s)\n", clean(d.Kind), clean(d.By), d.Seq, dash(d.Kid), dash(d.Mode))
+				if d.Diff != "" {
+					p("    diff:      %s\n", clean(d.Diff))
+				}
+				if d.Base != "" {
+					p("    base:      %s\n", clean(d.Base))
+				}
+				if d.Result != "" {
+					p("    result:    %s\n", clean(d.Result))
+				}
+				if d.Digest != "" {
+					p("    digest:    %s\n", clean(d.Digest))
+				}
+				if d.Rationale != "" {
+					p("    rationale: %s\n", clean(d.Rationale))
+				}
+				if len(d.Tags) > 0 {
+					p("    tags:      %s\n", clean(strings.Join(d.Tags, ", ")))
+				}
+				if len(d.PolicyRefs) > 0 {
+					p("    policy:    %s\n", clean(strings.Join(d.PolicyRefs, ", ")))
+				}
+			}
+			for _, w := range t.Whispers {
+				p("  whisper at seq %d from %s: %q → %s (%s)\n", w.Seq, clean(w.From), clean(w.Question), dash(w.Answer), clean(w.Outcome))
+			}
+		}
+		for _, d := range tl.Deliberations {
+			p("\nDELIBERATION %s under %s: %d vote(s), rule gives %s, recorded %s\n", clean(d.ID), dash(d.Rule), len(d.Votes), clean(d.Outcome), dash(d.Recorded))
+		}
+		p("\nFINDINGS (%d impossible)\n", tl.Impossible())
+		if len(tl.Findings) == 0 {
+			p("  none\n")
+		}
+		for _, f := range tl.Findings {
+			p("  %-10s seq %-5d %-28s %s\n", f.Severity, f.Seq, f.Code, clean(f.Detail))
+		}
+		p("\nCHAP §9.3\n")
+		for _, a := range tl.Answers {
+			p("  %d. %s\n", a.N, a.Question)
+			for _, s := range a.Answer {
+				p("     - %s\n", clean(s))
+			}
+		}
+	}
+	return bw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return clean(s)
+}
+
+// clean keeps bundle text from driving the terminal: control characters are escaped.
+func clean(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '\u2028' || r == '\u2029' || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) {
+			fmt.Fprintf(&b, `\u%04x`, r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// writeHTML writes the self-contained HTML report: the verification report and the
+// timeline of every CHAP chain in the bundle.
+func writeHTML(ctx context.Context, w io.Writer, rep *verifier.Report, path string) error {
+	in := htmlreport.Input{Report: rep}
+	r, err := bundle.Open(path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	for _, ref := range r.Manifest.Chains {
+		if ref.Profile != chap.Profile {
+			continue
+		}
+		tl, err := replayChain(ctx, r, ref, "", nil)
+		if err != nil {
+			// A chain the verifier found broken may not replay; the report still shows why.
+			continue
+		}
+		tl.Answers[7].Answer = []string{fmt.Sprintf("evident verify: %s (%s)", rep.Verdict, summary(rep))}
+		in.Timelines = append(in.Timelines, tl)
+	}
+	return htmlreport.Write(w, in)
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fxamacker/cbor/v2"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/ledger/chap"
+	"github.com/evident-log/evident/ledger/chap/replay"
+	"github.com/evident-log/evident/ledger/chap/scenario"
+	"github.com/evident-log/evident/receipts"
+	"github.com/evident-log/evident/verifier/bundle"
+)
+
+// writeBundle writes records as an unsealed one-chain bundle (zip), links computed by the ledger.
+func writeBundle(t *testing.T, ws string, recs [][]byte) string {
+	t.Helper()
+	c, err := ledger.NewChain(ws, chap.Adapter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	bw := bundle.NewWriter(&buf)
+	dir := bundle.ChainDir(ws)
+	ew, err := bw.Create(bundle.EntriesFile(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := json.NewEncoder(ew)
+	for _, r := range recs {
+		a, err := c.Append(r, scenario.JourneyStart)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := enc.Encode(bundle.EntryLine{Seq: a.Seq, Prev: a.Prev, Link: a.Link, Arrival: ledger.Timestamp(scenario.JourneyStart), Record: a.Admission.Canonical}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, vkey, err := note.GenerateKey(rand.Reader, "evident.test/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bw.WriteFile(bundle.LogKeyFile, []byte(vkey+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, err := receipts.COSEKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := cbor.Marshal([]cbor.RawMessage{ck})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bw.WriteFile(bundle.IssuersFile, ks); err != nil {
+		t.Fatal(err)
+	}
+	if err := bw.Close(bundle.Manifest{Producer: "replay_test", Scope: bundle.Scope{Chain: ws}, Log: bundle.LogInfo{Origin: "evident.test/log"},
+		Chains: []bundle.ChainRef{{ID: ws, Dir: dir, Profile: chap.Profile, Size: c.Size, Head: c.Head, Root: ledger.RootString(c.Root())}}}); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "b.zip")
+	if err := os.WriteFile(p, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestReplayJourney(t *testing.T) {
+	j := scenario.Journeys()[10] // D.11, motor claims
+	b, err := scenario.BuildJourney(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := writeBundle(t, j.Workspace, b.Records())
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"replay", "--format", "json", "--task", j.Task, path}, &out, &errb)
+	// Unsealed and with an unusable log key: nothing is broken, but it is not all evaluated.
+	if code != exitNotEvaluated {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var got replayOutput
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Timelines) != 1 || got.Timelines[0].Impossible() != 0 {
+		t.Fatalf("timelines %+v", got.Timelines)
+	}
+	tl := got.Timelines[0]
+	if len(tl.Tasks) != 1 || len(tl.Tasks[0].Decisions) != 1 {
+		t.Fatalf("tasks %+v", tl.Tasks)
+	}
+	d := tl.Tasks[0].Decisions[0]
+	if d.Result != `{"settlement":{"amount":4800,"currency":"GBP","goodwill":{"amount":200,"reason":"bereavement_acknowledgement"}}}` {
+		t.Fatalf("override result %s", d.Result)
+	}
+	if !strings.HasPrefix(tl.Answers[7].Answer[0], "evident verify: ") {
+		t.Fatalf("§9.3 q8 %v", tl.Answers[7])
+	}
+
+	out.Reset()
+	code = run(context.Background(), []string{"replay", path}, &out, &errb)
+	for _, want := range []string{"TIMELINE", "decide.override by human:harper.s@insurer.com", "result:", "CHAP §9.3", "FINDINGS (0 impossible)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("text output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if errb.Len() != 0 && strings.Contains(errb.String(), "\r") {
+		t.Fatal("progress written to a non-terminal")
+	}
+}
+
+func TestReplayImpossibleHistory(t *testing.T) {
+	co := scenario.NewParticipant("service:co", "service", chap.RoleAdmin, "x")
+	bot := scenario.NewParticipant("agent:bot", "agent", "drafter", "x")
+	b := scenario.NewBuilder("wsp_bad", scenario.JourneyStart)
+	for _, err := range []error{b.Join(co, co.URI), b.Join(bot, co.URI)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range []string{"task.create", "task.complete"} {
+		if _, err := b.Envelope(bot, co.URI, m, map[string]any{"task_id": "t1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := writeBundle(t, "wsp_bad", b.Records())
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"replay", path}, &out, &errb); code != exitBroken {
+		t.Fatalf("exit %d, want %d (impossible history)\n%s", code, exitBroken, out.String())
+	}
+	if !strings.Contains(out.String(), replay.CodeCompletedUnassigned) {
+		t.Fatalf("no %s finding:\n%s", replay.CodeCompletedUnassigned, out.String())
+	}
+}
+
+func TestVerifyHTML(t *testing.T) {
+	j := scenario.Journeys()[0]
+	b, err := scenario.BuildJourney(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := writeBundle(t, j.Workspace, b.Records())
+	out := filepath.Join(t.TempDir(), "report.html")
+	var so, se bytes.Buffer
+	if code := run(context.Background(), []string{"verify", "--format", "html", "-o", out, path}, &so, &se); code != exitNotEvaluated {
+		t.Fatalf("exit %d: %s", code, se.String())
+	}
+	page, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<!DOCTYPE html>", "Timeline of wsp_my_reviews", "framework-pattern-misread", `{&#34;comments&#34;:[{&#34;line&#34;:47,&#34;severity&#34;:&#34;info&#34;`} {
+		if !strings.Contains(string(page), want) {
+			t.Fatalf("html report lacks %q", want)
+		}
+	}
+}

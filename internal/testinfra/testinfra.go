@@ -1,0 +1,96 @@
+// Package testinfra gives tests of the distributed mode a fresh database on the
+// MySQL-compatible server named by EVIDENT_TEST_MYSQL_DSN and a fresh bucket on the
+// S3-compatible server named by EVIDENT_TEST_S3_ENDPOINT (with EVIDENT_TEST_S3_ACCESS_KEY
+// and EVIDENT_TEST_S3_SECRET_KEY). Without those variables the tests skip and say how to
+// get them: .ci/distributed-services starts MariaDB and MinIO on loopback and exports them.
+package testinfra
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	driver "github.com/go-sql-driver/mysql"
+)
+
+// Environment variables naming the test servers.
+const (
+	EnvMySQLDSN    = "EVIDENT_TEST_MYSQL_DSN"
+	EnvS3Endpoint  = "EVIDENT_TEST_S3_ENDPOINT"
+	EnvS3AccessKey = "EVIDENT_TEST_S3_ACCESS_KEY"
+	EnvS3SecretKey = "EVIDENT_TEST_S3_SECRET_KEY"
+)
+
+const howTo = "source .ci/distributed-services to start MariaDB and MinIO on loopback"
+
+// MySQLDatabase creates an empty database on the test server and returns its DSN; the
+// database is dropped when the test ends. It skips the test when EVIDENT_TEST_MYSQL_DSN
+// is not set.
+func MySQLDatabase(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv(EnvMySQLDSN)
+	if dsn == "" {
+		t.Skipf("%s is not set: no MySQL-compatible server to test against (%s)", EnvMySQLDSN, howTo)
+	}
+	cfg, err := driver.ParseDSN(dsn)
+	if err != nil {
+		t.Fatalf("%s: %v", EnvMySQLDSN, err)
+	}
+	name := "evt_" + strings.ToLower(randomHex(6))
+	admin := cfg.Clone()
+	admin.DBName = ""
+	db, err := sql.Open("mysql", admin.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := db.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("creating test database on %s: %v", cfg.Addr, err)
+	}
+	t.Cleanup(func() {
+		db, err := sql.Open("mysql", admin.FormatDSN())
+		if err != nil {
+			return
+		}
+		defer db.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		db.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name)
+	})
+	cfg.DBName = name
+	return cfg.FormatDSN()
+}
+
+// S3 names a bucket on the test server.
+type S3 struct {
+	Endpoint, AccessKey, SecretKey, Bucket string
+}
+
+// S3Server returns the test S3 server and a fresh bucket name (not yet created). It skips
+// the test when EVIDENT_TEST_S3_ENDPOINT is not set.
+func S3Server(t testing.TB) S3 {
+	t.Helper()
+	ep := os.Getenv(EnvS3Endpoint)
+	if ep == "" {
+		t.Skipf("%s is not set: no S3-compatible server to test against (%s)", EnvS3Endpoint, howTo)
+	}
+	return S3{Endpoint: ep, AccessKey: os.Getenv(EnvS3AccessKey), SecretKey: os.Getenv(EnvS3SecretKey),
+		Bucket: "evt-" + strings.ToLower(randomHex(6))}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// String is for failure messages.
+func (s S3) String() string { return fmt.Sprintf("%s/%s", s.Endpoint, s.Bucket) }

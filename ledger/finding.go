@@ -1,0 +1,41 @@
+package ledger
+
+// Severity ranks a Finding.
+type Severity string
+
+// Severities of findings.
+const (
+	Critical Severity = "critical" // a protocol rule the evidence shows was broken (the chain is "broken")
+	Notice   Severity = "notice"   // something the evidence cannot settle (the check is "not_evaluated")
+)
+
+// Finding is what a profile's replay concludes about a chain beyond admitting its records:
+// a rule of the protocol the recorded evidence shows was broken although every record was
+// well formed (ChiefLab: executed without approval), or a reference the chain alone cannot
+// settle (COP: a parent event in another topic). Evidence of a violation is itself evidence:
+// such records are accepted and kept, and the verifier reports the finding.
+type Finding struct {
+	Check    string   `json:"check"`    // the verifier check it belongs to, e.g. "chieflab.approval"
+	Severity Severity `json:"severity"` // critical or notice
+	Code     Code     `json:"code"`     // stable code (docs/errors.md)
+	Seq      uint64   `json:"seq"`      // the entry that shows it
+	Detail   string   `json:"detail"`   // for a person
+}
+
+// Auditor is implemented by a ProfileState that draws findings from the records it admitted.
+// Findings returns them in seq order; Checks names every check the profile runs, so a chain
+// without findings can be reported verified for each.
+type Auditor interface {
+	Findings() []Finding
+	Checks() []string
+}
+
+// MaxFindings bounds the findings a profile state keeps per check (the count goes on).
+const MaxFindings = 16
+
+// ServiceAttested is implemented by a ProfileState whose records carry no sender signature by
+// design because evidentd authenticates the submitter and records it inside the hashed record
+// (ChiefLab). AttestedBy says, for the verifier's report, what vouches for the records instead.
+type ServiceAttested interface {
+	AttestedBy() string
+}

@@ -1,0 +1,70 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// Schema versions. The base schema (the constant schema in sqlite.go, created with IF NOT
+// EXISTS on every open) is version 1. Every later change is a migration below: additive
+// (new tables, new nullable or defaulted columns, new indexes), applied once, in version
+// order, each in its own transaction together with the PRAGMA user_version that records
+// it. To add one, append to migrations with the next version number; never edit or
+// reorder a migration that has shipped.
+type migration struct {
+	version int
+	name    string
+	stmts   []string
+}
+
+// migrations is ordered by version.
+var migrations = []migration{
+	{version: 2, name: "SCITT registrations (SCRAPI)", stmts: []string{registrationsSchema}},
+}
+
+// migrate brings the database from its PRAGMA user_version up to the last migration.
+func migrate(ctx context.Context, db *sql.DB) error {
+	var v int
+	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+		return fmt.Errorf("ledger store schema version: %w", err)
+	}
+	if v == 0 {
+		v = 1 // the base schema was just created (or predates version tracking)
+		if _, err := db.ExecContext(ctx, "PRAGMA user_version = 1"); err != nil {
+			return fmt.Errorf("ledger store schema version: %w", err)
+		}
+	}
+	for _, m := range migrations {
+		if m.version <= v {
+			continue
+		}
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("ledger store migration %d (%s): %w", m.version, m.name, err)
+		}
+		for _, s := range m.stmts {
+			if _, err := tx.ExecContext(ctx, s); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("ledger store migration %d (%s): %w", m.version, m.name, err)
+			}
+		}
+		// PRAGMA takes no bind parameters; the version is an int from this file.
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("ledger store migration %d (%s): %w", m.version, m.name, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("ledger store migration %d (%s): %w", m.version, m.name, err)
+		}
+		v = m.version
+	}
+	return nil
+}
+
+// SchemaVersion returns the database's schema version (PRAGMA user_version).
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
+	return v, err
+}

@@ -1,0 +1,42 @@
+package server
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+func TestConciseProblemRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		status           int
+		code, detail, in string
+	}{
+		{http.StatusForbidden, "unknown_issuer", "issuer \"x\" is not in the registration policy", "/entries"},
+		{http.StatusBadRequest, "bad_signature", "the signature does not verify", ""},
+	} {
+		rec := httptest.NewRecorder()
+		conciseProblem(rec, tc.status, tc.code, tc.detail, tc.in)
+		if rec.Code != tc.status || rec.Header().Get("Content-Type") != ConciseProblemType {
+			t.Fatalf("%d %s", rec.Code, rec.Header().Get("Content-Type"))
+		}
+		p, err := ParseConciseProblem(rec.Body.Bytes())
+		if err != nil || p.Code != tc.code || p.Detail != tc.detail || p.Title != http.StatusText(tc.status) || p.Instance != tc.in {
+			t.Fatalf("%+v, %v", p, err)
+		}
+		// RFC 9290: title is key -1 and detail key -2 (0x20, 0x21 as CBOR negative integers).
+		b := rec.Body.Bytes()
+		if b[0]&0xe0 != 0xa0 {
+			t.Fatalf("not a CBOR map: %x", b[:4])
+		}
+	}
+}
+
+func FuzzParseConciseProblem(f *testing.F) {
+	rec := httptest.NewRecorder()
+	conciseProblem(rec, 400, "bad_signature", "detail", "/entries")
+	f.Add(rec.Body.Bytes())
+	f.Add([]byte{0xa0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ParseConciseProblem(data) // must not panic
+	})
+}

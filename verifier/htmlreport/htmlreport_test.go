@@ -1,0 +1,116 @@
+package htmlreport_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evident-log/evident/ledger/chap"
+	"github.com/evident-log/evident/ledger/chap/replay"
+	"github.com/evident-log/evident/ledger/chap/scenario"
+	"github.com/evident-log/evident/verifier"
+	"github.com/evident-log/evident/verifier/htmlreport"
+	"github.com/evident-log/evident/verifier/internal/testbundle"
+)
+
+const hostile = `<script>alert("x")</script><img src="https://evil.example/p.png">`
+
+func sample(t *testing.T) htmlreport.Input {
+	t.Helper()
+	b := testbundle.Build(t, testbundle.Options{Entries: 20, UnchainedPrefix: 3, Rotate: true})
+	rep, err := verifier.Verify(context.Background(), b.Reader(t), verifier.Options{Now: func() time.Time { return testbundle.Base }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Checks = append(rep.Checks, verifier.Check{Name: "bundle.extra", Status: verifier.NotEvaluated, Detail: hostile, Evidence: []string{hostile}})
+	j := scenario.Journeys()[5] // D.6, the partner's override
+	jb, err := scenario.BuildJourney(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb := replay.New(j.Workspace, "")
+	for i, raw := range jb.Records() {
+		r, err := chap.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb.Add(uint64(i), r)
+	}
+	return htmlreport.Input{Report: rep, Timelines: []*replay.Timeline{rb.Timeline()}}
+}
+
+func render(t *testing.T, in htmlreport.Input) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := htmlreport.Write(&buf, in); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestSelfContainedAndEscaped(t *testing.T) {
+	out := render(t, sample(t))
+	s := string(out)
+	for _, bad := range []*regexp.Regexp{
+		regexp.MustCompile(`(?i)<script`), regexp.MustCompile(`(?i)<img`), regexp.MustCompile(`(?i)<link`),
+		regexp.MustCompile(`(?i)<[^>]*\s(src|href|action)\s*=`), regexp.MustCompile(`(?i)url\(`), regexp.MustCompile(`(?i)@import`),
+	} {
+		if loc := bad.FindStringIndex(s); loc != nil {
+			t.Fatalf("report is not self-contained or not escaped: %q at %d", s[loc[0]:min(len(s), loc[1]+40)], loc[0])
+		}
+	}
+	for _, want := range []string{"NOT_EVALUATED", "chain.linkage", "unchained_prefix", "&lt;script&gt;", "decide.override", "24_months_fees",
+		"Coordinator linkage", "CHAP §9.3", "k1-2", "Content-Security-Policy"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if err := htmlreport.Write(&bytes.Buffer{}, htmlreport.Input{}); err == nil {
+		t.Fatal("a report without a verification report was written")
+	}
+}
+
+// TestChromiumRender opens the report in headless Chromium with the network off and checks
+// that it renders to a screenshot. It skips when Chromium is not installed.
+func TestChromiumRender(t *testing.T) {
+	bin := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			bin = p
+			break
+		}
+	}
+	if bin == "" {
+		t.Skip("chromium not installed")
+	}
+	dir := t.TempDir()
+	page := filepath.Join(dir, "report.html")
+	if err := os.WriteFile(page, render(t, sample(t)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	shot := filepath.Join(dir, "report.png")
+	if keep := os.Getenv("EVIDENT_SCREENSHOT"); keep != "" {
+		shot = keep
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir="+filepath.Join(dir, "profile"),
+		"--screenshot="+shot, "--window-size=1280,2000", "file://"+page)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("chromium: %v\n%s", err, out)
+	}
+	png, err := os.ReadFile(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(png) < 20<<10 || !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) {
+		t.Fatalf("screenshot of %d bytes is not a rendered page", len(png))
+	}
+}

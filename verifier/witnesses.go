@@ -1,0 +1,328 @@
+package verifier
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"sort"
+	"strings"
+
+	tlog "github.com/transparency-dev/formats/log"
+	"github.com/transparency-dev/merkle/rfc6962"
+
+	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/receipts"
+	"github.com/evident-log/evident/verifier/bundle"
+	"github.com/evident-log/evident/witness/policy"
+)
+
+// Codes of the witness checks.
+const (
+	CodeQuorumUnmet     = "witness_quorum_unmet"     // a checkpoint without the policy's quorum of cosignatures
+	CodeWitnessPolicy   = "witness_policy_invalid"   // trust/witness.policy unusable
+	CodeExtraCheckpoint = "extra_checkpoint_invalid" // a --checkpoint file that is not a log-signed checkpoint
+	CodeInconsistent    = "log_inconsistent"         // a consistency proof shows two checkpoints are not one log
+)
+
+// ExtraCheckpoint is a checkpoint gathered outside the bundle (a witness's monitoring
+// endpoint, another bundle) to cross-check the bundle's view of the log against. Data is
+// either a signed checkpoint note or a tlog-witness add-checkpoint body ("old N", proof
+// lines, an empty line, the checkpoint), whose proof then links it to the bundle's
+// checkpoint of size N.
+type ExtraCheckpoint struct {
+	Name string
+	Data []byte
+}
+
+// seenNote is a verified checkpoint note and where it was found.
+type seenNote struct {
+	raw    []byte
+	size   uint64
+	root   []byte
+	source string
+}
+
+// witnessState is what the witness checks collect while the other checks run.
+type witnessState struct {
+	notes  []seenNote
+	proofs []extraProof
+}
+
+// extraProof is a consistency proof that came with an extra checkpoint.
+type extraProof struct {
+	src    string
+	old    uint64
+	hashes [][]byte
+	cp     *tlog.Checkpoint
+}
+
+// noteCheckpoint records a checkpoint note that verified with the log key, for the quorum.
+func (v *verifier) noteCheckpoint(raw []byte, size uint64, root []byte, source string) {
+	v.wit.notes = append(v.wit.notes, seenNote{raw: raw, size: size, root: root, source: source})
+}
+
+// loadExtraCheckpoints verifies the caller's extra checkpoints with the log key and adds
+// them to the log view (so one of the same size with another root is reported as a fork
+// by log.fork), and checks the consistency proofs that come with them.
+func (v *verifier) loadExtraCheckpoints() []Check {
+	var checks []Check
+	for _, x := range v.o.Checkpoints {
+		src := "checkpoint " + x.Name
+		c := Check{Name: "log.extra_checkpoint", Where: x.Name}
+		raw, old, proofHashes, hasProof := splitExtra(x.Data)
+		cp, err := v.verifyCheckpoint(raw)
+		if err != nil {
+			c.Status, c.Code = NotEvaluated, CodeExtraCheckpoint
+			c.Detail = "not a checkpoint signed by the bundle's log key, so it was not cross-checked: " + err.Error()
+			checks = append(checks, c)
+			continue
+		}
+		v.addCheckpoint(cp.Size, cp.Hash, src)
+		v.noteCheckpoint(raw, cp.Size, cp.Hash, src)
+		c.Status = Verified
+		c.Detail = fmt.Sprintf("signed by the log key: tree size %d, root %s", cp.Size, ledger.RootString(toRoot(cp.Hash)))
+		checks = append(checks, c)
+		if hasProof {
+			v.wit.proofs = append(v.wit.proofs, extraProof{src: src, old: old, hashes: proofHashes, cp: cp})
+		}
+	}
+	return checks
+}
+
+// splitExtra separates an add-checkpoint body into its parts; anything else is a checkpoint.
+func splitExtra(b []byte) (cp []byte, old uint64, proof [][]byte, ok bool) {
+	if !bytes.HasPrefix(b, []byte("old ")) {
+		return b, 0, nil, false
+	}
+	r, err := parseAddCheckpoint(b)
+	if err != nil {
+		return b, 0, nil, false
+	}
+	return r.cp, r.old, r.proof, true
+}
+
+// checkExtraProof uses the proof of an add-checkpoint body against the bundle's checkpoints
+// of the old size: a proof that reconstructs the new root while implying another old root
+// proves the two checkpoints are not views of one append-only log.
+func (v *verifier) checkExtraProof(src string, old uint64, hashes [][]byte, cp *tlog.Checkpoint) []Check {
+	var checks []Check
+	for _, n := range v.wit.notes {
+		if n.size != old || old == 0 || old >= cp.Size {
+			continue
+		}
+		c := Check{Name: "log.consistency", Where: fmt.Sprintf("tree sizes %d and %d", old, cp.Size)}
+		switch consistencyVerdict(old, cp.Size, hashes, n.root, cp.Hash) {
+		case consistent:
+			c.Status = Verified
+			c.Detail = fmt.Sprintf("the consistency proof with %s shows tree %d extends tree %d of %s", src, cp.Size, old, n.source)
+		case inconsistent:
+			c.Status, c.Code = Broken, CodeInconsistent
+			c.Detail = fmt.Sprintf("split view: a consistency proof that yields the root of the log-signed tree %d implies another root for tree %d than the log-signed checkpoint of that size: the log showed two histories", cp.Size, old)
+			c.Evidence = []string{
+				fmt.Sprintf("size %d root %s in %s", old, ledger.RootString(toRoot(n.root)), n.source),
+				fmt.Sprintf("size %d root %s in %s", cp.Size, ledger.RootString(toRoot(cp.Hash)), src),
+			}
+		default:
+			c.Status, c.Code = NotEvaluated, CodeNoConsistency
+			c.Detail = fmt.Sprintf("the proof in %s does not reconstruct its own checkpoint's root, so it says nothing about tree %d", src, old)
+		}
+		checks = append(checks, c)
+		break
+	}
+	return checks
+}
+
+// checkWitnesses runs the checks that need every checkpoint of the bundle: the consistency
+// proofs of extra checkpoints, then the witness policy on every verified checkpoint note. A
+// bundle with no trust/witness.policy gets no witness policy check (its verdicts are what
+// they were before witnesses existed).
+func (v *verifier) checkWitnesses() []Check {
+	sizes := make([]uint64, 0, len(v.cpFiles))
+	for s := range v.cpFiles {
+		sizes = append(sizes, s)
+	}
+	sort.Slice(sizes, func(i, j int) bool { return sizes[i] < sizes[j] })
+	for _, s := range sizes {
+		raw := v.cpFiles[s]
+		if cp, err := v.verifyCheckpoint(raw); err == nil {
+			v.noteCheckpoint(raw, cp.Size, cp.Hash, bundle.CheckpointFile(s))
+		}
+	}
+	var checks []Check
+	for _, p := range v.wit.proofs {
+		checks = append(checks, v.checkExtraProof(p.src, p.old, p.hashes, p.cp)...)
+	}
+	return append(checks, v.checkPolicy()...)
+}
+
+// checkPolicy evaluates trust/witness.policy on every verified checkpoint note.
+func (v *verifier) checkPolicy() []Check {
+	if !v.listed(bundle.WitnessPolicyFile) {
+		return nil
+	}
+	c := Check{Name: "trust.witness_policy", Where: bundle.WitnessPolicyFile}
+	b, err := v.readSmall(bundle.WitnessPolicyFile, policy.MaxSize)
+	if err != nil {
+		c.Status, c.Code, c.Detail = Broken, CodeWitnessPolicy, err.Error()
+		return []Check{c}
+	}
+	p, err := policy.Parse(b)
+	if err != nil {
+		c.Status, c.Code, c.Detail = Broken, CodeWitnessPolicy, err.Error()
+		return []Check{c}
+	}
+	c.Status = Verified
+	c.Detail = fmt.Sprintf("witness policy parsed: %d witness(es), quorum %s (taken from the bundle: compare it with the policy the log's operator publishes)", len(p.Witnesses), p.Describe())
+	for _, w := range p.Witnesses {
+		c.Evidence = append(c.Evidence, w.Name+" "+w.VKey)
+	}
+	checks := []Check{c}
+
+	fr := policy.Freshness{Now: v.o.Now(), MaxAge: v.o.WitnessMaxAge}
+	seen := map[[32]byte]bool{}
+	met := 0
+	for _, n := range v.wit.notes {
+		h := sha256.Sum256(n.raw)
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		r := p.Evaluate(n.raw, fr)
+		if r.Satisfied {
+			met++
+			continue
+		}
+		q := Check{Name: "witness.quorum", Status: NotEvaluated, Code: CodeQuorumUnmet, Where: n.source,
+			Detail: fmt.Sprintf("the checkpoint of tree size %d is not cosigned by the witness quorum (%s): that every reader was shown this same log is not established for it", n.size, p.Describe())}
+		q.Evidence = append(q.Evidence, "cosigned by: "+orNone(r.Cosigned))
+		if len(r.Stale) > 0 {
+			q.Evidence = append(q.Evidence, fmt.Sprintf("cosignatures older than %v, not counted: %s", v.o.WitnessMaxAge, strings.Join(r.Stale, ", ")))
+		}
+		checks = append(checks, q)
+	}
+	if met > 0 && met == len(seen) {
+		d := fmt.Sprintf("every checkpoint (%d) is cosigned by the witness quorum: %s", met, p.Describe())
+		if v.o.WitnessMaxAge > 0 {
+			d += fmt.Sprintf(", cosignatures no older than %v", v.o.WitnessMaxAge)
+		}
+		checks = append(checks, Check{Name: "witness.quorum", Status: Verified, Detail: d})
+	} else if len(seen) == 0 {
+		checks = append(checks, Check{Name: "witness.quorum", Status: NotEvaluated, Code: CodeNoCheckpoint,
+			Detail: "the bundle holds no verified checkpoint to evaluate the witness quorum on"})
+	}
+	return checks
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	sort.Strings(s)
+	return strings.Join(s, ", ")
+}
+
+func toRoot(b []byte) [32]byte {
+	var r [32]byte
+	copy(r[:], b)
+	return r
+}
+
+// addCheckpointBody is a parsed tlog-witness add-checkpoint body.
+type addCheckpointBody struct {
+	old   uint64
+	proof [][]byte
+	cp    []byte
+}
+
+// parseAddCheckpoint parses "old N\n" + base64 hash lines + "\n" + checkpoint (C2SP
+// tlog-witness). It is the verifier's own copy so the verifier imports nothing of the
+// witness server.
+func parseAddCheckpoint(b []byte) (*addCheckpointBody, error) {
+	line, rest, ok := bytes.Cut(b, []byte("\n"))
+	num, ok2 := bytes.CutPrefix(line, []byte("old "))
+	if !ok || !ok2 {
+		return nil, fmt.Errorf("not an add-checkpoint body")
+	}
+	var r addCheckpointBody
+	if _, err := fmt.Sscanf(string(num), "%d", &r.old); err != nil || fmt.Sprint(r.old) != string(num) {
+		return nil, fmt.Errorf("bad old size")
+	}
+	for {
+		line, rest, ok = bytes.Cut(rest, []byte("\n"))
+		if !ok {
+			return nil, fmt.Errorf("no checkpoint")
+		}
+		if len(line) == 0 {
+			break
+		}
+		h, err := base64.StdEncoding.Strict().DecodeString(string(line))
+		if err != nil || len(h) != 32 || len(r.proof) == 63 {
+			return nil, fmt.Errorf("bad proof line")
+		}
+		r.proof = append(r.proof, h)
+	}
+	if len(rest) == 0 || len(rest) > receipts.MaxCheckpointSize {
+		return nil, fmt.Errorf("no checkpoint")
+	}
+	r.cp = rest
+	return &r, nil
+}
+
+type consistencyResult int
+
+const (
+	undetermined consistencyResult = iota
+	consistent
+	inconsistent
+)
+
+// consistencyVerdict runs the RFC 9162 §2.1.4.2 consistency verification, keeping apart
+// the two ways it can fail: the proof does not lead to root2 (it proves nothing), or it
+// does and implies an old root other than root1 (the two trees are not one log; the proof
+// binds the old root through root2, by collision resistance).
+func consistencyVerdict(size1, size2 uint64, path [][]byte, root1, root2 []byte) consistencyResult {
+	if size1 == 0 || size1 >= size2 || len(path) == 0 {
+		return undetermined
+	}
+	h := rfc6962.DefaultHasher
+	seeded := size1&(size1-1) == 0 // a power of two: the old root is the first node, not in the path
+	if seeded {
+		path = append([][]byte{root1}, path...)
+	}
+	fn, sn := size1-1, size2-1
+	for fn&1 == 1 {
+		fn >>= 1
+		sn >>= 1
+	}
+	fr, sr := path[0], path[0]
+	for _, c := range path[1:] {
+		if sn == 0 {
+			return undetermined
+		}
+		if fn&1 == 1 || fn == sn {
+			fr = h.HashChildren(c, fr)
+			sr = h.HashChildren(c, sr)
+			if fn&1 == 0 {
+				for fn&1 == 0 && fn != 0 {
+					fn >>= 1
+					sn >>= 1
+				}
+			}
+		} else {
+			sr = h.HashChildren(sr, c)
+		}
+		fn >>= 1
+		sn >>= 1
+	}
+	if sn != 0 || !bytes.Equal(sr, root2) {
+		return undetermined
+	}
+	if bytes.Equal(fr, root1) {
+		return consistent
+	}
+	if seeded {
+		return undetermined // cannot happen: fr is root1
+	}
+	return inconsistent
+}

@@ -1,0 +1,118 @@
+package witness
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// Content types of the tlog-witness protocol.
+const (
+	ContentTypeTlogSize = "text/x.tlog.size"
+	contentTypeText     = "text/plain; charset=utf-8"
+)
+
+// Handler serves the witness over HTTP:
+//
+//	POST /add-checkpoint                 C2SP tlog-witness
+//	GET  /<hex sha256(origin)>/checkpoint the latest cosigned checkpoint (monitors)
+//	GET  /<hex sha256(origin)>/forks      the fork evidence kept, a JSON array of Evidence
+//	GET  /healthz
+func (w *Witness) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /add-checkpoint", w.handleAdd)
+	mux.HandleFunc("GET /{id}/checkpoint", w.handleCheckpoint)
+	mux.HandleFunc("GET /{id}/forks", w.handleForks)
+	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) {
+		rw.Header().Set("Content-Type", contentTypeText)
+		io.WriteString(rw, "ok\n")
+	})
+	return mux
+}
+
+// Status returns the HTTP status tlog-witness prescribes for an AddCheckpoint error.
+func Status(err error) int {
+	var conflict *ConflictError
+	switch {
+	case err == nil:
+		return http.StatusOK
+	case errors.As(err, &conflict), errors.Is(err, ErrSameSizeOtherRoot):
+		return http.StatusConflict
+	case errors.Is(err, ErrUnknownLog):
+		return http.StatusNotFound
+	case errors.Is(err, ErrNoTrustedSignature):
+		return http.StatusForbidden
+	case errors.Is(err, ErrMalformed), errors.Is(err, ErrOldSizeTooLarge):
+		return http.StatusBadRequest
+	case errors.Is(err, ErrBadProof):
+		return http.StatusUnprocessableEntity
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+func (w *Witness) handleAdd(rw http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(rw, r.Body, MaxRequestSize))
+	if err != nil {
+		http.Error(rw, "request body too large or unreadable", http.StatusBadRequest)
+		return
+	}
+	req, err := ParseRequest(body)
+	var sigs []byte
+	if err == nil {
+		sigs, err = w.AddCheckpoint(r.Context(), req)
+	}
+	if err != nil {
+		status := Status(err)
+		var conflict *ConflictError
+		if errors.As(err, &conflict) {
+			rw.Header().Set("Content-Type", ContentTypeTlogSize)
+			rw.WriteHeader(status)
+			fmt.Fprintf(rw, "%d\n", conflict.Size)
+			return
+		}
+		if status == http.StatusInternalServerError {
+			w.logger.Error("add-checkpoint", "err", err)
+			http.Error(rw, "internal error", status)
+			return
+		}
+		http.Error(rw, err.Error(), status)
+		return
+	}
+	rw.Header().Set("Content-Type", contentTypeText)
+	rw.Write(sigs)
+}
+
+func (w *Witness) handleCheckpoint(rw http.ResponseWriter, r *http.Request) {
+	_, cp, err := w.Latest(strings.ToLower(r.PathValue("id")))
+	switch {
+	case errors.Is(err, ErrUnknownLog):
+		http.Error(rw, "unknown log", http.StatusNotFound)
+	case err != nil:
+		w.logger.Error("reading checkpoint", "err", err)
+		http.Error(rw, "internal error", http.StatusInternalServerError)
+	case cp == nil:
+		http.Error(rw, "no checkpoint cosigned yet for this log", http.StatusNotFound)
+	default:
+		rw.Header().Set("Content-Type", contentTypeText)
+		rw.Header().Set("Cache-Control", "no-store")
+		rw.Write(cp)
+	}
+}
+
+func (w *Witness) handleForks(rw http.ResponseWriter, r *http.Request) {
+	ev, err := w.Evidence(strings.ToLower(r.PathValue("id")))
+	switch {
+	case errors.Is(err, ErrUnknownLog):
+		http.Error(rw, "unknown log", http.StatusNotFound)
+	case err != nil:
+		w.logger.Error("reading fork evidence", "err", err)
+		http.Error(rw, "internal error", http.StatusInternalServerError)
+	default:
+		rw.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(rw).Encode(ev)
+	}
+}
