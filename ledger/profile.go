@@ -16,7 +16,19 @@ type Admission struct {
 	Signed    bool         // the record carries a signature (checked by Verify)
 	Verify    func() error // checks the signature; nil when unsigned. Safe to run on any goroutine.
 	Closes    bool         // the record ends the chain (e.g. an OWP root Intent resolving)
+	// Attrs are profile-defined attributes the read API filters on (audit.read): name →
+	// values, e.g. CHAP's task_id, logical_id, tag and outcome (the Attr* names). They are
+	// read from the record, not hashed beside it, and may be nil.
+	Attrs map[string][]string
 }
+
+// Attribute names profiles fill in Admission.Attrs; a profile may add its own.
+const (
+	AttrTask      = "task_id"    // the task a record is about
+	AttrLogicalID = "logical_id" // the logical artefact a record is about
+	AttrTag       = "tag"        // one tag per value (a decision's or artefact's tags)
+	AttrOutcome   = "outcome"    // "accepted" for a record of an accepted call, "refused" for a recorded refusal
+)
 
 // Position says where a record is being admitted: the chain, its head and the record's seq.
 type Position struct {

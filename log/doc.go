@@ -4,7 +4,12 @@
 // (github.com/transparency-dev/tessera/storage/posix): entry bundles, hash
 // tiles and the checkpoint are plain files laid out exactly as the C2SP
 // tlog-tiles API (https://c2sp.org/tlog-tiles) names them, so the read path
-// is static files. Checkpoints are C2SP tlog-checkpoint bodies signed as C2SP
+// is static files. With Options.AWS it runs instead on Tessera's AWS driver
+// (storage/aws) in its non-AWS mode: a MySQL-compatible database sequences and
+// coordinates, an S3-compatible object store with conditional PUT holds the
+// same tlog-tiles layout, and several processes share one log (see AWSOptions;
+// Tessera's minimum checkpoint interval there is 1s, and its deduplication is
+// the in-memory one per process). The Log API is the same on both. Checkpoints are C2SP tlog-checkpoint bodies signed as C2SP
 // signed notes with an Ed25519 key (golang.org/x/mod/sumdb/note), which
 // LoadOrCreateKey keeps next to the daemon's state.
 //

@@ -120,6 +120,7 @@ type Log struct {
 	obj       *objectStore // the bucket, on the AWS driver; nil on POSIX
 
 	witnessPolicy *policy.Policy // verifier-side witness policy; nil without witnesses
+	pqVKey        string         // ML-DSA-44 verifier key of an additional signer (mldsa.go); "" without
 }
 
 // openDirs prevents two Logs in one process from using the same directory:
@@ -297,6 +298,7 @@ func start(ctx, bgCtx context.Context, bgCancel context.CancelFunc, driver tesse
 		maxOutstanding:     int64(o.PushbackMaxOutstanding),
 		obj:                obj,
 		witnessPolicy:      wpol,
+		pqVKey:             postQuantumVKey(o.AdditionalSigners),
 	}
 	size, _ := l.Size(ctx)
 	l.logger.Info("transparency log opened", "origin", origin, "size", size,

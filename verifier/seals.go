@@ -36,6 +36,9 @@ func (s *sealInfo) verified() bool { return len(s.problems) == 0 }
 
 // verifyChain checks one chain of the manifest: its seals, its entries and how they agree.
 func (v *verifier) verifyChain(ref bundle.ChainRef) (ChainReport, []Check, error) {
+	if ref.Slice != nil {
+		return v.verifySlice(ref) // a case slice: slice.go
+	}
 	cr := ChainReport{ID: ref.ID, Profile: ref.Profile, Participants: []Participant{}}
 	var checks []Check
 	seals, numbering := v.readSeals(ref)
@@ -76,7 +79,10 @@ func (v *verifier) verifyChain(ref bundle.ChainRef) (ChainReport, []Check, error
 	}
 	sealChecks := v.sealStates(ref, seals, res, &cr.Coverage)
 	checks = append(checks, sealChecks...)
+	checks = append(checks, v.checkChainConsistency(ref, seals, res)...) // chainfork.go
 	checks = append(checks, profileChecks(ref, res, seals)...)
+	checks = append(checks, v.copLedgerChecks(ref)...)
+	v.recordProvenance(ref, res, seals)
 	return cr, checks, nil
 }
 

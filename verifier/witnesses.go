@@ -114,6 +114,7 @@ func (v *verifier) checkExtraProof(src string, old uint64, hashes [][]byte, cp *
 		c := Check{Name: "log.consistency", Where: fmt.Sprintf("tree sizes %d and %d", old, cp.Size)}
 		switch consistencyVerdict(old, cp.Size, hashes, n.root, cp.Hash) {
 		case consistent:
+			v.linkConsistent(old, n.root, cp.Size, cp.Hash)
 			c.Status = Verified
 			c.Detail = fmt.Sprintf("the consistency proof with %s shows tree %d extends tree %d of %s", src, cp.Size, old, n.source)
 		case inconsistent:
@@ -201,6 +202,7 @@ func (v *verifier) checkPolicy() []Check {
 		}
 		checks = append(checks, q)
 	}
+	checks = append(checks, v.checkPQQuorum(p)...) // --require-pq (postquantum.go)
 	if met > 0 && met == len(seen) {
 		d := fmt.Sprintf("every checkpoint (%d) is cosigned by the witness quorum: %s", met, p.Describe())
 		if v.o.WitnessMaxAge > 0 {

@@ -27,6 +27,7 @@ Commands:
   replay BUNDLE   rebuild a CHAP chain's timeline (or one task's, --task), answer CHAP §9.3, flag impossible histories
   receipt verify  verify RFC 9942 receipts (any SCITT service's) for a statement or a transparent statement
   keys            generate, show, thumbprint and rotate service keys
+  cop-ledger verify LEDGER --key K   verify a COP Ledger (§9.6) offline: Evident's or another COP node's
   demo            run a CHAP support triage through a local evidentd, seal, export and verify it
 
 Exit codes: 0 verified, 1 broken, 2 not evaluated (nothing broken, something unchecked),
@@ -58,6 +59,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cmdReceipt(ctx, args[1:], stdout, stderr)
 	case "keys":
 		return cmdKeys(ctx, args[1:], stdout, stderr)
+	case "cop-ledger":
+		return cmdCOPLedger(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

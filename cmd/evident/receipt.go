@@ -13,9 +13,9 @@ import (
 	"io"
 	"os"
 
-	"github.com/evident-log/evident/log/policy"
 	"github.com/evident-log/evident/log/servicekey"
 	"github.com/evident-log/evident/receipts"
+	"github.com/evident-log/evident/receipts/policy"
 	"github.com/fxamacker/cbor/v2"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
@@ -29,6 +29,9 @@ the transparency service's key. Works for receipts of any service, not only Evid
 
   evident receipt verify --statement S --receipt R --key K
   evident receipt verify --transparent T --key K        (every receipt in header 394)
+  evident receipt verify --consistency R --key K --old-root H1 --new-root H2
+  evident receipt verify --consistency R --key K --log-key V --old-checkpoint C1 --new-checkpoint C2
+                                                        (a consistency receipt, 396 {-2: …})
 
 K is the service's public key: PEM "PUBLIC KEY", a COSE_Key, or a COSE_KeySet (as served
 at /.well-known/scitt-keys; the receipt's kid picks the key).
@@ -49,12 +52,26 @@ func cmdReceipt(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	keyPath := fs.String("key", "", "the transparency service's public key (PEM, COSE_Key or COSE_KeySet)")
 	policyPath := fs.String("policy", "", "optional: the registration policy statement the registration passed; the statement is re-checked against it")
 	policyKey := fs.String("policy-key", "", "key of the policy statement's signer (default: --key)")
+	consPath := fs.String("consistency", "", "consistency receipt (COSE_Sign1, raw CBOR) to verify between two trees")
+	oldRoot := fs.String("old-root", "", "with --consistency: root of the older tree (hex)")
+	newRoot := fs.String("new-root", "", "with --consistency: root of the newer tree (hex)")
+	oldCP := fs.String("old-checkpoint", "", "with --consistency: signed checkpoint of the older tree")
+	newCP := fs.String("new-checkpoint", "", "with --consistency: signed checkpoint of the newer tree")
+	logKey := fs.String("log-key", "", "with checkpoints: the log's signed-note verifier key (trust/log.vkey)")
 	fs.Usage = func() { fmt.Fprint(stderr, receiptUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return exitUsage
+	}
+	if *consPath != "" && *keyPath != "" && fs.NArg() == 0 && *tsPath == "" && *stmtPath == "" && *rcptPath == "" {
+		keys, err := readKeys(*keyPath)
+		if err != nil {
+			fmt.Fprintln(stderr, "evident receipt verify:", err)
+			return exitFailure
+		}
+		return verifyConsistencyReceipt(stdout, stderr, *consPath, keys, *oldRoot, *newRoot, *oldCP, *newCP, *logKey) // consistency.go
 	}
 	if *keyPath == "" || fs.NArg() != 0 || (*tsPath == "") == (*stmtPath == "" || *rcptPath == "") || (*tsPath != "" && (*stmtPath != "" || *rcptPath != "")) {
 		fs.Usage()

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evident-log/evident/log/policy"
-	"github.com/evident-log/evident/log/policy/policytest"
 	"github.com/evident-log/evident/log/servicekey"
 	"github.com/evident-log/evident/receipts"
+	"github.com/evident-log/evident/receipts/policy"
+	"github.com/evident-log/evident/receipts/policy/policytest"
 	"github.com/veraison/go-cose"
 )
 

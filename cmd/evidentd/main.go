@@ -52,6 +52,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs.StringVar(&cfg.Data, "data", env("EVIDENT_DATA", daemon.DefaultData), "data directory: tile log, ledger store, keys (env EVIDENT_DATA)")
 	fs.StringVar(&cfg.Listen, "listen", env("EVIDENT_LISTEN", daemon.DefaultListen), "HTTP listen address (env EVIDENT_LISTEN)")
 	fs.StringVar(&cfg.Origin, "origin", env("EVIDENT_ORIGIN", daemon.DefaultOrigin), "log origin, the checkpoint key name; stable forever (env EVIDENT_ORIGIN)")
+	fs.StringVar(&cfg.COPNodeID, "cop-node-id", env("EVIDENT_COP_NODE_ID", ""), "nodeId of the COP Ledger records evidentd signs with keys/cop-node.key (default urn:cop:node:<origin>) (env EVIDENT_COP_NODE_ID)")
 	fs.StringVar(&cfg.Issuer, "issuer", env("EVIDENT_ISSUER", ""), "CWT issuer of the service's statements (env EVIDENT_ISSUER; default evident:<origin>)")
 	fs.StringVar(&cfg.ServiceKey, "service-key", env("EVIDENT_SERVICE_KEY", ""), "PEM private key signing statements and receipts, created if missing (env EVIDENT_SERVICE_KEY; default <data>/keys/service.key; password from EVIDENT_SERVICE_KEY_PASSWORD)")
 	cpi := fs.String("checkpoint-interval", env("EVIDENT_CHECKPOINT_INTERVAL", "1s"), "how often the log publishes a checkpoint, >= 100ms (env EVIDENT_CHECKPOINT_INTERVAL)")
@@ -66,6 +67,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	distributed := distributedFlags(fs, getenv)
 	witnessPolicy := fs.String("witness-policy", env("EVIDENT_WITNESS_POLICY", ""), "tlog-policy file of the witnesses that cosign every checkpoint (witness vkeys, URLs, k-of-n quorum); empty: no witnesses (env EVIDENT_WITNESS_POLICY)")
 	witnessFailOpen := fs.Bool("witness-fail-open", env("EVIDENT_WITNESS_FAIL_OPEN", "false") == "true", "publish checkpoints whose witness quorum is not met (default fail-closed: publication stops until the quorum cosigns) (env EVIDENT_WITNESS_FAIL_OPEN=true)")
+	fs.BoolVar(&cfg.PostQuantum, "log-mldsa", env("EVIDENT_LOG_MLDSA", "false") == "true", "also sign every checkpoint with ML-DSA-44 (post-quantum), key created on first start in <data>/keys/log-mldsa.key; bundles then carry trust/log-mldsa.vkey (env EVIDENT_LOG_MLDSA=true)")
 	witnessTimeout := fs.String("witness-timeout", env("EVIDENT_WITNESS_TIMEOUT", "5s"), "how long a checkpoint waits for its witness quorum (env EVIDENT_WITNESS_TIMEOUT)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: evidentd [flags]\n\nRuns the Evident service. With no flags: data in ./%s, listening on %s.\n\nFlags:\n", daemon.DefaultData, daemon.DefaultListen)

@@ -70,6 +70,7 @@ func (s *State) AdmitRecord(at ledger.Position, r *Record) (*ledger.Admission, e
 		Sender:    r.From,
 		TS:        r.TS,
 		PrevHash:  r.PrevHash,
+		Attrs:     r.Attrs(),
 	}
 	if !r.Refusal && r.Method != "" {
 		// Requests and notifications own their id; a response repeats its request's id.

@@ -105,7 +105,10 @@ func hashObj(alg, value string) *canonical.Object {
 // unknown keyId, is refused when RequireSignature is set), and — when Events holds the
 // event (eventId → the event record, as in the chain) — eventHash against the recomputed copHash.
 type LedgerCheck struct {
-	Keys             map[string]crypto.PublicKey
+	Keys map[string]crypto.PublicKey
+	// AnyKey, when set, verifies records whose keyId Keys does not list (a key given without
+	// a key id, e.g. a PEM public key handed over by the other node's operator).
+	AnyKey           crypto.PublicKey
 	RequireSignature bool
 	Events           map[string][]byte
 	next             uint64
@@ -113,6 +116,21 @@ type LedgerCheck struct {
 	n                int
 	// Matched counts records whose eventHash was checked against an event.
 	Matched int
+	// Signed counts records whose node signature verified.
+	Signed int
+	// Last is the record the latest successful Next checked.
+	Last LedgerRecord
+}
+
+// LedgerRecord is what LedgerCheck read from one ledger record.
+type LedgerRecord struct {
+	Index     uint64
+	EventID   string
+	EventHash string // "<alg>:<hex>"
+	TopicID   string
+	CreatedAt string
+	NodeID    string
+	KeyID     string // "" when unsigned
 }
 
 // Next checks the next ledger record (one JSON object).
@@ -159,7 +177,15 @@ func (c *LedgerCheck) Next(line []byte) error {
 	if _, err := sigalg.ParseDigest(ealg + ":" + eval); err != nil {
 		return fail("eventHash: %v", err)
 	}
-	if ev, ok := c.Events[func() string { s, _ := o.String("eventId"); return s }()]; ok {
+	rec := LedgerRecord{Index: uint64(n), EventHash: ealg + ":" + eval}
+	rec.EventID, _ = o.String("eventId")
+	rec.TopicID, _ = o.String("topicId")
+	rec.CreatedAt, _ = o.String("createdAt")
+	rec.NodeID, _ = o.String("nodeId")
+	if rec.EventID == "" || rec.TopicID == "" {
+		return fail("eventId and topicId must be non-empty strings")
+	}
+	if ev, ok := c.Events[rec.EventID]; ok {
 		e, err := Parse(ev)
 		if err != nil {
 			return fail("event: %v", err)
@@ -178,6 +204,9 @@ func (c *LedgerCheck) Next(line []byte) error {
 				return fail("signature: %v", err)
 			}
 			pub, ok := c.Keys[sig.Kid]
+			if !ok && c.AnyKey != nil {
+				pub, ok = c.AnyKey, true
+			}
 			if !ok {
 				return fail("signature by unknown node key %.60q", sig.Kid)
 			}
@@ -188,6 +217,8 @@ func (c *LedgerCheck) Next(line []byte) error {
 			if err := sigalg.Verify(pub, sig.Alg, in, sig.Value); err != nil {
 				return fail("node signature: %v", err)
 			}
+			rec.KeyID = sig.Kid
+			c.Signed++
 		} else if c.RequireSignature {
 			return fail("unsigned record")
 		}
@@ -197,6 +228,7 @@ func (c *LedgerCheck) Next(line []byte) error {
 	d, _ := sigalg.Hash(sigalg.SHA256, mustEncode(o))
 	c.prev = hex.EncodeToString(d.Value)
 	c.next++
+	c.Last = rec
 	return nil
 }
 

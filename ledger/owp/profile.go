@@ -62,10 +62,15 @@ type State struct {
 	Priors []PriorRef `json:"priors,omitempty"`
 }
 
-// PriorRef is a provenance reference to another (closed) envelope.
+// PriorRef is a provenance reference to another (closed) envelope (§3.6.4): the envelope,
+// optionally the event there that the work derives from (its event_id) and the envelope's
+// sealed Merkle root the producer saw. The verifier resolves it where the bundle holds the
+// target envelope.
 type PriorRef struct {
 	Seq      uint64 `json:"seq"`
 	Envelope string `json:"envelope"`
+	Event    string `json:"event,omitempty"`
+	Root     string `json:"root,omitempty"`
 }
 
 func newState() *State {
@@ -220,12 +225,33 @@ func (s *State) apply(seq uint64, e *Event) (bool, error) {
 		}
 		prov, _ := p.Object("provenance")
 		parent, _ := prov.String("parent_intent")
-		if prior, ok := prov.String("prior_envelope"); ok {
+		if _, ok := prov.Get("prior_envelope"); !ok {
+			if _, ev := prov.Get("prior_event"); ev {
+				return false, ledger.Refuse(ledger.CodeMalformed, "provenance.prior_event needs provenance.prior_envelope")
+			}
+			if _, rt := prov.Get("prior_root"); rt {
+				return false, ledger.Refuse(ledger.CodeMalformed, "provenance.prior_root needs provenance.prior_envelope")
+			}
+		}
+		if pv, ok := prov.Get("prior_envelope"); ok {
+			prior, _ := pv.(string)
 			if _, _, err := ParseEnvelopeID(prior); err != nil || prior == e.Envelope {
 				return false, ledger.Refuse(ledger.CodeMalformed, "provenance.prior_envelope must name another envelope URI")
 			}
+			ref := PriorRef{Seq: seq, Envelope: prior}
+			if v, ok := prov.Get("prior_event"); ok {
+				if ref.Event, _ = v.(string); ref.Event == "" {
+					return false, ledger.Refuse(ledger.CodeMalformed, "provenance.prior_event must be the event_id of an event of the prior envelope")
+				}
+			}
+			if v, ok := prov.Get("prior_root"); ok {
+				ref.Root, _ = v.(string)
+				if _, err := ledger.ParseLink(ref.Root); err != nil {
+					return false, ledger.Refuse(ledger.CodeMalformed, "provenance.prior_root must be the prior envelope's sealed root \"sha256:<hex>\"")
+				}
+			}
 			if len(s.Priors) < ledger.MaxFindings {
-				s.Priors = append(s.Priors, PriorRef{Seq: seq, Envelope: prior})
+				s.Priors = append(s.Priors, ref)
 			}
 		}
 		if parent == "" {

@@ -51,6 +51,9 @@ type Entry struct {
 	Sender   string
 	TS       time.Time
 	Signed   bool
+	// Attrs are the profile's attributes of the record (ledger.Admission.Attrs), kept in an
+	// indexed side table for filtered reads; Entries returns them.
+	Attrs map[string][]string
 }
 
 // Seal is one seal of a chain: its statement, and once registered, its place in the log.
@@ -86,6 +89,9 @@ type Filter struct {
 	Sender string
 	Since  time.Time
 	Until  time.Time
+	// Attrs selects entries carrying every listed value of every listed attribute (AND over
+	// names and values), e.g. {"task_id": {"t1"}, "tag": {"a", "b"}}.
+	Attrs map[string][]string
 }
 
 // Store is the ledger store.

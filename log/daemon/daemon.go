@@ -53,6 +53,13 @@ type Config struct {
 	// tlog-witness) and publishes it with their cosignatures; see Witnesses for
 	// fail-open and fail-closed.
 	Witnesses *Witnesses
+	// COPNodeID is the nodeId of the COP Ledger records evidentd writes (EVIDENT_COP_NODE_ID),
+	// default urn:cop:node:<origin>; the node key is <data>/keys/cop-node.key (copnode.go).
+	COPNodeID string
+	// PostQuantum adds an ML-DSA-44 signature to every checkpoint besides the Ed25519 one
+	// (--log-mldsa, EVIDENT_LOG_MLDSA); the key is generated on first start into
+	// <data>/keys/log-mldsa.key and bundles carry its verifier key.
+	PostQuantum bool
 }
 
 // Defaults.
@@ -112,6 +119,13 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 			return nil, err
 		}
 	}
+	if cfg.PostQuantum {
+		pq, _, err := evlog.LoadOrCreateMLDSAKey(filepath.Join(cfg.Data, "keys"), cfg.Origin)
+		if err != nil {
+			return nil, fmt.Errorf("post-quantum log key: %w", err)
+		}
+		lo.AdditionalSigners = append(lo.AdditionalSigners, pq)
+	}
 	if cfg.Witnesses != nil {
 		if lo, err = cfg.Witnesses.logOptions(lo); err != nil {
 			return nil, err
@@ -153,8 +167,13 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		d.closeParts()
 		return nil, err
 	}
+	copNode, err := openCOPNode(cfg)
+	if err != nil {
+		d.closeParts()
+		return nil, err
+	}
 	d.handler = server.New(server.Config{Pipeline: p, Store: st, Service: svc, Tokens: cfg.Tokens, MaxBody: cfg.MaxBody, MaxBatch: cfg.MaxBatch,
-		Producer: "evidentd " + Version, Logger: cfg.Logger, SCITT: sc})
+		Producer: "evidentd " + Version, Logger: cfg.Logger, SCITT: sc, COPNode: copNode})
 	bg, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
 	go func() {

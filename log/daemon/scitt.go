@@ -10,15 +10,15 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/ledger/store"
-	"github.com/evident-log/evident/log/policy"
 	"github.com/evident-log/evident/log/scitt"
 	"github.com/evident-log/evident/log/server"
 	"github.com/evident-log/evident/log/servicekey"
+	"github.com/evident-log/evident/receipts/policy"
 )
 
 // SCITT configures evidentd as a SCITT transparency service for external issuers.
 type SCITT struct {
-	// RegistrationPolicy is a policy file (log/policy, JSON) put in force at start
+	// RegistrationPolicy is a policy file (receipts/policy, JSON) put in force at start
 	// (EVIDENT_REGISTRATION_POLICY). When it differs from the policy in force, the new
 	// policy is signed and registered in the log first. Without any policy, POST /entries
 	// refuses every statement.
@@ -43,6 +43,15 @@ func (d *Daemon) openSCITT(ctx context.Context, pub crypto.PublicKey) (*server.S
 	keys, err := scitt.OpenKeyRing(d.keyHistoryPath(), pub, d.log.VerifierKey(), time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("service key history: %w", err)
+	}
+	// The log's additional checkpoint signers (today: the ML-DSA-44 one) get windows in
+	// the key history too; one dropped or replaced since the last start is retired.
+	var additional []string
+	if pq := d.log.PostQuantumVerifierKey(); pq != "" {
+		additional = append(additional, pq)
+	}
+	if err := keys.SetAdditionalSigners(additional, time.Now()); err != nil {
+		return nil, err
 	}
 	sc := &server.SCITTConfig{Keys: keys, Wait: d.cfg.SCITT.RegistrationWait, RetryAfter: d.cfg.CheckpointInterval}
 	regs, ok := d.store.(store.Registrations)

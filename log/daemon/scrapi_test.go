@@ -16,10 +16,10 @@ import (
 
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/chap/scenario"
-	"github.com/evident-log/evident/log/policy"
-	"github.com/evident-log/evident/log/policy/policytest"
 	"github.com/evident-log/evident/log/server"
 	"github.com/evident-log/evident/receipts"
+	"github.com/evident-log/evident/receipts/policy"
+	"github.com/evident-log/evident/receipts/policy/policytest"
 	"github.com/fxamacker/cbor/v2"
 	"github.com/veraison/go-cose"
 )

@@ -6,6 +6,7 @@ import (
 	"crypto"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +46,7 @@ func OpenSigner(ctx context.Context, ref string, password []byte) (crypto.Signer
 // /.well-known/scitt-keys serves and what export writes into trust/key-history.json.
 type KeyRing struct {
 	mu   sync.RWMutex
+	path string
 	hist *bundle.KeyHistory
 }
 
@@ -69,7 +71,37 @@ func OpenKeyRing(path string, current crypto.PublicKey, logVKey string, now time
 			return nil, fmt.Errorf("key history: %w", err)
 		}
 	}
-	return &KeyRing{hist: h}, nil
+	return &KeyRing{path: path, hist: h}, nil
+}
+
+// SetAdditionalSigners records vkeys (C2SP signed-note verifier keys) as the log's current
+// additional checkpoint signers (role additional, e.g. the ML-DSA-44 signer): a signer not
+// yet current opens a window at now, a current additional signer missing from vkeys is
+// retired at now. The history is written back when it changed. A bundle exported before
+// such a rotation carries the verifier keys it needs; one exported after it carries the
+// retired signer's window, so checkpoints it signed stay attributable.
+func (k *KeyRing) SetAdditionalSigners(vkeys []string, now time.Time) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	h := *k.hist
+	h.CheckpointKeys = append([]bundle.CheckpointKey(nil), k.hist.CheckpointKeys...)
+	changed := false
+	for _, c := range k.hist.CheckpointKeys {
+		if c.Role == bundle.RoleAdditional && c.NotAfter == "" && !slices.Contains(vkeys, c.VKey) {
+			changed = servicekey.RetireCheckpointKey(&h, c.VKey, now) || changed
+		}
+	}
+	for _, vk := range vkeys {
+		changed = servicekey.RecordCheckpointKey(&h, vk, bundle.RoleAdditional, now) || changed
+	}
+	if !changed {
+		return nil
+	}
+	if err := servicekey.WriteHistory(k.path, &h); err != nil {
+		return fmt.Errorf("key history: %w", err)
+	}
+	k.hist = &h
+	return nil
 }
 
 // History returns a copy of the key history.

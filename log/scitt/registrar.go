@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/ledger/store"
-	"github.com/evident-log/evident/log/policy"
 	"github.com/evident-log/evident/receipts"
+	"github.com/evident-log/evident/receipts/policy"
 )
 
 // Registrar registers signed statements from external issuers (SCRAPI, POST /entries):
@@ -117,7 +117,21 @@ func (r *Registrar) SetPolicy(ctx context.Context, p *policy.Policy) (string, er
 			return id, nil
 		}
 	}
+	// Registrations checked against the policy in force finish before the new policy
+	// enters the log, so each one sits in the log where the policy it passed is in force
+	// (the verifier replays them by log position).
+	waiting := make([]chan struct{}, 0, len(r.inflight))
+	for _, ch := range r.inflight {
+		waiting = append(waiting, ch)
+	}
 	r.mu.Unlock()
+	for _, ch := range waiting {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return "", fmt.Errorf("registration policy: waiting for pending registrations: %w", ctx.Err())
+		}
+	}
 	now := time.Now()
 	stmt, err := policy.Sign(r.svc.Signer(), r.svc.Issuer(), p, now)
 	if err != nil {

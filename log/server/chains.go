@@ -14,7 +14,6 @@ import (
 
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/ingest"
-	"github.com/evident-log/evident/ledger/store"
 )
 
 // IngestResponse answers an accepted ingest request.
@@ -144,14 +143,17 @@ func acceptsCOSE(r *http.Request) bool {
 
 // EntryView is one entry as the read API shows it.
 type EntryView struct {
-	Seq     uint64          `json:"seq"`
-	Prev    ledger.Link     `json:"prev"`
-	Link    ledger.Link     `json:"link"`
-	Arrival string          `json:"arrival"`
-	Method  string          `json:"method,omitempty"`
-	Sender  string          `json:"sender,omitempty"`
-	Signed  bool            `json:"signed"`
-	Record  json.RawMessage `json:"record"`
+	Seq     uint64      `json:"seq"`
+	Prev    ledger.Link `json:"prev"`
+	Link    ledger.Link `json:"link"`
+	Arrival string      `json:"arrival"`
+	Method  string      `json:"method,omitempty"`
+	Sender  string      `json:"sender,omitempty"`
+	Signed  bool        `json:"signed"`
+	// Attrs are the profile's attributes of the record the attribute filters match
+	// (CHAP: task_id, logical_id, tag, outcome).
+	Attrs  map[string][]string `json:"attrs,omitempty"`
+	Record json.RawMessage     `json:"record"`
 }
 
 const maxPage = 1000
@@ -168,22 +170,17 @@ func (s *Server) handleEntries(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, "bad_query", fmt.Sprintf("limit must be 1..%d", maxPage), -1)
 		return
 	}
-	since, err := queryTime(r, "since")
+	f, err := entryFilter(r) // entryfilter.go: method, sender, since, until, task_id, logical_id, tag, outcome
 	if err != nil {
 		problem(w, http.StatusBadRequest, "bad_query", err.Error(), -1)
 		return
 	}
-	until, err := queryTime(r, "until")
-	if err != nil {
-		problem(w, http.StatusBadRequest, "bad_query", err.Error(), -1)
-		return
-	}
+	f.From, f.Limit = from, int(limit)
 	if _, err := s.c.Pipeline.Head(r.Context(), chain); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	es, err := s.c.Store.Entries(r.Context(), chain, store.Filter{From: from, Limit: int(limit), Method: r.URL.Query().Get("method"),
-		Sender: r.URL.Query().Get("sender"), Since: since, Until: until})
+	es, err := s.c.Store.Entries(r.Context(), chain, f)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -194,7 +191,7 @@ func (s *Server) handleEntries(w http.ResponseWriter, r *http.Request) {
 		Next    *uint64     `json:"next,omitempty"`
 	}{Chain: chain, Entries: make([]EntryView, len(es))}
 	for i, e := range es {
-		out.Entries[i] = EntryView{Seq: e.Seq, Prev: e.Prev, Link: e.Link, Arrival: ledger.Timestamp(e.Arrival), Method: e.Method, Sender: e.Sender, Signed: e.Signed, Record: e.Record}
+		out.Entries[i] = EntryView{Seq: e.Seq, Prev: e.Prev, Link: e.Link, Arrival: ledger.Timestamp(e.Arrival), Method: e.Method, Sender: e.Sender, Signed: e.Signed, Attrs: e.Attrs, Record: e.Record}
 	}
 	if len(es) == int(limit) {
 		n := es[len(es)-1].Seq + 1

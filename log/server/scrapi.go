@@ -15,9 +15,9 @@ import (
 
 	"github.com/evident-log/evident/ledger/store"
 	evlog "github.com/evident-log/evident/log"
-	"github.com/evident-log/evident/log/policy"
 	"github.com/evident-log/evident/log/scitt"
 	"github.com/evident-log/evident/receipts"
+	"github.com/evident-log/evident/receipts/policy"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 )

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/ledger/cop"
 	"github.com/evident-log/evident/ledger/ingest"
 	"github.com/evident-log/evident/ledger/store"
 	evlog "github.com/evident-log/evident/log"
@@ -57,6 +58,9 @@ type Config struct {
 	// SCITT configures SCRAPI (POST /entries, /.well-known/scitt-keys, consistency
 	// receipts): scrapi.go. Nil serves none of it.
 	SCITT *SCITTConfig
+	// COPNode, when set, is the node evidentd writes COP Ledgers (COP 1.0 §9.6) as: served at
+	// GET /v1/chains/{topic}/cop-ledger and exported with every cop/1.0 chain (copledger.go).
+	COPNode *cop.Node
 }
 
 // Server serves evidentd's HTTP API.
@@ -96,6 +100,7 @@ func New(c Config) *Server {
 	s.mux.HandleFunc("GET /v1/chains/{chain}/entries", s.handleEntries)
 	s.mux.HandleFunc("GET /v1/chains/{chain}/seals", s.handleSeals)
 	s.mux.HandleFunc("GET /v1/export", s.handleExport)
+	s.mux.HandleFunc("GET /v1/chains/{chain}/cop-ledger", s.handleCOPLedger)
 	s.mux.Handle("GET /log/", http.StripPrefix("/log", c.Service.Log().Handler()))
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	s.mux.HandleFunc("GET /readyz", s.handleReady)

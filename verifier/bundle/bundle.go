@@ -65,7 +65,12 @@ type Manifest struct {
 // Scope says what the bundle was cut for.
 type Scope struct {
 	Chain string `json:"chain,omitempty"`
-	Task  string `json:"task,omitempty"`
+	// Chains names the chains of a bundle cut for several at once (GET /v1/export with
+	// repeated chain=); Chain is then empty.
+	Chains []string `json:"chains,omitempty"`
+	Task   string   `json:"task,omitempty"`
+	// LogicalID is the logical artefact a case slice was cut for (slice.go).
+	LogicalID string `json:"logical_id,omitempty"`
 }
 
 // LogInfo names the transparency log the seals are registered in.
@@ -86,6 +91,9 @@ type ChainRef struct {
 	// evidence_head, e.g. from workspace.describe), when the exporter was given one. The
 	// verifier compares it with the replayed head.
 	EvidenceHead *ledger.Link `json:"evidence_head,omitempty"`
+	// Slice, when set, says the bundle holds a case slice of the chain (slice.go): Size,
+	// Head and Root are then the sealed state the slice's chain receipts prove against.
+	Slice *SliceRef `json:"slice,omitempty"`
 }
 
 // EntryLine is one line of entries.jsonl.

@@ -78,6 +78,17 @@ var schema = []string{
 		UNIQUE KEY entries_link (chain, link),
 		UNIQUE KEY entries_record_id (chain, record_id)
 	) ENGINE=InnoDB`,
+	// The profile's attributes of each entry (store.Entry.Attrs), one row per value, for
+	// filtered reads (attrs.go). Added after version 1 without a version change: the table
+	// is created when missing, and entries stored before it have no attributes.
+	`CREATE TABLE IF NOT EXISTS ledger_entry_attrs (
+		chain VARBINARY(1024) NOT NULL,
+		seq BIGINT UNSIGNED NOT NULL,
+		name VARBINARY(64) NOT NULL,
+		value VARBINARY(512) NOT NULL,
+		PRIMARY KEY (chain, seq, name, value),
+		KEY entry_attrs_lookup (chain, name, value, seq)
+	) ENGINE=InnoDB`,
 	`CREATE TABLE IF NOT EXISTS ledger_seals (
 		chain VARBINARY(1024) NOT NULL,
 		n BIGINT UNSIGNED NOT NULL,
@@ -164,7 +175,7 @@ func (s *Store) init(ctx context.Context) error {
 	if flush != 1 {
 		return fmt.Errorf("%w (the server has %d)", ErrNotDurable, flush)
 	}
-	for _, q := range schema {
+	for _, q := range append(schema, registrationsSchema) {
 		if _, err := s.db.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("mysql ledger store: schema: %w", err)
 		}
@@ -295,6 +306,9 @@ func (s *Store) Commit(ctx context.Context, c *store.ChainRecord, prevSize uint6
 			if err := insertEntries(ctx, tx, entries[:n]); err != nil {
 				return err
 			}
+			if err := insertAttrs(ctx, tx, entries[:n]); err != nil { // attrs.go
+				return err
+			}
 			entries = entries[n:]
 		}
 		return nil
@@ -393,6 +407,11 @@ func (s *Store) Entries(ctx context.Context, chain string, f store.Filter) ([]st
 		q += ` AND arrival<?`
 		args = append(args, ms(f.Until))
 	}
+	if len(f.Attrs) > 0 {
+		aq, aargs := attrClause(chain, f.Attrs) // attrs.go
+		q += aq
+		args = append(args, aargs...)
+	}
 	q += ` ORDER BY seq`
 	if f.Limit > 0 {
 		q += fmt.Sprintf(` LIMIT %d`, f.Limit)
@@ -421,7 +440,14 @@ func (s *Store) Entries(ctx context.Context, chain string, f store.Filter) ([]st
 		}
 		out = append(out, e)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("entries of %q: %w", chain, err)
+	}
+	rows.Close()
+	if err := s.loadAttrs(ctx, chain, out); err != nil { // attrs.go
+		return nil, err
+	}
+	return out, nil
 }
 
 // AddSeal implements store.Store. Seal numbers are a unique key, so of two replicas that

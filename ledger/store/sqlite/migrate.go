@@ -21,6 +21,7 @@ type migration struct {
 // migrations is ordered by version.
 var migrations = []migration{
 	{version: 2, name: "SCITT registrations (SCRAPI)", stmts: []string{registrationsSchema}},
+	{version: 3, name: "entry attributes (audit.read filters)", stmts: []string{entryAttrsSchema}},
 }
 
 // migrate brings the database from its PRAGMA user_version up to the last migration.

@@ -207,7 +207,7 @@ func (s *Store) Commit(ctx context.Context, c *store.ChainRecord, prevSize uint6
 				return fmt.Errorf("entry %d: %w", e.Seq, err)
 			}
 		}
-		return nil
+		return insertAttrs(ctx, tx, entries) // attrs.go
 	})
 	if err != nil {
 		return fmt.Errorf("commit chain %q: %w", c.ID, err)
@@ -281,6 +281,11 @@ func (s *Store) Entries(ctx context.Context, chain string, f store.Filter) ([]st
 		q += ` AND arrival<?`
 		args = append(args, ms(f.Until))
 	}
+	if len(f.Attrs) > 0 {
+		aq, aargs := attrClause(chain, f.Attrs) // attrs.go
+		q += aq
+		args = append(args, aargs...)
+	}
 	q += ` ORDER BY seq`
 	if f.Limit > 0 {
 		q += fmt.Sprintf(` LIMIT %d`, f.Limit)
@@ -309,7 +314,14 @@ func (s *Store) Entries(ctx context.Context, chain string, f store.Filter) ([]st
 		}
 		out = append(out, e)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("entries of %q: %w", chain, err)
+	}
+	rows.Close()
+	if err := s.loadAttrs(ctx, chain, out); err != nil { // attrs.go
+		return nil, err
+	}
+	return out, nil
 }
 
 // AddSeal implements store.Store.

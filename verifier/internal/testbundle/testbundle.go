@@ -70,6 +70,8 @@ type Bundle struct {
 	// The service's keys, for tests that need the service itself to misbehave.
 	Issuer     *receipts.Signer
 	NoteSigner note.Signer
+	// LogTree is the in-memory log the seals are registered in (for consistency proofs).
+	LogTree *testonly.Tree
 }
 
 // EntriesFile is the path of the chain's entries.
@@ -452,6 +454,7 @@ func Build(tb testing.TB, o Options) *Bundle {
 	b.Files[bundle.IssuersFile] = ks
 
 	b.Issuer, b.NoteSigner = issuer, noteSigner
+	b.LogTree = tree
 	b.Manifest = bundle.Manifest{
 		Format:   bundle.Format,
 		Producer: "testbundle",

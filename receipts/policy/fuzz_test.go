@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/evident-log/evident/log/policy"
-	"github.com/evident-log/evident/log/policy/policytest"
+	"github.com/evident-log/evident/receipts/policy"
+	"github.com/evident-log/evident/receipts/policy/policytest"
 	"github.com/veraison/go-cose"
 )
 

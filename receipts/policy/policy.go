@@ -16,13 +16,14 @@
 // whose leaf certificate's public key is one of the issuer's pinned keys. Certificate
 // chains are not validated against a CA: the pin is the trust decision.
 //
-// This package does not depend on the service side; the offline verifier uses it too.
+// This package does not depend on the service side, nor on the net package (it reads keys
+// and certificates with its own small DER reader, der.go): the service decides with it and
+// the offline verifier replays those decisions with it (RFC 9943 replayability).
 package policy
 
 import (
 	"bytes"
 	"crypto"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
@@ -215,7 +216,7 @@ func (k *Key) init() error {
 	if blk == nil || blk.Type != "PUBLIC KEY" || len(bytes.TrimSpace(rest)) != 0 {
 		return errors.New(`pem must hold exactly one "PUBLIC KEY" block`)
 	}
-	pub, err := x509.ParsePKIXPublicKey(blk.Bytes)
+	pub, err := parseSPKI(blk.Bytes)
 	if err != nil {
 		return err
 	}
@@ -356,7 +357,7 @@ func (is *Issuer) keyFor(st *receipts.Statement) (*Key, error) {
 		if err != nil {
 			return nil, refuse(CodeX5ChainUnparseable, "x5chain (33): %v", err)
 		}
-		tp, err := receipts.KeyThumbprint(leaf.PublicKey)
+		tp, err := receipts.KeyThumbprint(leaf)
 		if err != nil {
 			return nil, refuse(CodeUnknownKey, "x5chain leaf key: %v", err)
 		}
@@ -379,8 +380,9 @@ func (is *Issuer) keyFor(st *receipts.Statement) (*Key, error) {
 	return nil, refuse(CodeUnknownKey, "kid %x is not a key of issuer %.200q in the registration policy", st.KeyID, is.ISS)
 }
 
-// x5chainLeaf returns the first certificate of an x5chain value (a bstr or an array of bstr).
-func x5chainLeaf(v any) (*x509.Certificate, error) {
+// x5chainLeaf returns the public key of the first certificate of an x5chain value (a
+// bstr or an array of bstr).
+func x5chainLeaf(v any) (crypto.PublicKey, error) {
 	var der []byte
 	switch c := v.(type) {
 	case []byte:
@@ -397,5 +399,5 @@ func x5chainLeaf(v any) (*x509.Certificate, error) {
 	default:
 		return nil, errors.New("must be a bstr or an array of bstr")
 	}
-	return x509.ParseCertificate(der)
+	return certificateKey(der)
 }

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evident-log/evident/log/policy"
-	"github.com/evident-log/evident/log/policy/policytest"
 	"github.com/evident-log/evident/receipts"
+	"github.com/evident-log/evident/receipts/policy"
+	"github.com/evident-log/evident/receipts/policy/policytest"
 	"github.com/veraison/go-cose"
 )
 

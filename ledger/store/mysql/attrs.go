@@ -1,0 +1,81 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/evident-log/evident/ledger/store"
+)
+
+func sortedNames(m map[string][]string) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// insertAttrs writes the attributes of entries inside tx, in multi-row statements.
+func insertAttrs(ctx context.Context, tx *sql.Tx, entries []store.Entry) error {
+	var args []any
+	flush := func() error {
+		if len(args) == 0 {
+			return nil
+		}
+		n := len(args) / 4
+		q := `INSERT IGNORE INTO ledger_entry_attrs (chain, seq, name, value) VALUES (?,?,?,?)` + strings.Repeat(`,(?,?,?,?)`, n-1)
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("entry attributes: %w", conflict(err))
+		}
+		args = args[:0]
+		return nil
+	}
+	for i := range entries {
+		e := &entries[i]
+		for _, name := range sortedNames(e.Attrs) {
+			for _, v := range e.Attrs[name] {
+				args = append(args, e.Chain, e.Seq, name, v)
+				if len(args) >= 4*insertRows {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return flush()
+}
+
+// attrClause returns the SQL conditions and arguments selecting entries that carry every
+// value of attrs.
+func attrClause(chain string, attrs map[string][]string) (string, []any) {
+	var q string
+	var args []any
+	for _, name := range sortedNames(attrs) {
+		for _, v := range attrs[name] {
+			q += ` AND seq IN (SELECT seq FROM ledger_entry_attrs WHERE chain=? AND name=? AND value=?)`
+			args = append(args, chain, name, v)
+		}
+	}
+	return q, args
+}
+
+// loadAttrs fills the attributes of es (all of chain, in seq order).
+func (s *Store) loadAttrs(ctx context.Context, chain string, es []store.Entry) error {
+	if len(es) == 0 {
+		return nil
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, name, value FROM ledger_entry_attrs WHERE chain=? AND seq>=? AND seq<=? ORDER BY seq, name, value`,
+		chain, es[0].Seq, es[len(es)-1].Seq)
+	if err != nil {
+		return fmt.Errorf("entry attributes of %q: %w", chain, err)
+	}
+	if err := store.ScanAttrs(rows, es); err != nil {
+		return fmt.Errorf("entry attributes of %q: %w", chain, err)
+	}
+	return nil
+}

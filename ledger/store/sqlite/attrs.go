@@ -1,0 +1,97 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/evident-log/evident/ledger/store"
+)
+
+// entryAttrsSchema is migration 3: the profile's attributes of each entry
+// (store.Entry.Attrs), one row per value. The primary key reads an entry's attributes;
+// entry_attrs_lookup finds the entries carrying a value, in chain order. Entries stored
+// before this migration have no rows: attribute filters do not match them.
+const entryAttrsSchema = `
+CREATE TABLE IF NOT EXISTS entry_attrs (
+	chain TEXT NOT NULL,
+	seq INTEGER NOT NULL,
+	name TEXT NOT NULL,
+	value TEXT NOT NULL,
+	PRIMARY KEY (chain, seq, name, value)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS entry_attrs_lookup ON entry_attrs(chain, name, value, seq);
+`
+
+// insertAttrs writes the attributes of entries inside tx.
+func insertAttrs(ctx context.Context, tx *sql.Tx, entries []store.Entry) error {
+	var stmt *sql.Stmt
+	for i := range entries {
+		e := &entries[i]
+		for _, name := range sortedNames(e.Attrs) {
+			for _, v := range e.Attrs[name] {
+				if !store.Indexable(name, v) { // the same bounds as every store
+					continue
+				}
+				if stmt == nil {
+					var err error
+					if stmt, err = tx.PrepareContext(ctx, `INSERT OR IGNORE INTO entry_attrs (chain, seq, name, value) VALUES (?,?,?,?)`); err != nil {
+						return fmt.Errorf("entry attributes: %w", err)
+					}
+					defer stmt.Close()
+				}
+				if _, err := stmt.ExecContext(ctx, e.Chain, e.Seq, name, v); err != nil {
+					return fmt.Errorf("entry %d attributes: %w", e.Seq, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func sortedNames(m map[string][]string) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// attrClause returns the SQL conditions and arguments selecting entries that carry every
+// value of f.Attrs, driven by the lookup index.
+func attrClause(chain string, attrs map[string][]string) (string, []any) {
+	var q string
+	var args []any
+	for _, name := range sortedNames(attrs) {
+		for _, v := range attrs[name] {
+			q += ` AND seq IN (SELECT seq FROM entry_attrs WHERE chain=? AND name=? AND value=?)`
+			args = append(args, chain, name, v)
+		}
+	}
+	return q, args
+}
+
+// loadAttrs fills the attributes of es (entries of chain in seq order), reading only the
+// rows of those entries.
+func (s *Store) loadAttrs(ctx context.Context, chain string, es []store.Entry) error {
+	const chunk = 500
+	for start := 0; start < len(es); start += chunk {
+		part := es[start:min(start+chunk, len(es))]
+		args := make([]any, 0, len(part)+1)
+		args = append(args, chain)
+		for _, e := range part {
+			args = append(args, e.Seq)
+		}
+		rows, err := s.r.QueryContext(ctx, `SELECT seq, name, value FROM entry_attrs WHERE chain=? AND seq IN (?`+strings.Repeat(",?", len(part)-1)+`) ORDER BY seq, name, value`, args...)
+		if err != nil {
+			return fmt.Errorf("entry attributes of %q: %w", chain, err)
+		}
+		if err := store.ScanAttrs(rows, part); err != nil {
+			return fmt.Errorf("entry attributes of %q: %w", chain, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,41 @@
+package verifier
+
+import (
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/evident-log/evident/verifier/bundle"
+	"github.com/evident-log/evident/witness/policy"
+)
+
+// pqVerifiers returns the ML-DSA-44 checkpoint keys a checkpoint may be signed with: the
+// log's current one (trust/log-mldsa.vkey) and every additional checkpoint signer of that
+// type that trust/key-history.json lists (role additional, current or retired), so that
+// checkpoints signed before the additional signer was rotated keep their post-quantum
+// signature in bundles exported after the rotation. Checkpoints carry no signing time, so
+// a retired signer's window is recorded, not enforced.
+func (v *verifier) pqVerifiers() []note.Verifier {
+	if v.pqKey == nil {
+		return nil
+	}
+	out := []note.Verifier{v.pqKey}
+	if v.history == nil {
+		return out
+	}
+	for _, c := range v.history.CheckpointKeys {
+		if c.Role != bundle.RoleAdditional || !isMLDSA44(c.VKey) {
+			continue
+		}
+		nv, err := policy.NewCosignatureVerifier(c.VKey)
+		if err != nil || nv.Name() != v.pqKey.Name() {
+			continue
+		}
+		dup := false
+		for _, o := range out {
+			dup = dup || o.KeyHash() == nv.KeyHash()
+		}
+		if !dup {
+			out = append(out, nv)
+		}
+	}
+	return out
+}

@@ -1,0 +1,162 @@
+package verifier
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/evident-log/evident/verifier/bundle"
+	"github.com/evident-log/evident/witness/policy"
+)
+
+// Codes of the post-quantum checks.
+const (
+	CodePQKeyMissing     = "pq_key_missing"          // --require-pq, but the bundle names no ML-DSA-44 log key
+	CodePQSigMissing     = "pq_signature_missing"    // --require-pq, and a checkpoint carries no ML-DSA-44 log signature
+	CodePQSigInvalid     = "pq_signature_invalid"    // a signature line of the log's ML-DSA-44 key that does not verify
+	CodePQWitnessUnmet   = "witness_pq_quorum_unmet" // --require-pq, and ML-DSA-44 cosignatures alone do not meet the quorum
+	signedNoteMLDSA44    = 0x06                      // signed-note key type of ML-DSA-44 (cosignature/v1)
+	maxPQKeyFile         = 8 << 10                   // an ML-DSA-44 vkey is under 2 KiB of base64
+	pqCheckName          = "log.pq_signature"
+	pqWitnessQuorumCheck = "witness.pq_quorum"
+)
+
+// loadPQKey reads trust/log-mldsa.vkey, the log's ML-DSA-44 checkpoint key. Without it there
+// is no post-quantum check, unless Options.RequirePQ asks for one.
+func (v *verifier) loadPQKey() []Check {
+	c := Check{Name: "trust.log_pq_key", Where: bundle.LogPQKeyFile}
+	if !v.listed(bundle.LogPQKeyFile) {
+		if !v.o.RequirePQ {
+			return nil
+		}
+		c.Status, c.Code = NotEvaluated, CodePQKeyMissing
+		c.Detail = "post-quantum signatures are required, but the bundle names no ML-DSA-44 log key: no checkpoint's post-quantum signature can be evaluated"
+		return []Check{c}
+	}
+	b, err := v.readSmall(bundle.LogPQKeyFile, maxPQKeyFile)
+	if err != nil {
+		c.Status, c.Code, c.Detail = Broken, CodeTrust, err.Error()
+		return []Check{c}
+	}
+	vkey := strings.TrimSpace(string(b))
+	pv, err := policy.NewCosignatureVerifier(vkey)
+	switch {
+	case err != nil:
+		c.Status, c.Code, c.Detail = Broken, CodeTrust, "not a signed-note verifier key: "+err.Error()
+	case !isMLDSA44(vkey):
+		c.Status, c.Code, c.Detail = Broken, CodeTrust, "not an ML-DSA-44 key (signed-note key type 0x06)"
+	case pv.Name() != v.r.Manifest.Log.Origin:
+		c.Status, c.Code, c.Detail = Broken, CodeTrust, fmt.Sprintf("the key is named %.80q, not the log origin %.80q", pv.Name(), v.r.Manifest.Log.Origin)
+	default:
+		v.pqKey = pv
+		c.Status = Verified
+		c.Detail = fmt.Sprintf("post-quantum (ML-DSA-44) checkpoint key %s+%08x parsed (taken from the bundle: compare it with the log's published key)", pv.Name(), pv.KeyHash())
+	}
+	return []Check{c}
+}
+
+// isMLDSA44 says whether a signed-note vkey is of type 0x06.
+func isMLDSA44(vkey string) bool {
+	_, rest, _ := strings.Cut(vkey, "+")
+	_, key64, _ := strings.Cut(rest, "+")
+	k, err := base64.StdEncoding.DecodeString(key64)
+	return err == nil && len(k) > 1 && k[0] == signedNoteMLDSA44
+}
+
+// checkPQ checks the log's ML-DSA-44 signature on every verified checkpoint note. A signature
+// line of that key that does not verify is broken whatever the options (the note was altered
+// after signing, or signed by someone else under the log's key name and hash). A checkpoint
+// without one is not evaluated under Options.RequirePQ and otherwise only counted.
+func (v *verifier) checkPQ() []Check {
+	if v.pqKey == nil {
+		if v.o.RequirePQ && v.listed(bundle.LogPQKeyFile) {
+			// The key file is unusable (trust.log_pq_key says why): nothing is established.
+			return []Check{{Name: pqCheckName, Status: NotEvaluated, Code: CodeTrust,
+				Detail: "no usable post-quantum log key (see trust.log_pq_key): the checkpoints' post-quantum signatures are not evaluated"}}
+		}
+		return nil
+	}
+	var checks []Check
+	var missing []string
+	seen := map[[32]byte]bool{}
+	signed := 0
+	for _, n := range v.wit.notes {
+		h := sha256.Sum256(n.raw)
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		_, err := note.Open(n.raw, note.VerifierList(v.pqVerifiers()...)) // current and retired ML-DSA-44 keys (additionalkeys.go)
+		var invalid *note.InvalidSignatureError
+		switch {
+		case err == nil:
+			signed++
+		case errors.As(err, &invalid):
+			checks = append(checks, Check{Name: pqCheckName, Status: Broken, Code: CodePQSigInvalid, Where: n.source,
+				Detail:   fmt.Sprintf("the checkpoint of tree size %d carries a signature line of the log's ML-DSA-44 key that does not verify: the checkpoint was altered after signing", n.size),
+				Evidence: []string{n.source}})
+		default:
+			missing = append(missing, fmt.Sprintf("tree size %d in %s", n.size, n.source))
+		}
+	}
+	if len(missing) > 0 && v.o.RequirePQ {
+		checks = append(checks, Check{Name: pqCheckName, Status: NotEvaluated, Code: CodePQSigMissing,
+			Detail:   fmt.Sprintf("post-quantum signatures are required, but %d checkpoint(s) carry no ML-DSA-44 signature by the log: they are established by Ed25519 alone", len(missing)),
+			Evidence: firstN(missing, maxEvidence)})
+	}
+	if len(checks) == 0 {
+		c := Check{Name: pqCheckName, Status: Verified,
+			Detail: fmt.Sprintf("%d checkpoint(s) carry a valid ML-DSA-44 signature by the log's post-quantum key", signed)}
+		if len(missing) > 0 {
+			c.Detail += fmt.Sprintf("; %d carry none (not required: --require-pq makes that not evaluated)", len(missing))
+			c.Evidence = firstN(missing, maxEvidence)
+		}
+		checks = append(checks, c)
+	}
+	return checks
+}
+
+// checkPQQuorum evaluates, under Options.RequirePQ, the witness policy counting ML-DSA-44
+// cosignatures only: a quorum met only with Ed25519 cosignatures is not a post-quantum one.
+func (v *verifier) checkPQQuorum(p *policy.Policy) []Check {
+	if !v.o.RequirePQ {
+		return nil
+	}
+	q := *p
+	q.Witnesses = nil
+	var names []string
+	for _, w := range p.Witnesses {
+		if isMLDSA44(w.VKey) {
+			q.Witnesses = append(q.Witnesses, w)
+			names = append(names, w.Name)
+		}
+	}
+	fr := policy.Freshness{Now: v.o.Now(), MaxAge: v.o.WitnessMaxAge}
+	var checks []Check
+	seen := map[[32]byte]bool{}
+	met := 0
+	for _, n := range v.wit.notes {
+		h := sha256.Sum256(n.raw)
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		r := q.Evaluate(n.raw, fr)
+		if r.Satisfied {
+			met++
+			continue
+		}
+		checks = append(checks, Check{Name: pqWitnessQuorumCheck, Status: NotEvaluated, Code: CodePQWitnessUnmet, Where: n.source,
+			Detail:   fmt.Sprintf("post-quantum signatures are required, and the ML-DSA-44 cosignatures on the checkpoint of tree size %d do not meet the witness quorum (%s) by themselves (ML-DSA-44 witnesses in the policy: %s)", n.size, p.Describe(), orNone(names)),
+			Evidence: []string{"ML-DSA-44 cosignatures by: " + orNone(r.Cosigned)}})
+	}
+	if met > 0 && met == len(seen) {
+		checks = append(checks, Check{Name: pqWitnessQuorumCheck, Status: Verified,
+			Detail: fmt.Sprintf("every checkpoint (%d) is cosigned by the witness quorum with ML-DSA-44 cosignatures alone: %s", met, p.Describe())})
+	}
+	return checks
+}
