@@ -1,61 +1,19 @@
 package cop_test
 
 import (
-	"bytes"
-	"errors"
 	"testing"
 	"time"
 
-	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/cop"
 	"github.com/evident-log/evident/ledger/cop/scenario"
+	"github.com/evident-log/evident/ledger/internal/profiletest"
 )
 
-// FuzzAdmit: after the fixture's first records, any input is refused with a typed error or
-// admitted; an admitted record's canonical bytes are admitted again identically by a fresh
-// replay of the same prefix (the stored form replays), and a refusal leaves the chain as it was.
+// FuzzAdmit fuzzes the record after the claims topic's first two (profiletest.FuzzAdmit).
 func FuzzAdmit(f *testing.F) {
 	recs, err := scenario.ClaimsTopic("urn:cop:topic:claim-4711", time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC))
 	if err != nil {
 		f.Fatal(err)
 	}
-	for _, r := range recs {
-		f.Add(r)
-	}
-	f.Add([]byte(`{}`))
-	f.Add([]byte(`[1,2]`))
-	prefix := recs[:2]
-	f.Fuzz(func(t *testing.T, data []byte) {
-		c, _ := ledger.NewChain("urn:cop:topic:claim-4711", cop.Adapter{})
-		for _, r := range prefix {
-			if _, err := c.Append(r, time.Time{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		head := c.Head
-		a, err := c.Append(data, time.Time{})
-		if err != nil {
-			var re *ledger.RecordError
-			if !asRecordError(err, &re) {
-				t.Fatalf("untyped refusal %T: %v", err, err)
-			}
-			if c.Head != head || c.Size != 2 {
-				t.Fatal("a refusal changed the chain")
-			}
-			return
-		}
-		if a.Admission.Verify != nil {
-			a.Admission.Verify() // must not panic
-		}
-		d, _ := ledger.NewChain("urn:cop:topic:claim-4711", cop.Adapter{})
-		for _, r := range prefix {
-			d.Append(r, time.Time{})
-		}
-		b, err := d.Append(a.Admission.Canonical, time.Time{})
-		if err != nil || !bytes.Equal(b.Admission.Canonical, a.Admission.Canonical) {
-			t.Fatalf("the stored form does not replay: %v", err)
-		}
-	})
+	profiletest.FuzzAdmit(f, cop.Adapter{}, "urn:cop:topic:claim-4711", recs[:2], recs)
 }
-
-func asRecordError(err error, re **ledger.RecordError) bool { return errors.As(err, re) }

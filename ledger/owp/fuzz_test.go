@@ -1,62 +1,21 @@
 package owp_test
 
 import (
-	"bytes"
-	"errors"
 	"testing"
 	"time"
 
-	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/ledger/internal/profiletest"
 	"github.com/evident-log/evident/ledger/owp"
 	"github.com/evident-log/evident/ledger/owp/scenario"
 )
 
-// FuzzAdmit: after the fixture's first records, any input is refused with a typed error or
-// admitted; an admitted record's canonical bytes are admitted again identically by a fresh
-// replay of the same prefix (the stored form replays), and a refusal leaves the chain as it was.
+// FuzzAdmit fuzzes the record after the coverage envelope's first two (profiletest.FuzzAdmit).
 func FuzzAdmit(f *testing.F) {
-	b, _, err := scenario.CoverageOutreach("envelope:wf-coverage-prod:env-0001", time.Date(2026, 5, 7, 3, 14, 0, 0, time.UTC))
+	const chain = "envelope:wf-coverage-prod:env-0001"
+	b, _, err := scenario.CoverageOutreach(chain, time.Date(2026, 5, 7, 3, 14, 0, 0, time.UTC))
 	if err != nil {
 		f.Fatal(err)
 	}
 	recs := b.Records()
-	for _, r := range recs {
-		f.Add(r)
-	}
-	f.Add([]byte(`{}`))
-	f.Add([]byte(`[1,2]`))
-	prefix := recs[:2]
-	f.Fuzz(func(t *testing.T, data []byte) {
-		c, _ := ledger.NewChain("envelope:wf-coverage-prod:env-0001", owp.Adapter{})
-		for _, r := range prefix {
-			if _, err := c.Append(r, time.Time{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		head := c.Head
-		a, err := c.Append(data, time.Time{})
-		if err != nil {
-			var re *ledger.RecordError
-			if !asRecordError(err, &re) {
-				t.Fatalf("untyped refusal %T: %v", err, err)
-			}
-			if c.Head != head || c.Size != 2 {
-				t.Fatal("a refusal changed the chain")
-			}
-			return
-		}
-		if a.Admission.Verify != nil {
-			a.Admission.Verify() // must not panic
-		}
-		d, _ := ledger.NewChain("envelope:wf-coverage-prod:env-0001", owp.Adapter{})
-		for _, r := range prefix {
-			d.Append(r, time.Time{})
-		}
-		b, err := d.Append(a.Admission.Canonical, time.Time{})
-		if err != nil || !bytes.Equal(b.Admission.Canonical, a.Admission.Canonical) {
-			t.Fatalf("the stored form does not replay: %v", err)
-		}
-	})
+	profiletest.FuzzAdmit(f, owp.Adapter{}, chain, recs[:2], recs)
 }
-
-func asRecordError(err error, re **ledger.RecordError) bool { return errors.As(err, re) }
