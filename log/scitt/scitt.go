@@ -23,6 +23,7 @@ import (
 
 	"github.com/evident-log/evident/ledger"
 	evlog "github.com/evident-log/evident/log"
+	"github.com/evident-log/evident/log/servicekey"
 	"github.com/evident-log/evident/receipts"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
@@ -177,7 +178,7 @@ func LoadOrCreateKey(path string, password []byte) (crypto.Signer, error) {
 		} else if pemBytes, err = cryptoutils.MarshalPrivateKeyToPEM(priv); err != nil {
 			return nil, err
 		}
-		if err := writeNew(path, pemBytes); err != nil {
+		if err := servicekey.WriteNew(path, pemBytes); err != nil {
 			return nil, fmt.Errorf("create service key: %w", err)
 		}
 		return priv, nil
@@ -199,21 +200,4 @@ func LoadOrCreateKey(path string, password []byte) (crypto.Signer, error) {
 		return nil, fmt.Errorf("service key: %T cannot sign", k)
 	}
 	return signer, nil
-}
-
-// writeNew creates path with data, synced, refusing to overwrite.
-func writeNew(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
