@@ -129,7 +129,7 @@ func TestVectors(t *testing.T) {
 				}
 			}
 			if got.Head != want.Head || got.Root != want.Root || got.Closed != want.Closed {
-				t.Fatalf("head/root/closed %s %s %v, want %s %s %v", got.Head, got.Root, got.Closed, want.Head, want.Root, want.Closed)
+				t.Fatalf("head, root, closed %s %s %v, want %s %s %v", got.Head, got.Root, got.Closed, want.Head, want.Root, want.Closed)
 			}
 			if want.Profile == "chieflab/0.1" && !strings.Contains(want.Entries[0].Canonical, `"submitted_by":"operator:`) {
 				t.Fatal("the ChiefLab vector must carry the submitting operator")
