@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -30,6 +31,7 @@ const (
 	CodeNotInterpreted = "not_interpreted"     // a listed file no check reads
 	CodeManifest       = "manifest_invalid"    // the manifest contradicts itself
 	CodeTrust          = "trust_invalid"       // trust/log.vkey or trust/issuers.cbor unusable
+	CodeTrustNotPinned = "trust_not_pinned"    // the bundle's keys are not the ones the verifier was told to trust
 	CodeEntryMalformed = "entry_malformed"     // an entries.jsonl line that is not an entry
 	CodeEntryTooLong   = "entry_too_long"      // an entries.jsonl line over MaxLineSize
 	CodeEntrySeq       = "entry_seq"           // seq is not the line's position (gap, reorder, duplicate)
@@ -78,6 +80,14 @@ type Options struct {
 	// quorum not met by ML-DSA-44 cosignatures alone are not evaluated. An invalid
 	// post-quantum signature is broken with or without it.
 	RequirePQ bool
+	// TrustedLogKeys pins the log's checkpoint key: signed-note verifier keys obtained from the
+	// operator out of band. When set, a bundle whose trust/log.vkey is not one of them is
+	// broken, so a bundle re-signed end to end under other keys cannot verify.
+	TrustedLogKeys []string
+	// TrustedIssuers pins the service's statement and receipt keys (for example the COSE key
+	// set of /.well-known/scitt-keys, retired keys included). When set, only bundle issuer keys
+	// among them are used; a seal or receipt signed by any other key is broken.
+	TrustedIssuers []crypto.PublicKey
 }
 
 type issuerKey struct {
@@ -268,10 +278,20 @@ func (v *verifier) loadTrust(rep *Report) []Check {
 	} else if lv, err := note.NewVerifier(strings.TrimSpace(string(b))); err != nil {
 		c.Status, c.Code, c.Detail = Broken, CodeTrust, "not a signed-note verifier key: "+err.Error()
 	} else {
-		v.logKey = lv
 		rep.Log.Key = fmt.Sprintf("%s+%08x", lv.Name(), lv.KeyHash())
-		c.Status = Verified
-		c.Detail = fmt.Sprintf("log checkpoint key %s parsed (taken from the bundle: compare it with the log's published key)", rep.Log.Key)
+		switch {
+		case len(v.o.TrustedLogKeys) == 0:
+			v.logKey = lv
+			c.Status = Verified
+			c.Detail = fmt.Sprintf("log checkpoint key %s parsed (taken from the bundle: compare it with the log's published key, or pin it with --log-key)", rep.Log.Key)
+		case slices.Contains(v.o.TrustedLogKeys, strings.TrimSpace(string(b))):
+			v.logKey = lv
+			c.Status = Verified
+			c.Detail = fmt.Sprintf("log checkpoint key %s is the pinned key", rep.Log.Key)
+		default:
+			c.Status, c.Code = Broken, CodeTrustNotPinned
+			c.Detail = fmt.Sprintf("the bundle's log key %s is not among the %d pinned key(s): its checkpoints are not the pinned log's", rep.Log.Key, len(v.o.TrustedLogKeys))
+		}
 	}
 	checks = append(checks, c)
 
@@ -280,15 +300,44 @@ func (v *verifier) loadTrust(rep *Report) []Check {
 	if err != nil {
 		v.issuersErr = true
 		c.Status, c.Code, c.Detail = Broken, CodeTrust, err.Error()
-	} else {
+	} else if len(v.o.TrustedIssuers) == 0 {
 		v.issuers = keys
 		c.Status = Verified
-		c.Detail = fmt.Sprintf("%d issuer key(s) parsed (taken from the bundle: compare them with the service's published keys)", len(keys))
+		c.Detail = fmt.Sprintf("%d issuer key(s) parsed (taken from the bundle: compare them with the service's published keys, or pin them with --issuer-keys)", len(keys))
 		for _, k := range keys {
 			c.Evidence = append(c.Evidence, "kid "+hex.EncodeToString(k.kid))
 		}
+	} else {
+		v.issuers, c = pinIssuers(keys, v.o.TrustedIssuers, c)
 	}
 	return append(checks, c)
+}
+
+// pinIssuers keeps the bundle's issuer keys that are pinned; the others are reported and unused.
+func pinIssuers(keys []issuerKey, pinned []crypto.PublicKey, c Check) ([]issuerKey, Check) {
+	trusted := map[string]bool{}
+	for _, p := range pinned {
+		if kid, err := receipts.KeyThumbprint(p); err == nil {
+			trusted[string(kid)] = true
+		}
+	}
+	var kept []issuerKey
+	for _, k := range keys {
+		if trusted[string(k.kid)] {
+			kept = append(kept, k)
+			c.Evidence = append(c.Evidence, "pinned kid "+hex.EncodeToString(k.kid))
+		} else {
+			c.Evidence = append(c.Evidence, "NOT pinned, not used: kid "+hex.EncodeToString(k.kid))
+		}
+	}
+	if len(kept) == 0 {
+		c.Status, c.Code = Broken, CodeTrustNotPinned
+		c.Detail = fmt.Sprintf("none of the bundle's %d issuer key(s) is among the %d pinned key(s)", len(keys), len(pinned))
+		return nil, c
+	}
+	c.Status = Verified
+	c.Detail = fmt.Sprintf("%d of the bundle's %d issuer key(s) are pinned; only those verify seals and receipts", len(kept), len(keys))
+	return kept, c
 }
 
 func (v *verifier) readIssuers() ([]issuerKey, error) {

@@ -76,6 +76,16 @@ func TestDemoThenOfflineVerify(t *testing.T) {
 		}
 	}
 
+	// Pinned keys: the operator's own log key verifies; another log's key is broken.
+	vkeyFile := filepath.Join(work, "data", "keys", "log.vkey")
+	if code := exitCode(exec.Command(filepath.Join(bin, "evident"), "verify", "-q", "--log-key", vkeyFile, bundlePath)); code != exitVerified {
+		t.Errorf("pinned to the right log key: exit %d", code)
+	}
+	other := "evident.localhost/log+b56526d1+AdA9CjZ5LE6JGHtE5FQdC7JCvQ8JlaHUWxy9+wIcUrg3" // a valid key of another log
+	if code := exitCode(exec.Command(filepath.Join(bin, "evident"), "verify", "-q", "--log-key", other, bundlePath)); code != exitBroken {
+		t.Errorf("pinned to another log key: exit %d, want %d", code, exitBroken)
+	}
+
 	// Exit codes: usage error and a broken bundle.
 	if code := exitCode(exec.Command(filepath.Join(bin, "evident"), "verify")); code != exitUsage {
 		t.Errorf("no bundle: exit %d, want %d", code, exitUsage)

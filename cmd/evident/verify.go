@@ -1,10 +1,14 @@
 package main
 
 import (
+	"crypto"
+	"strings"
+
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"golang.org/x/mod/sumdb/note"
 	"io"
 	"os"
 	"time"
@@ -22,6 +26,9 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var extra checkpointFiles
 	fs.Var(&extra, "checkpoint", "an extra checkpoint gathered elsewhere (a witness's /<hex sha256(origin)>/checkpoint, another bundle, or a tlog-witness add-checkpoint body with its proof) to cross-check; repeatable")
 	maxAge := fs.Duration("witness-max-age", 0, "count only witness cosignatures at most this old toward the quorum (0: any age)")
+	var logKeys stringList
+	fs.Var(&logKeys, "log-key", "pin the log's checkpoint key: a signed-note vkey, or a file holding one (e.g. keys/log.vkey obtained from the operator); repeatable")
+	issuerKeys := fs.String("issuer-keys", "", "pin the service's statement and receipt keys: a COSE_KeySet (GET /.well-known/scitt-keys), a COSE_Key or a PEM public key")
 	requirePQ := fs.Bool("require-pq", false, "require post-quantum signatures: checkpoints without the log's ML-DSA-44 signature, and witness quorums not met by ML-DSA-44 cosignatures alone, are not evaluated (an invalid ML-DSA-44 signature is broken either way)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: evident verify [flags] BUNDLE\n\nVerifies an Evident bundle (directory or .zip) offline: chain replay, signatures with\nkey history, seals and their lineage, receipts, checkpoint signatures. Never uses the network.\n\nFlags:\n")
@@ -41,8 +48,25 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "evident verify: -format must be text, json or html, not %q\n", *format)
 		return exitUsage
 	}
+	var issuers []crypto.PublicKey
+	if *issuerKeys != "" {
+		keys, err := readKeys(*issuerKeys)
+		if err != nil {
+			fmt.Fprintln(stderr, "evident verify: -issuer-keys:", err)
+			return exitUsage
+		}
+		for _, k := range keys {
+			issuers = append(issuers, k.pub)
+		}
+	}
+	pinnedLog, err := readVKeys(logKeys)
+	if err != nil {
+		fmt.Fprintln(stderr, "evident verify: -log-key:", err)
+		return exitUsage
+	}
 	rep, code := verifyBundle(ctx, fs.Arg(0), *quiet, stderr, func(o *verifier.Options) {
 		o.Checkpoints, o.WitnessMaxAge, o.RequirePQ = extra.list, *maxAge, *requirePQ
+		o.TrustedLogKeys, o.TrustedIssuers = pinnedLog, issuers
 	})
 	if rep == nil {
 		return code
@@ -57,7 +81,6 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		defer f.Close()
 		out = f
 	}
-	var err error
 	switch *format {
 	case "html":
 		err = writeHTML(ctx, out, rep, fs.Arg(0))
@@ -182,4 +205,28 @@ func (c *checkpointFiles) Set(name string) error {
 	}
 	c.list = append(c.list, verifier.ExtraCheckpoint{Name: name, Data: b})
 	return nil
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+// readVKeys turns --log-key values into signed-note verifier keys: each is a vkey itself or
+// the name of a file holding one.
+func readVKeys(values []string) ([]string, error) {
+	var out []string
+	for _, v := range values {
+		if b, err := os.ReadFile(v); err == nil {
+			v = string(b)
+		}
+		v = strings.TrimSpace(v)
+		if _, err := note.NewVerifier(v); err != nil {
+			return nil, fmt.Errorf("%.80q is neither a vkey nor a file holding one: %v", v, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
