@@ -48,6 +48,31 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 		return def
 	}
+	// A malformed environment value is an error, never silently the default.
+	var envErrs []error
+	envInt := func(name string, def int64) int64 {
+		v := getenv(name)
+		if v == "" {
+			return def
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			envErrs = append(envErrs, fmt.Errorf("%s=%q: not an integer", name, v))
+			return def
+		}
+		return n
+	}
+	envBool := func(name string) bool {
+		v := getenv(name)
+		if v == "" {
+			return false
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			envErrs = append(envErrs, fmt.Errorf("%s=%q: not true or false", name, v))
+		}
+		return b
+	}
 	var cfg daemon.Config
 	fs.StringVar(&cfg.Data, "data", env("EVIDENT_DATA", daemon.DefaultData), "data directory: tile log, ledger store, keys (env EVIDENT_DATA)")
 	fs.StringVar(&cfg.Listen, "listen", env("EVIDENT_LISTEN", daemon.DefaultListen), "HTTP listen address (env EVIDENT_LISTEN)")
@@ -59,21 +84,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	sealEvery := fs.String("seal-every", env("EVIDENT_SEAL_EVERY", strconv.Itoa(daemon.DefaultSealEvery)), "seal a chain after this many new entries, 0 = never (env EVIDENT_SEAL_EVERY)")
 	sealInterval := fs.String("seal-interval", env("EVIDENT_SEAL_INTERVAL", daemon.DefaultSealInterval.String()), "seal chains that grew this often, 0 = never (env EVIDENT_SEAL_INTERVAL)")
 	tokens := fs.String("tokens", env("EVIDENT_TOKENS", ""), "write tokens, comma-separated SECRET or SECRET=CHAIN_PREFIX (env EVIDENT_TOKENS); none: writes from loopback only")
-	maxBody := fs.Int64("max-body", envInt(getenv, "EVIDENT_MAX_BODY", server.DefaultMaxBody), "largest ingest request body in bytes (env EVIDENT_MAX_BODY)")
-	fs.IntVar(&cfg.MaxBatch, "max-batch", int(envInt(getenv, "EVIDENT_MAX_BATCH", server.DefaultMaxBatch)), "most records per ingest request (env EVIDENT_MAX_BATCH)")
+	maxBody := fs.Int64("max-body", envInt("EVIDENT_MAX_BODY", server.DefaultMaxBody), "largest ingest request body in bytes (env EVIDENT_MAX_BODY)")
+	fs.IntVar(&cfg.MaxBatch, "max-batch", int(envInt("EVIDENT_MAX_BATCH", server.DefaultMaxBatch)), "most records per ingest request (env EVIDENT_MAX_BATCH)")
 	logFormat := fs.String("log-format", env("EVIDENT_LOG_FORMAT", "text"), "log format: text or json (env EVIDENT_LOG_FORMAT)")
 	fs.StringVar(&cfg.SCITT.RegistrationPolicy, "registration-policy", env("EVIDENT_REGISTRATION_POLICY", ""), "SCRAPI registration policy file (JSON, docs/scitt.md), signed and registered in the log when it changes; none: POST /entries refuses every statement (env EVIDENT_REGISTRATION_POLICY)")
 	regWait := fs.String("registration-wait", env("EVIDENT_REGISTRATION_WAIT", server.DefaultRegistrationWait.String()), "how long POST /entries waits for publication before answering 303 (env EVIDENT_REGISTRATION_WAIT)")
 	distributed := distributedFlags(fs, getenv)
 	witnessPolicy := fs.String("witness-policy", env("EVIDENT_WITNESS_POLICY", ""), "tlog-policy file of the witnesses that cosign every checkpoint (witness vkeys, URLs, k-of-n quorum); empty: no witnesses (env EVIDENT_WITNESS_POLICY)")
-	witnessFailOpen := fs.Bool("witness-fail-open", env("EVIDENT_WITNESS_FAIL_OPEN", "false") == "true", "publish checkpoints whose witness quorum is not met (default fail-closed: publication stops until the quorum cosigns) (env EVIDENT_WITNESS_FAIL_OPEN=true)")
-	fs.BoolVar(&cfg.PostQuantum, "log-mldsa", env("EVIDENT_LOG_MLDSA", "false") == "true", "also sign every checkpoint with ML-DSA-44 (post-quantum), key created on first start in <data>/keys/log-mldsa.key; bundles then carry trust/log-mldsa.vkey (env EVIDENT_LOG_MLDSA=true)")
+	witnessFailOpen := fs.Bool("witness-fail-open", envBool("EVIDENT_WITNESS_FAIL_OPEN"), "publish checkpoints whose witness quorum is not met (default fail-closed: publication stops until the quorum cosigns) (env EVIDENT_WITNESS_FAIL_OPEN=true)")
+	fs.BoolVar(&cfg.PostQuantum, "log-mldsa", envBool("EVIDENT_LOG_MLDSA"), "also sign every checkpoint with ML-DSA-44 (post-quantum), key created on first start in <data>/keys/log-mldsa.key; bundles then carry trust/log-mldsa.vkey (env EVIDENT_LOG_MLDSA=true)")
 	witnessTimeout := fs.String("witness-timeout", env("EVIDENT_WITNESS_TIMEOUT", "5s"), "how long a checkpoint waits for its witness quorum (env EVIDENT_WITNESS_TIMEOUT)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: evidentd [flags]\n\nRuns the Evident service. With no flags: data in ./%s, listening on %s.\n\nFlags:\n", daemon.DefaultData, daemon.DefaultListen)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := errors.Join(envErrs...); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -145,15 +173,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	err = d.Serve(ctx, ln)
 	logger.Info("evidentd stopping")
 	return err
-}
-
-func envInt(getenv func(string) string, name string, def int64) int64 {
-	if v := getenv(name); v != "" {
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-			return n
-		}
-	}
-	return def
 }
 
 func parseTokens(s string) ([]server.Token, error) {
