@@ -319,6 +319,27 @@ func (p *Pipeline) refusal(ctx context.Context, cur, next *ledger.Chain, i int, 
 	if !found {
 		return re
 	}
+	// Keep evidence only of an authentic fork: the record must be admissible at the position
+	// it claims (with the chain's current key history) and carry a valid signature, so a
+	// client cannot fill the store with forged "forks".
+	probe := next.State.Clone()
+	adm, aerr := probe.Admit(ledger.Position{Chain: cur.ID, Head: named, Seq: existing}, rec)
+	if aerr != nil {
+		if ae := (*ledger.RecordError)(nil); errors.As(aerr, &ae) {
+			ae.Index = i
+			return ae
+		}
+		return re
+	}
+	if adm.Verify != nil {
+		if verr := adm.Verify(); verr != nil {
+			if ve := (*ledger.RecordError)(nil); errors.As(verr, &ve) {
+				ve.Index = i
+				return ve
+			}
+			return verr
+		}
+	}
 	if ferr := p.o.Store.RecordFork(ctx, &store.Fork{Chain: cur.ID, Seq: existing, ExistingSeq: existing, Record: rec, Arrival: now}); ferr != nil {
 		p.o.Logger.Error("keeping fork evidence", "chain", cur.ID, "err", ferr)
 	}
