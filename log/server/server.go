@@ -98,6 +98,7 @@ func New(c Config) *Server {
 	s.mux.HandleFunc("POST /v1/chains/{chain}/seal", s.write(s.handleSeal))
 	s.mux.HandleFunc("GET /v1/chains/{chain}", s.handleHead)
 	s.mux.HandleFunc("GET /v1/chains/{chain}/entries", s.handleEntries)
+	s.mux.HandleFunc("GET /v1/chains/{chain}/entries/{seq}/receipt", s.handleEntryReceipt)
 	s.mux.HandleFunc("GET /v1/chains/{chain}/seals", s.handleSeals)
 	s.mux.HandleFunc("GET /v1/export", s.handleExport)
 	s.mux.HandleFunc("GET /v1/chains/{chain}/cop-ledger", s.handleCOPLedger)

@@ -13,9 +13,6 @@ import (
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
-	"github.com/transparency-dev/merkle/compact"
-	"github.com/transparency-dev/merkle/proof"
-	"github.com/transparency-dev/merkle/rfc6962"
 
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/chap"
@@ -184,45 +181,9 @@ func (s *Server) ExportSlice(ctx context.Context, w io.Writer, chain string, sl 
 	slices.Sort(seqs)
 
 	// The inclusion proofs, from one pass over the sealed links.
-	plans := make([]proof.Nodes, len(seqs))
-	want := map[compact.NodeID][]byte{}
-	for i, q := range seqs {
-		if plans[i], err = proof.Inclusion(q, size); err != nil {
-			return err
-		}
-		for _, id := range plans[i].IDs {
-			want[id] = nil
-		}
-	}
-	rng := chainRanges.NewEmptyRange(0)
-	for rng.End() < size {
-		es, err := s.c.Store.Entries(ctx, chain, store.Filter{From: rng.End(), Limit: 5000})
-		if err != nil {
-			return err
-		}
-		if len(es) == 0 {
-			return fmt.Errorf("chain %q has %d entries, seal %d covers %d", chain, rng.End(), top.N, size)
-		}
-		for _, e := range es {
-			if rng.End() == size {
-				break
-			}
-			err := rng.Append(rfc6962.DefaultHasher.HashLeaf(e.Link[:]), func(id compact.NodeID, h []byte) {
-				if _, ok := want[id]; ok {
-					want[id] = h
-				}
-			})
-			if err != nil {
-				return err
-			}
-		}
-	}
-	root, err := rng.GetRootHash(nil)
+	paths, root, err := s.chainInclusion(ctx, chain, size, sealed.Root, seqs)
 	if err != nil {
 		return err
-	}
-	if ledger.RootString([32]byte(root)) != sealed.Root {
-		return fmt.Errorf("chain %q: the stored links give root %s at size %d, seal %d says %s", chain, ledger.RootString([32]byte(root)), size, top.N, sealed.Root)
 	}
 	rs, err := receipts.SignRoot(s.c.Service.Signer(), receipts.Claims{Issuer: s.c.Service.Issuer(), Subject: chain, IssuedAt: time.Now().Unix()}, root)
 	if err != nil {
@@ -249,18 +210,8 @@ func (s *Server) ExportSlice(ctx context.Context, w io.Writer, chain string, sl 
 	if err := buf.Flush(); err != nil {
 		return err
 	}
-	for i, q := range seqs {
-		hashes := make([][]byte, len(plans[i].IDs))
-		for j, id := range plans[i].IDs {
-			if hashes[j] = want[id]; hashes[j] == nil {
-				return fmt.Errorf("slice proof of seq %d: node %v not computed", q, id)
-			}
-		}
-		path, err := plans[i].Rehash(hashes, rfc6962.DefaultHasher.HashChildren)
-		if err != nil {
-			return err
-		}
-		rc, err := receipts.NewInclusionReceipt(rs, receipts.InclusionProof{TreeSize: size, LeafIndex: q, Path: path}, nil)
+	for _, q := range seqs {
+		rc, err := receipts.NewInclusionReceipt(rs, receipts.InclusionProof{TreeSize: size, LeafIndex: q, Path: paths[q]}, nil)
 		if err != nil {
 			return err
 		}
