@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -75,10 +76,45 @@ func (s *Server) chainInclusion(ctx context.Context, chain string, size uint64, 
 	return paths, root, nil
 }
 
+// errNotSealed means no registered seal covers the entry yet.
+var errNotSealed = errors.New("not covered by a registered seal")
+
+// entryReceipt cuts the chain receipt of entry seq: an RFC 9942 inclusion receipt of its
+// link in the chain tree whose root the chain's latest registered seal commits to (CWT
+// subject = the chain). It returns that seal too, or errNotSealed.
+func (s *Server) entryReceipt(ctx context.Context, chain string, seq uint64) ([]byte, *store.Seal, ledger.Seal, error) {
+	seals, err := s.c.Store.Seals(ctx, chain)
+	if err != nil {
+		return nil, nil, ledger.Seal{}, err
+	}
+	var top *store.Seal
+	for i := range seals {
+		if seals[i].Registered {
+			top = &seals[i]
+		}
+	}
+	if top == nil || seq >= top.Size {
+		return nil, nil, ledger.Seal{}, errNotSealed
+	}
+	sealed, err := sealPayload(top.Statement)
+	if err != nil {
+		return nil, nil, ledger.Seal{}, err
+	}
+	paths, root, err := s.chainInclusion(ctx, chain, top.Size, sealed.Root, []uint64{seq})
+	if err != nil {
+		return nil, nil, ledger.Seal{}, err
+	}
+	rs, err := receipts.SignRoot(s.c.Service.Signer(), receipts.Claims{Issuer: s.c.Service.Issuer(), Subject: chain, IssuedAt: time.Now().Unix()}, root)
+	if err != nil {
+		return nil, nil, ledger.Seal{}, err
+	}
+	rc, err := receipts.NewInclusionReceipt(rs, receipts.InclusionProof{TreeSize: top.Size, LeafIndex: seq, Path: paths[seq]}, nil)
+	return rc, top, sealed, err
+}
+
 // handleEntryReceipt answers GET /v1/chains/{chain}/entries/{seq}/receipt: an RFC 9942
 // inclusion receipt (COSE, application/cose) proving that entry seq's link sits at seq in
-// the chain tree whose root the chain's latest registered seal commits to. The receipt's
-// CWT subject is the chain id; headers name the seal it is cut against. An entry after the
+// the chain tree whose root the chain's latest registered seal commits to. An entry after the
 // latest seal answers 409 not_sealed: seal, then ask again.
 func (s *Server) handleEntryReceipt(w http.ResponseWriter, r *http.Request) {
 	chain := r.PathValue("chain")
@@ -96,43 +132,17 @@ func (s *Server) handleEntryReceipt(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusNotFound, "no_such_entry", fmt.Sprintf("chain %s has %d entries", chain, h.Size), -1)
 		return
 	}
-	seals, err := s.c.Store.Seals(r.Context(), chain)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	var top *store.Seal
-	for i := range seals {
-		if seals[i].Registered {
-			top = &seals[i]
-		}
-	}
-	if top == nil || seq >= top.Size {
+	rc, top, sealed, err := s.entryReceipt(r.Context(), chain, seq)
+	if errors.Is(err, errNotSealed) {
 		problem(w, http.StatusConflict, "not_sealed", fmt.Sprintf("entry %d is not covered by a registered seal yet: POST /v1/chains/%s/seal, then ask again", seq, chain), -1)
 		return
 	}
-	sealed, err := sealPayload(top.Statement)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	paths, root, err := s.chainInclusion(r.Context(), chain, top.Size, sealed.Root, []uint64{seq})
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	rs, err := receipts.SignRoot(s.c.Service.Signer(), receipts.Claims{Issuer: s.c.Service.Issuer(), Subject: chain, IssuedAt: time.Now().Unix()}, root)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	rc, err := receipts.NewInclusionReceipt(rs, receipts.InclusionProof{TreeSize: top.Size, LeafIndex: seq, Path: paths[seq]}, nil)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	w.Header().Set("Content-Type", `application/cose; cose-type="cose-sign1"`)
-	w.Header().Set("Evident-Seal", fmt.Sprintf("%d", top.N))
+	w.Header().Set("Evident-Seal", strconv.FormatUint(top.N, 10))
 	w.Header().Set("Evident-Seal-Root", sealed.Root)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write(rc)

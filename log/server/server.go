@@ -99,6 +99,7 @@ func New(c Config) *Server {
 	s.mux.HandleFunc("GET /v1/chains/{chain}", s.handleHead)
 	s.mux.HandleFunc("GET /v1/chains/{chain}/entries", s.handleEntries)
 	s.mux.HandleFunc("GET /v1/chains/{chain}/entries/{seq}/receipt", s.handleEntryReceipt)
+	s.mux.HandleFunc("GET /v1/chains/{chain}/entries/{seq}/statement", s.handleEntryStatement)
 	s.mux.HandleFunc("GET /v1/chains/{chain}/seals", s.handleSeals)
 	s.mux.HandleFunc("GET /v1/export", s.handleExport)
 	s.mux.HandleFunc("GET /v1/chains/{chain}/cop-ledger", s.handleCOPLedger)
