@@ -28,6 +28,9 @@ Commands:
   receipt verify  verify RFC 9942 receipts (any SCITT service's) for a statement or a transparent statement
   keys            generate, show, thumbprint and rotate service keys
   cop-ledger verify LEDGER --key K   verify a COP Ledger (§9.6) offline: Evident's or another COP node's
+  submit -chain C FILE...   send records (JSON, JSON array or JSON Lines) to evidentd in atomic batches
+  seal -chain C             seal a chain into the transparency log now and print the seal
+  export -chain C [-task T] download a chain's (or one case's) offline bundle
   demo            run a CHAP support triage through a local evidentd, seal, export and verify it
 
 Exit codes: 0 verified, 1 broken, 2 not evaluated (nothing broken, something unchecked),
@@ -55,6 +58,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cmdReplay(ctx, args[1:], stdout, stderr)
 	case "demo":
 		return cmdDemo(ctx, args[1:], stdout, stderr)
+	case "submit":
+		return cmdSubmit(ctx, args[1:], stdout, stderr)
+	case "seal":
+		return cmdSeal(ctx, args[1:], stdout, stderr)
+	case "export":
+		return cmdExport(ctx, args[1:], stdout, stderr)
 	case "receipt":
 		return cmdReceipt(ctx, args[1:], stdout, stderr)
 	case "keys":

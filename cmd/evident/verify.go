@@ -34,7 +34,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "Usage: evident verify [flags] BUNDLE\n\nVerifies an Evident bundle (directory or .zip) offline: chain replay, signatures with\nkey history, seals and their lineage, receipts, checkpoint signatures. Never uses the network.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(reorder(args)); err != nil {
+	if err := fs.Parse(reorder(fs, args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
@@ -150,9 +150,10 @@ func progressPrinter(w io.Writer) func(stage string, done, total uint64) {
 	}
 }
 
-// reorder moves flags after positional arguments to the front, so both
-// "verify -format json B" and "verify B -format json" work.
-func reorder(args []string) []string {
+// reorder moves the flags of fs that follow positional arguments to the front, so both
+// "verify -format json B" and "verify B -format json" work. A flag takes the next argument as
+// its value unless it is a boolean flag or written -name=value.
+func reorder(fs *flag.FlagSet, args []string) []string {
 	var flags, pos []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -162,7 +163,16 @@ func reorder(args []string) []string {
 		}
 		if len(a) > 1 && a[0] == '-' {
 			flags = append(flags, a)
-			if !containsEq(a) && i+1 < len(args) && takesValue(a) {
+			name := strings.TrimLeft(a, "-")
+			if strings.Contains(name, "=") {
+				continue
+			}
+			if f := fs.Lookup(name); f != nil {
+				if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+					continue
+				}
+			}
+			if i+1 < len(args) {
 				flags = append(flags, args[i+1])
 				i++
 			}
@@ -171,23 +181,6 @@ func reorder(args []string) []string {
 		pos = append(pos, a)
 	}
 	return append(flags, pos...)
-}
-
-func containsEq(s string) bool {
-	for i := range len(s) {
-		if s[i] == '=' {
-			return true
-		}
-	}
-	return false
-}
-
-func takesValue(flagArg string) bool {
-	switch flagArg {
-	case "-q", "--q", "-h", "--help", "-help", "-keep", "--keep":
-		return false
-	}
-	return true
 }
 
 // checkpointFiles is the repeatable --checkpoint flag: each file is read when the flag is parsed.
