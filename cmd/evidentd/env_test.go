@@ -23,3 +23,16 @@ func TestMalformedEnvironmentIsAnError(t *testing.T) {
 		}
 	}
 }
+
+func TestParseTokens(t *testing.T) {
+	toks, err := parseTokens("aaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbb=wsp_, cccccccccccccccc=run-=operator:post@acme")
+	if err != nil || len(toks) != 3 {
+		t.Fatalf("%v %v", toks, err)
+	}
+	if toks[0].Prefix != "" || toks[1].Prefix != "wsp_" || toks[2].Prefix != "run-" || toks[2].Operator != "operator:post@acme" || toks[1].Operator != "" {
+		t.Fatalf("%+v", toks)
+	}
+	if _, err := parseTokens("short=wsp_"); err == nil {
+		t.Fatal("a short secret was accepted")
+	}
+}

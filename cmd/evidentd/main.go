@@ -83,9 +83,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	cpi := fs.String("checkpoint-interval", env("EVIDENT_CHECKPOINT_INTERVAL", "1s"), "how often the log publishes a checkpoint, >= 100ms (env EVIDENT_CHECKPOINT_INTERVAL)")
 	sealEvery := fs.String("seal-every", env("EVIDENT_SEAL_EVERY", strconv.Itoa(daemon.DefaultSealEvery)), "seal a chain after this many new entries, 0 = never (env EVIDENT_SEAL_EVERY)")
 	sealInterval := fs.String("seal-interval", env("EVIDENT_SEAL_INTERVAL", daemon.DefaultSealInterval.String()), "seal chains that grew this often, 0 = never (env EVIDENT_SEAL_INTERVAL)")
-	tokens := fs.String("tokens", env("EVIDENT_TOKENS", ""), "write tokens, comma-separated SECRET or SECRET=CHAIN_PREFIX (env EVIDENT_TOKENS); none: writes from loopback only")
+	tokens := fs.String("tokens", env("EVIDENT_TOKENS", ""), "write tokens, comma-separated SECRET[=CHAIN_PREFIX[=OPERATOR]] (OPERATOR: the identity recorded in ChiefLab records) (env EVIDENT_TOKENS); none: writes from loopback only")
 	maxBody := fs.Int64("max-body", envInt("EVIDENT_MAX_BODY", server.DefaultMaxBody), "largest ingest request body in bytes (env EVIDENT_MAX_BODY)")
 	fs.IntVar(&cfg.MaxBatch, "max-batch", int(envInt("EVIDENT_MAX_BATCH", server.DefaultMaxBatch)), "most records per ingest request (env EVIDENT_MAX_BATCH)")
+	fs.StringVar(&cfg.TLSCert, "tls-cert", env("EVIDENT_TLS_CERT", ""), "serve HTTPS with this PEM certificate (env EVIDENT_TLS_CERT)")
+	fs.StringVar(&cfg.TLSKey, "tls-key", env("EVIDENT_TLS_KEY", ""), "PEM private key of --tls-cert (env EVIDENT_TLS_KEY)")
+	fs.StringVar(&cfg.ClientCA, "client-ca", env("EVIDENT_CLIENT_CA", ""), "mTLS: PEM CA whose client certificates authorize writes, scoped by urn:evident:chains:<prefix> URI SANs (env EVIDENT_CLIENT_CA)")
 	logFormat := fs.String("log-format", env("EVIDENT_LOG_FORMAT", "text"), "log format: text or json (env EVIDENT_LOG_FORMAT)")
 	fs.StringVar(&cfg.SCITT.RegistrationPolicy, "registration-policy", env("EVIDENT_REGISTRATION_POLICY", ""), "SCRAPI registration policy file (JSON, docs/scitt.md), signed and registered in the log when it changes; none: POST /entries refuses every statement (env EVIDENT_REGISTRATION_POLICY)")
 	regWait := fs.String("registration-wait", env("EVIDENT_REGISTRATION_WAIT", server.DefaultRegistrationWait.String()), "how long POST /entries waits for publication before answering 303 (env EVIDENT_REGISTRATION_WAIT)")
@@ -159,7 +162,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	logger.Info("evidentd listening", "addr", "http://"+ln.Addr().String(), "data", cfg.Data, "origin", d.Log().Origin(), "vkey", d.Log().VerifierKey())
+	scheme := "http://"
+	if cfg.TLSCert != "" {
+		scheme = "https://"
+	}
+	logger.Info("evidentd listening", "addr", scheme+ln.Addr().String(), "data", cfg.Data, "origin", d.Log().Origin(), "vkey", d.Log().VerifierKey())
 	if cfg.Witnesses != nil {
 		mode := "fail-closed: checkpoints are published only with the witness quorum"
 		if cfg.Witnesses.FailOpen {
@@ -167,7 +174,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 		logger.Info("witnesses", "policy", cfg.Witnesses.PolicyFile, "mode", mode, "timeout", cfg.Witnesses.Timeout)
 	}
-	if len(cfg.Tokens) == 0 {
+	if len(cfg.Tokens) == 0 && cfg.ClientCA == "" {
 		logger.Warn("no write token configured: writes are accepted from loopback clients only (set --tokens)")
 	}
 	err = d.Serve(ctx, ln)
@@ -182,11 +189,19 @@ func parseTokens(s string) ([]server.Token, error) {
 		if part == "" {
 			continue
 		}
-		secret, prefix, _ := strings.Cut(part, "=")
-		if len(secret) < 16 {
+		// SECRET[=CHAIN_PREFIX[=OPERATOR]]: the operator identity is recorded in ChiefLab records.
+		fields := strings.SplitN(part, "=", 3)
+		t := server.Token{Secret: fields[0]}
+		if len(fields) > 1 {
+			t.Prefix = fields[1]
+		}
+		if len(fields) > 2 {
+			t.Operator = fields[2]
+		}
+		if len(t.Secret) < 16 {
 			return nil, errors.New("-tokens: each token secret must be at least 16 characters")
 		}
-		out = append(out, server.Token{Secret: secret, Prefix: prefix})
+		out = append(out, t)
 	}
 	return out, nil
 }

@@ -5,6 +5,8 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,9 +41,13 @@ type Config struct {
 	ServiceKey         string        // service statement key file (EVIDENT_SERVICE_KEY), default <data>/keys/service.key
 	ServiceKeyPassword []byte        // password of an encrypted service key (EVIDENT_SERVICE_KEY_PASSWORD only)
 	Tokens             []server.Token
-	MaxBody            int64
-	MaxBatch           int
-	Logger             *slog.Logger
+	// TLS: serve HTTPS with this certificate and key (PEM files); ClientCA (PEM) also verifies
+	// client certificates that are offered, and a verified one authorizes writes (mTLS),
+	// scoped by its urn:evident:chains:<prefix> URI SANs (server.ClientCertScope).
+	TLSCert, TLSKey, ClientCA string
+	MaxBody                   int64
+	MaxBatch                  int
+	Logger                    *slog.Logger
 	// SCITT configures SCRAPI registration (scitt.go).
 	SCITT SCITT
 	// Distributed, when set, runs evidentd on a MySQL-compatible database and an
@@ -172,7 +178,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		d.closeParts()
 		return nil, err
 	}
-	d.handler = server.New(server.Config{Pipeline: p, Store: st, Service: svc, Tokens: cfg.Tokens, MaxBody: cfg.MaxBody, MaxBatch: cfg.MaxBatch,
+	d.handler = server.New(server.Config{Pipeline: p, Store: st, Service: svc, Tokens: cfg.Tokens, ClientCerts: cfg.ClientCA != "", MaxBody: cfg.MaxBody, MaxBatch: cfg.MaxBatch,
 		Producer: "evidentd " + Version, Logger: cfg.Logger, SCITT: sc, COPNode: copNode})
 	bg, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
@@ -210,6 +216,16 @@ func (d *Daemon) Close() error {
 // Serve serves the API on ln until ctx ends, then shuts down gracefully.
 func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{Handler: d.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
+	if d.cfg.TLSCert != "" || d.cfg.TLSKey != "" {
+		tc, err := d.tlsConfig()
+		if err != nil {
+			return err
+		}
+		srv.TLSConfig = tc
+		ln = tls.NewListener(ln, tc)
+	} else if d.cfg.ClientCA != "" {
+		return errors.New("a client CA (mTLS) needs --tls-cert and --tls-key")
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -220,4 +236,27 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return srv.Shutdown(sctx)
+}
+
+// tlsConfig loads the server certificate and, for mTLS, the client CA. Client certificates
+// are optional (reads of the log are public) and verified when offered.
+func (d *Daemon) tlsConfig() (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(d.cfg.TLSCert, d.cfg.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("TLS certificate: %w", err)
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if d.cfg.ClientCA != "" {
+		pemBytes, err := os.ReadFile(d.cfg.ClientCA)
+		if err != nil {
+			return nil, fmt.Errorf("client CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pemBytes) {
+			return nil, fmt.Errorf("client CA %s: no PEM certificate", d.cfg.ClientCA)
+		}
+		tc.ClientCAs = pool
+		tc.ClientAuth = tls.VerifyClientCertIfGiven
+	}
+	return tc, nil
 }

@@ -8,6 +8,7 @@ package server
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -46,10 +48,13 @@ type Token struct {
 
 // Config configures the HTTP surface.
 type Config struct {
-	Pipeline    *ingest.Pipeline
-	Store       store.Store
-	Service     *scitt.Service
-	Tokens      []Token
+	Pipeline *ingest.Pipeline
+	Store    store.Store
+	Service  *scitt.Service
+	Tokens   []Token
+	// ClientCerts, when set, authorizes writes by verified TLS client certificates (mTLS; the
+	// listener verifies them against the configured CA): see ClientCertScope.
+	ClientCerts bool
 	MaxBody     int64
 	MaxBatch    int
 	SealTimeout time.Duration
@@ -123,7 +128,7 @@ func (s *Server) write(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		if !s.authorized(r, chain) {
-			if len(s.c.Tokens) == 0 {
+			if len(s.c.Tokens) == 0 && !s.c.ClientCerts {
 				problem(w, http.StatusForbidden, "forbidden", "no token is configured: writes are accepted from loopback only", -1)
 			} else {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="evidentd"`)
@@ -153,7 +158,12 @@ func (s *Server) operator(r *http.Request, chain string) string {
 }
 
 func (s *Server) authorized(r *http.Request, chain string) bool {
-	if len(s.c.Tokens) == 0 {
+	if s.c.ClientCerts && r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+		if prefixes := ClientCertScope(r.TLS.VerifiedChains[0][0]); len(prefixes) == 0 || slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(chain, p) }) {
+			return true
+		}
+	}
+	if len(s.c.Tokens) == 0 && !s.c.ClientCerts {
 		host, _, err := net.SplitHostPort(r.RemoteAddr)
 		if err != nil {
 			return false
@@ -172,6 +182,22 @@ func (s *Server) authorized(r *http.Request, chain string) bool {
 		}
 	}
 	return false
+}
+
+// ChainScopeURIPrefix starts the URI SANs that scope a client certificate to chain-id
+// prefixes: "urn:evident:chains:wsp_" allows writes to chains whose id starts with "wsp_".
+const ChainScopeURIPrefix = "urn:evident:chains:"
+
+// ClientCertScope returns the chain-id prefixes a verified client certificate may write to;
+// none (no such URI SAN) means every chain.
+func ClientCertScope(cert *x509.Certificate) []string {
+	var out []string
+	for _, u := range cert.URIs {
+		if p, ok := strings.CutPrefix(u.String(), ChainScopeURIPrefix); ok {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // validChainID accepts 1–256 bytes of printable ASCII without '/', spaces or controls.
