@@ -19,10 +19,11 @@ import (
 
 // Codes of the witness checks.
 const (
-	CodeQuorumUnmet     = "witness_quorum_unmet"     // a checkpoint without the policy's quorum of cosignatures
-	CodeWitnessPolicy   = "witness_policy_invalid"   // trust/witness.policy unusable
-	CodeExtraCheckpoint = "extra_checkpoint_invalid" // a --checkpoint file that is not a log-signed checkpoint
-	CodeInconsistent    = "log_inconsistent"         // a consistency proof shows two checkpoints are not one log
+	CodeQuorumUnmet        = "witness_quorum_unmet"        // a checkpoint without the policy's quorum of cosignatures
+	CodeWitnessPolicy      = "witness_policy_invalid"      // trust/witness.policy unusable
+	CodeExtraCheckpoint    = "extra_checkpoint_invalid"    // a --checkpoint file that is not a log-signed checkpoint
+	CodeCosignatureInvalid = "witness_cosignature_invalid" // a policy witness's cosignature line does not verify
+	CodeInconsistent       = "log_inconsistent"            // a consistency proof shows two checkpoints are not one log
 )
 
 // ExtraCheckpoint is a checkpoint gathered outside the bundle (a witness's monitoring
@@ -190,6 +191,11 @@ func (v *verifier) checkPolicy() []Check {
 		}
 		seen[h] = true
 		r := p.Evaluate(n.raw, fr)
+		if len(r.Invalid) > 0 {
+			checks = append(checks, Check{Name: "witness.cosignature", Status: Broken, Code: CodeCosignatureInvalid, Where: n.source,
+				Detail:   fmt.Sprintf("the checkpoint of tree size %d carries a cosignature line of %s that does not verify: altered or forged", n.size, strings.Join(r.Invalid, ", ")),
+				Evidence: []string{string(n.raw)}})
+		}
 		if r.Satisfied {
 			met++
 			continue

@@ -203,6 +203,25 @@ func TestWitnessedFailClosed(t *testing.T) {
 	if got := strings.Count(string(cpRaw), "\n— "); got != 3 {
 		t.Fatalf("exported checkpoint has %d signature lines, want the log's and two cosignatures:\n%s", got, cpRaw)
 	}
+	// A checkpoint whose cosignature by a policy witness was altered is evidence of tampering.
+	lines := strings.Split(string(cpRaw), "\n")
+	altered := false
+	for i, l := range lines {
+		if strings.HasPrefix(l, "— ") && !strings.HasPrefix(l, "— "+d.Log().Origin()+" ") && !altered {
+			b := []byte(l)
+			j := len(b) - 12 // inside the signature bytes, away from the base64 padding
+			if b[j] == 'A' {
+				b[j] = 'B'
+			} else {
+				b[j] = 'A'
+			}
+			lines[i], altered = string(b), true
+		}
+	}
+	badRep := verifyWitnessedZip(t, zipBytes, verifier.ExtraCheckpoint{Name: "altered.checkpoint", Data: []byte(strings.Join(lines, "\n"))})
+	if c := findCheck(badRep, "witness.cosignature", verifier.Broken); !altered || c == nil || c.Code != verifier.CodeCosignatureInvalid {
+		t.Fatalf("altered cosignature not reported broken:\n%s", reportText(badRep))
+	}
 
 	// One witness down: the next checkpoint cannot get its quorum and is not published.
 	ws[1].down.Store(true)

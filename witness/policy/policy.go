@@ -280,6 +280,9 @@ type Result struct {
 	// Stale lists witnesses whose cosignature verified but is older than the freshness bound
 	// (or dated in the future beyond the allowed skew), sorted; they do not count.
 	Stale []string
+	// Invalid lists witnesses whose key signed a line of the note that does not verify: a
+	// cosignature was altered or forged, which is evidence of tampering, not a missing vote.
+	Invalid []string
 	// Times holds the cosignature/v1 timestamp of each verified cosignature, by witness.
 	Times map[string]time.Time
 }
@@ -304,6 +307,10 @@ func (p *Policy) Evaluate(checkpoint []byte, fr Freshness) Result {
 	}
 	for _, w := range p.Witnesses {
 		n, err := note.Open(checkpoint, note.VerifierList(w.Verifier))
+		if ise := (*note.InvalidSignatureError)(nil); errors.As(err, &ise) {
+			r.Invalid = append(r.Invalid, w.Name)
+			continue
+		}
 		if err != nil || len(n.Sigs) == 0 {
 			continue
 		}
@@ -323,6 +330,7 @@ func (p *Policy) Evaluate(checkpoint []byte, fr Freshness) Result {
 	}
 	sort.Strings(r.Cosigned)
 	sort.Strings(r.Stale)
+	sort.Strings(r.Invalid)
 	r.Satisfied = p.satisfied(p.Quorum, counted, 0)
 	return r
 }

@@ -106,6 +106,29 @@ func TestParseRoundTripAndEvaluate(t *testing.T) {
 		if tc.fr.MaxAge > 0 && !tc.want && len(r.Stale) == 0 {
 			t.Errorf("%s: no stale cosignature reported", tc.name)
 		}
+		if len(r.Invalid) != 0 {
+			t.Errorf("%s: invalid cosignatures %v on an untouched note", tc.name, r.Invalid)
+		}
+	}
+
+	// An altered cosignature of a policy witness is reported as invalid, and does not count.
+	n := sign(0, 1, 3)
+	lines := strings.Split(string(n), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "— w1.test ") {
+			sig := []byte(l)
+			j := len(sig) - 12 // inside the signature bytes, away from the base64 padding
+			if sig[j] == 'A' {
+				sig[j] = 'B'
+			} else {
+				sig[j] = 'A'
+			}
+			lines[i] = string(sig)
+		}
+	}
+	r := p.Evaluate([]byte(strings.Join(lines, "\n")), Freshness{})
+	if len(r.Invalid) != 1 || r.Invalid[0] != "w1" || r.Satisfied {
+		t.Fatalf("altered cosignature: invalid %v, satisfied %v", r.Invalid, r.Satisfied)
 	}
 }
 
