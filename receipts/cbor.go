@@ -87,7 +87,7 @@ func init() {
 		DupMapKey:        cbor.DupMapKeyEnforcedAPF,
 		IndefLength:      cbor.IndefLengthForbidden,
 		TagsMd:           cbor.TagsForbidden,
-		IntDec:           cbor.IntDecConvertSigned,
+		IntDec:           cbor.IntDecConvertSignedOrFail,
 		MaxNestedLevels:  8,
 		MaxArrayElements: 1024,
 		MaxMapPairs:      256,

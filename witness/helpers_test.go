@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	tlog "github.com/transparency-dev/formats/log"
@@ -138,13 +137,4 @@ func get(t testing.TB, url string) (int, []byte) {
 // cosigned appends response signature lines to a checkpoint.
 func cosigned(cp, sigs []byte) []byte {
 	return append(append([]byte(nil), cp...), sigs...)
-}
-
-func hasLine(b []byte, prefix string) bool {
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, prefix) {
-			return true
-		}
-	}
-	return false
 }

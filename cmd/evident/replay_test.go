@@ -112,7 +112,9 @@ func TestReplayJourney(t *testing.T) {
 	}
 
 	out.Reset()
-	code = run(context.Background(), []string{"replay", path}, &out, &errb)
+	if code = run(context.Background(), []string{"replay", path}, &out, &errb); code != exitNotEvaluated {
+		t.Fatalf("text replay exit %d, want %d as above: %s", code, exitNotEvaluated, errb.String())
+	}
 	for _, want := range []string{"TIMELINE", "decide.override by human:harper.s@insurer.com", "result:", "CHAP §9.3", "FINDINGS (0 impossible)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("text output lacks %q:\n%s", want, out.String())

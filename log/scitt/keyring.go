@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -149,6 +148,3 @@ func (k *KeyRing) Current() string {
 	}
 	return ""
 }
-
-// kidHex is a helper for logs.
-func kidHex(b []byte) string { return hex.EncodeToString(b) }
