@@ -4,20 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/evident-log/evident/ledger/store"
 )
-
-func sortedNames(m map[string][]string) []string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	return names
-}
 
 // insertAttrs writes the attributes of entries inside tx, in multi-row statements.
 func insertAttrs(ctx context.Context, tx *sql.Tx, entries []store.Entry) error {
@@ -36,7 +26,7 @@ func insertAttrs(ctx context.Context, tx *sql.Tx, entries []store.Entry) error {
 	}
 	for i := range entries {
 		e := &entries[i]
-		for _, name := range sortedNames(e.Attrs) {
+		for _, name := range store.AttrNames(e.Attrs) {
 			for _, v := range e.Attrs[name] {
 				args = append(args, e.Chain, e.Seq, name, v)
 				if len(args) >= 4*insertRows {
@@ -48,20 +38,6 @@ func insertAttrs(ctx context.Context, tx *sql.Tx, entries []store.Entry) error {
 		}
 	}
 	return flush()
-}
-
-// attrClause returns the SQL conditions and arguments selecting entries that carry every
-// value of attrs.
-func attrClause(chain string, attrs map[string][]string) (string, []any) {
-	var q string
-	var args []any
-	for _, name := range sortedNames(attrs) {
-		for _, v := range attrs[name] {
-			q += ` AND seq IN (SELECT seq FROM ledger_entry_attrs WHERE chain=? AND name=? AND value=?)`
-			args = append(args, chain, name, v)
-		}
-	}
-	return q, args
 }
 
 // loadAttrs fills the attributes of es (all of chain, in seq order).

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/evident-log/evident/ledger/store"
@@ -30,7 +29,7 @@ func insertAttrs(ctx context.Context, tx *sql.Tx, entries []store.Entry) error {
 	var stmt *sql.Stmt
 	for i := range entries {
 		e := &entries[i]
-		for _, name := range sortedNames(e.Attrs) {
+		for _, name := range store.AttrNames(e.Attrs) {
 			for _, v := range e.Attrs[name] {
 				if !store.Indexable(name, v) { // the same bounds as every store
 					continue
@@ -49,29 +48,6 @@ func insertAttrs(ctx context.Context, tx *sql.Tx, entries []store.Entry) error {
 		}
 	}
 	return nil
-}
-
-func sortedNames(m map[string][]string) []string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	return names
-}
-
-// attrClause returns the SQL conditions and arguments selecting entries that carry every
-// value of f.Attrs, driven by the lookup index.
-func attrClause(chain string, attrs map[string][]string) (string, []any) {
-	var q string
-	var args []any
-	for _, name := range sortedNames(attrs) {
-		for _, v := range attrs[name] {
-			q += ` AND seq IN (SELECT seq FROM entry_attrs WHERE chain=? AND name=? AND value=?)`
-			args = append(args, chain, name, v)
-		}
-	}
-	return q, args
 }
 
 // loadAttrs fills the attributes of es (entries of chain in seq order), reading only the

@@ -263,61 +263,15 @@ func (s *Store) FindRecordIDs(ctx context.Context, chain string, ids []string) (
 
 // Entries implements store.Store.
 func (s *Store) Entries(ctx context.Context, chain string, f store.Filter) ([]store.Entry, error) {
-	q := `SELECT seq, prev, link, arrival, record, record_id, method, sender, ts, signed FROM entries WHERE chain=? AND seq>=?`
-	args := []any{chain, f.From}
-	if f.Method != "" {
-		q += ` AND method=?`
-		args = append(args, f.Method)
-	}
-	if f.Sender != "" {
-		q += ` AND sender=?`
-		args = append(args, f.Sender)
-	}
-	if !f.Since.IsZero() {
-		q += ` AND arrival>=?`
-		args = append(args, ms(f.Since))
-	}
-	if !f.Until.IsZero() {
-		q += ` AND arrival<?`
-		args = append(args, ms(f.Until))
-	}
-	if len(f.Attrs) > 0 {
-		aq, aargs := attrClause(chain, f.Attrs) // attrs.go
-		q += aq
-		args = append(args, aargs...)
-	}
-	q += ` ORDER BY seq`
-	if f.Limit > 0 {
-		q += fmt.Sprintf(` LIMIT %d`, f.Limit)
-	}
+	q, args := store.EntriesQuery("entries", "entry_attrs", chain, f)
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("entries of %q: %w", chain, err)
 	}
-	defer rows.Close()
-	var out []store.Entry
-	for rows.Next() {
-		e := store.Entry{Chain: chain}
-		var prev, link []byte
-		var arrival int64
-		var rid sql.NullString
-		var ts sql.NullInt64
-		if err := rows.Scan(&e.Seq, &prev, &link, &arrival, &e.Record, &rid, &e.Method, &e.Sender, &ts, &e.Signed); err != nil {
-			return nil, fmt.Errorf("entries of %q: %w", chain, err)
-		}
-		copy(e.Prev[:], prev)
-		copy(e.Link[:], link)
-		e.Arrival = fromMS(arrival)
-		e.RecordID = rid.String
-		if ts.Valid {
-			e.TS = fromMS(ts.Int64)
-		}
-		out = append(out, e)
+	out, err := store.ScanEntries(rows, chain)
+	if err != nil {
+		return nil, err
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("entries of %q: %w", chain, err)
-	}
-	rows.Close()
 	if err := s.loadAttrs(ctx, chain, out); err != nil { // attrs.go
 		return nil, err
 	}
