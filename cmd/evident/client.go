@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -89,11 +88,8 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "Usage: evident submit -chain C [flags] FILE...\n\nSends records to evidentd: each FILE (or - for standard input) holds one JSON record, a JSON\narray of records, or JSON Lines. Records go in order, in atomic batches; the first refusal stops\nthe run and names the record.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(reorder(fs, args)); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
+	if code, done := parseArgs(fs, args); done {
+		return code
 	}
 	if *chain == "" || fs.NArg() == 0 || *batch < 1 {
 		fs.Usage()
@@ -188,11 +184,8 @@ func cmdSeal(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Usage: evident seal -chain C [flags]\n\nSeals the chain's head and Merkle root into the transparency log and waits for the receipt.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(reorder(fs, args)); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
+	if code, done := parseArgs(fs, args); done {
+		return code
 	}
 	if *chain == "" || fs.NArg() != 0 {
 		fs.Usage()
@@ -245,11 +238,8 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "Usage: evident export -chain C [flags]\n\nDownloads the offline bundle of a chain (or of one case) for evident verify.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(reorder(fs, args)); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
+	if code, done := parseArgs(fs, args); done {
+		return code
 	}
 	if *chain == "" || fs.NArg() != 0 {
 		fs.Usage()

@@ -30,11 +30,8 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Usage: evident demo [flags]\n\nStarts evidentd on loopback in a temporary directory, sends a CHAP support triage\n(thirteen signed calls by two humans, an agent and the Coordinator, with a review and an\noverride), seals the chain into the transparency log, exports the bundle and verifies it\noffline, then prints the report.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
+	if code, done := parseArgs(fs, args); done {
+		return code
 	}
 	work := *dir
 	if work != "" {

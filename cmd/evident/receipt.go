@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/pem"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -59,11 +58,8 @@ func cmdReceipt(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	newCP := fs.String("new-checkpoint", "", "with --consistency: signed checkpoint of the newer tree")
 	logKey := fs.String("log-key", "", "with checkpoints: the log's signed-note verifier key (trust/log.vkey)")
 	fs.Usage = func() { fmt.Fprint(stderr, receiptUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
+	if code, done := parseArgs(fs, args[1:]); done {
+		return code
 	}
 	if *consPath != "" && *keyPath != "" && fs.NArg() == 0 && *tsPath == "" && *stmtPath == "" && *rcptPath == "" {
 		keys, err := readKeys(*keyPath)

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -35,11 +34,8 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "Usage: evident replay [flags] BUNDLE\n\nRebuilds the timeline of every CHAP chain in a bundle (or one task): who assigned,\naccepted, drafted, reviewed, approved or overrode what (diff applied to the base artefact),\nunder which key and mode; answers the CHAP paper's §9.3 questions; reports impossible\nhistories. The bundle is verified first (offline) for question 8.\n\nExit codes: 0 verified and no impossible history, 1 broken or an impossible history,\n2 not evaluated, 3 could not run, 64 usage.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(reorder(fs, args)); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
+	if code, done := parseArgs(fs, args); done {
+		return code
 	}
 	if fs.NArg() != 1 || (*format != "text" && *format != "json") {
 		fs.Usage()

@@ -34,11 +34,8 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "Usage: evident verify [flags] BUNDLE\n\nVerifies an Evident bundle (directory or .zip) offline: chain replay, signatures with\nkey history, seals and their lineage, receipts, checkpoint signatures. Never uses the network.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(reorder(fs, args)); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
+	if code, done := parseArgs(fs, args); done {
+		return code
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
@@ -148,6 +145,18 @@ func progressPrinter(w io.Writer) func(stage string, done, total uint64) {
 			fmt.Fprintf(w, "\r\033[K%s: %d", stage, done)
 		}
 	}
+}
+
+// parseArgs parses a command's flags, which may also follow its arguments; done says the
+// command must return code at once: 0 after -help, exitUsage after a bad flag.
+func parseArgs(fs *flag.FlagSet, args []string) (code int, done bool) {
+	if err := fs.Parse(reorder(fs, args)); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, true
+		}
+		return exitUsage, true
+	}
+	return 0, false
 }
 
 // reorder moves the flags of fs that follow positional arguments to the front, so both
