@@ -126,60 +126,71 @@ func NewSigner(skey string) (note.Signer, string, error) {
 // serve it anyway, but separate directories are easier to back up and lock
 // down).
 func LoadOrCreateKey(dir string, origin string) (signer note.Signer, vkey string, err error) {
+	return loadOrCreateNoteKey(dir, origin, noteKeyFiles{key: KeyFile, vkey: VerifierKeyFile, identity: "log identity",
+		generate: func(origin string) (string, error) { skey, _, err := GenerateKey(origin); return skey, err },
+		open:     NewSigner})
+}
+
+// noteKeyFiles describes one kind of checkpoint key on disk: its two files, what losing it
+// means, and how to make and open its private key.
+type noteKeyFiles struct {
+	key, vkey string
+	identity  string // named in the refusal to replace a lost key
+	generate  func(origin string) (skey string, err error)
+	open      func(skey string) (note.Signer, string, error)
+}
+
+// loadOrCreateNoteKey is LoadOrCreateKey for any kind of checkpoint key (Ed25519,
+// ML-DSA-44): it creates the private key exclusively on first use, refuses a key of another
+// origin, a verifier key without its private key and a verifier key of another key, and
+// recreates a missing verifier key.
+func loadOrCreateNoteKey(dir, origin string, f noteKeyFiles) (note.Signer, string, error) {
 	if err := validOrigin(origin); err != nil {
 		return nil, "", err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, "", fmt.Errorf("log: creating key directory: %w", err)
 	}
-	keyPath := filepath.Join(dir, KeyFile)
-	vkeyPath := filepath.Join(dir, VerifierKeyFile)
+	keyPath := filepath.Join(dir, f.key)
+	vkeyPath := filepath.Join(dir, f.vkey)
 
 	raw, err := os.ReadFile(keyPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if _, err := os.Stat(vkeyPath); err == nil {
-			return nil, "", fmt.Errorf("log: %s exists but %s is missing; refusing to create a new log identity (restore the private key or remove %s deliberately)", VerifierKeyFile, KeyFile, VerifierKeyFile)
+			return nil, "", fmt.Errorf("log: %s exists but %s is missing; refusing to create a new %s (restore the private key or remove %s deliberately)", f.vkey, f.key, f.identity, f.vkey)
 		}
-		skey, vk, err := GenerateKey(origin)
+		skey, err := f.generate(origin)
 		if err != nil {
 			return nil, "", err
 		}
-		// Exclusive create: if another process raced us, fail rather than
-		// overwrite its key.
+		// Exclusive create: if another process raced us, fail rather than overwrite its key.
 		if err := writeFileDurable(keyPath, []byte(skey+"\n"), 0o600, true); err != nil {
-			return nil, "", fmt.Errorf("log: writing %s: %w", KeyFile, err)
+			return nil, "", fmt.Errorf("log: writing %s: %w", f.key, err)
 		}
-		if err := writeFileDurable(vkeyPath, []byte(vk+"\n"), 0o644, false); err != nil {
-			return nil, "", fmt.Errorf("log: writing %s: %w", VerifierKeyFile, err)
-		}
-		s, _, err := NewSigner(skey)
-		if err != nil {
-			return nil, "", err
-		}
-		return s, vk, nil
+		raw = []byte(skey)
 	case err != nil:
-		return nil, "", fmt.Errorf("log: reading %s: %w", KeyFile, err)
+		return nil, "", fmt.Errorf("log: reading %s: %w", f.key, err)
 	}
 
-	s, vk, err := NewSigner(strings.TrimSpace(string(raw)))
+	s, vk, err := f.open(strings.TrimSpace(string(raw)))
 	if err != nil {
-		return nil, "", fmt.Errorf("log: %s: %w", KeyFile, err)
+		return nil, "", fmt.Errorf("log: %s: %w", f.key, err)
 	}
 	if s.Name() != origin {
-		return nil, "", fmt.Errorf("%w: %s in the key directory is for origin %q, but origin %q was requested", ErrKeyMismatch, KeyFile, s.Name(), origin)
+		return nil, "", fmt.Errorf("%w: %s in the key directory is for origin %q, but origin %q was requested", ErrKeyMismatch, f.key, s.Name(), origin)
 	}
 	vraw, err := os.ReadFile(vkeyPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if err := writeFileDurable(vkeyPath, []byte(vk+"\n"), 0o644, false); err != nil {
-			return nil, "", fmt.Errorf("log: writing %s: %w", VerifierKeyFile, err)
+			return nil, "", fmt.Errorf("log: writing %s: %w", f.vkey, err)
 		}
 	case err != nil:
-		return nil, "", fmt.Errorf("log: reading %s: %w", VerifierKeyFile, err)
+		return nil, "", fmt.Errorf("log: reading %s: %w", f.vkey, err)
 	default:
 		if got := strings.TrimSpace(string(vraw)); got != vk {
-			return nil, "", fmt.Errorf("%w: %s (%q) is not the public key of %s (%q)", ErrKeyMismatch, VerifierKeyFile, got, KeyFile, vk)
+			return nil, "", fmt.Errorf("%w: %s (%q) is not the public key of %s (%q)", ErrKeyMismatch, f.vkey, got, f.key, vk)
 		}
 	}
 	return s, vk, nil

@@ -4,9 +4,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"filippo.io/mldsa"
@@ -100,52 +97,9 @@ func mldsaVerifierKey(skey string) (string, error) {
 // way LoadOrCreateKey does for the Ed25519 key (same refusals: another origin, a vkey
 // without its private key, a vkey that is not the private key's).
 func LoadOrCreateMLDSAKey(dir, origin string) (note.Signer, string, error) {
-	if err := validOrigin(origin); err != nil {
-		return nil, "", err
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, "", fmt.Errorf("log: creating key directory: %w", err)
-	}
-	keyPath := filepath.Join(dir, MLDSAKeyFile)
-	vkeyPath := filepath.Join(dir, MLDSAVerifierKeyFile)
-	raw, err := os.ReadFile(keyPath)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if _, err := os.Stat(vkeyPath); err == nil {
-			return nil, "", fmt.Errorf("log: %s exists but %s is missing; refusing to create a new post-quantum key (restore the private key or remove %s deliberately)", MLDSAVerifierKeyFile, MLDSAKeyFile, MLDSAVerifierKeyFile)
-		}
-		skey, _, err := GenerateMLDSAKey(origin)
-		if err != nil {
-			return nil, "", err
-		}
-		if err := writeFileDurable(keyPath, []byte(skey+"\n"), 0o600, true); err != nil {
-			return nil, "", fmt.Errorf("log: writing %s: %w", MLDSAKeyFile, err)
-		}
-		raw = []byte(skey)
-	case err != nil:
-		return nil, "", fmt.Errorf("log: reading %s: %w", MLDSAKeyFile, err)
-	}
-	s, vk, err := NewMLDSASigner(string(raw))
-	if err != nil {
-		return nil, "", fmt.Errorf("log: %s: %w", MLDSAKeyFile, err)
-	}
-	if s.Name() != origin {
-		return nil, "", fmt.Errorf("%w: %s is for origin %q, but origin %q was requested", ErrKeyMismatch, MLDSAKeyFile, s.Name(), origin)
-	}
-	vraw, err := os.ReadFile(vkeyPath)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if err := writeFileDurable(vkeyPath, []byte(vk+"\n"), 0o644, false); err != nil {
-			return nil, "", fmt.Errorf("log: writing %s: %w", MLDSAVerifierKeyFile, err)
-		}
-	case err != nil:
-		return nil, "", fmt.Errorf("log: reading %s: %w", MLDSAVerifierKeyFile, err)
-	default:
-		if got := strings.TrimSpace(string(vraw)); got != vk {
-			return nil, "", fmt.Errorf("%w: %s (%q) is not the public key of %s", ErrKeyMismatch, MLDSAVerifierKeyFile, got, MLDSAKeyFile)
-		}
-	}
-	return s, vk, nil
+	return loadOrCreateNoteKey(dir, origin, noteKeyFiles{key: MLDSAKeyFile, vkey: MLDSAVerifierKeyFile, identity: "post-quantum key",
+		generate: func(origin string) (string, error) { skey, _, err := GenerateMLDSAKey(origin); return skey, err },
+		open:     NewMLDSASigner})
 }
 
 // postQuantumVKey returns the verifier key of the first ML-DSA-44 signer among signers
