@@ -12,10 +12,8 @@ import (
 
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/store"
-	evlog "github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/verifier/bundle"
-	"github.com/fxamacker/cbor/v2"
 )
 
 func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
@@ -77,40 +75,14 @@ type ExportChain struct {
 func (s *Server) ExportChains(ctx context.Context, w io.Writer, chains []ExportChain) error {
 	bw := bundle.NewWriter(w)
 	l := s.c.Service.Log()
-	if err := bw.WriteFile(bundle.LogKeyFile, []byte(l.VerifierKey()+"\n")); err != nil {
-		return err
-	}
-	if wp := l.WitnessPolicy(); wp != nil {
-		if err := bw.WriteFile(bundle.WitnessPolicyFile, []byte(wp.String())); err != nil {
-			return err
-		}
-	}
-	if err := s.exportPQKey(bw); err != nil { // trust/log-mldsa.vkey (exportproofs.go)
-		return err
-	}
-	ck, err := receipts.COSEKey(s.c.Service.Signer().Public())
-	if err != nil {
-		return err
-	}
-	ks, err := cbor.Marshal([]cbor.RawMessage{ck})
-	if err != nil {
-		return err
-	}
-	if err := s.exportKeyHistory(bw, &ks); err != nil { // scitt keys: every key, retired ones kept (exportkeys.go)
-		return err
-	}
-	if err := bw.WriteFile(bundle.IssuersFile, ks); err != nil {
+	if err := s.writeTrust(bw); err != nil { // trust/ files (slice.go)
 		return err
 	}
 	// Every receipt is cut afresh from the latest checkpoint, so one checkpoint anchors all
 	// the seals of the bundle and no consistency proof between checkpoints is needed.
-	cp, err := l.Checkpoint(ctx)
+	cp, c, err := s.latestCheckpoint(ctx)
 	if err != nil {
-		return fmt.Errorf("latest checkpoint: %w", err)
-	}
-	c, err := evlog.VerifyCheckpoint(cp, l.VerifierKey())
-	if err != nil {
-		return fmt.Errorf("latest checkpoint: %w", err)
+		return err
 	}
 	var refs []bundle.ChainRef
 	wroteCP, wroteCOPKeys := false, false

@@ -10,10 +10,8 @@ import (
 
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/store"
-	evlog "github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/verifier/bundle"
-	"github.com/fxamacker/cbor/v2"
 )
 
 // ErrNoRegistrations is returned by ExportRegistrations when the ledger store keeps no
@@ -62,38 +60,12 @@ func (s *Server) ExportRegistrations(ctx context.Context, w io.Writer, sel strin
 	}
 	bw := bundle.NewWriter(w)
 	l := s.c.Service.Log()
-	if err := bw.WriteFile(bundle.LogKeyFile, []byte(l.VerifierKey()+"\n")); err != nil {
+	if err := s.writeTrust(bw); err != nil { // trust/ files (slice.go)
 		return err
 	}
-	if wp := l.WitnessPolicy(); wp != nil {
-		if err := bw.WriteFile(bundle.WitnessPolicyFile, []byte(wp.String())); err != nil {
-			return err
-		}
-	}
-	if err := s.exportPQKey(bw); err != nil { // exportproofs.go
-		return err
-	}
-	ck, err := receipts.COSEKey(s.c.Service.Signer().Public())
+	cp, c, err := s.latestCheckpoint(ctx)
 	if err != nil {
 		return err
-	}
-	ks, err := cbor.Marshal([]cbor.RawMessage{ck})
-	if err != nil {
-		return err
-	}
-	if err := s.exportKeyHistory(bw, &ks); err != nil {
-		return err
-	}
-	if err := bw.WriteFile(bundle.IssuersFile, ks); err != nil {
-		return err
-	}
-	cp, err := l.Checkpoint(ctx)
-	if err != nil {
-		return fmt.Errorf("latest checkpoint: %w", err)
-	}
-	c, err := evlog.VerifyCheckpoint(cp, l.VerifierKey())
-	if err != nil {
-		return fmt.Errorf("latest checkpoint: %w", err)
 	}
 	transparent := func(reg store.Registration) ([]byte, error) {
 		if reg.LogIndex >= c.Size {

@@ -20,6 +20,7 @@ import (
 	evlog "github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/verifier/bundle"
+	tlog "github.com/transparency-dev/formats/log"
 )
 
 // Slice is what a case slice selects: one task or one logical artefact of a chain.
@@ -91,13 +92,9 @@ func (s *Server) ExportSlice(ctx context.Context, w io.Writer, chain string, sl 
 		return fmt.Errorf("chain %q is %s: %w", chain, h.Profile, ErrSliceProfile)
 	}
 	l := s.c.Service.Log()
-	cp, err := l.Checkpoint(ctx)
+	cp, c, err := s.latestCheckpoint(ctx)
 	if err != nil {
-		return fmt.Errorf("latest checkpoint: %w", err)
-	}
-	c, err := evlog.VerifyCheckpoint(cp, l.VerifierKey())
-	if err != nil {
-		return fmt.Errorf("latest checkpoint: %w", err)
+		return err
 	}
 	seals, err := s.c.Store.Seals(ctx, chain)
 	if err != nil {
@@ -266,6 +263,9 @@ func (s *Server) writeTrust(bw *bundle.Writer) error {
 			return err
 		}
 	}
+	if err := s.exportPQKey(bw); err != nil { // trust/log-mldsa.vkey (exportproofs.go)
+		return err
+	}
 	ck, err := receipts.COSEKey(s.c.Service.Signer().Public())
 	if err != nil {
 		return err
@@ -274,8 +274,22 @@ func (s *Server) writeTrust(bw *bundle.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := s.exportKeyHistory(bw, &ks); err != nil {
+	if err := s.exportKeyHistory(bw, &ks); err != nil { // every key, retired ones kept (exportkeys.go)
 		return err
 	}
 	return bw.WriteFile(bundle.IssuersFile, ks)
+}
+
+// latestCheckpoint returns the log's latest checkpoint, verified, with its parsed form.
+func (s *Server) latestCheckpoint(ctx context.Context) ([]byte, *tlog.Checkpoint, error) {
+	l := s.c.Service.Log()
+	cp, err := l.Checkpoint(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("latest checkpoint: %w", err)
+	}
+	c, err := evlog.VerifyCheckpoint(cp, l.VerifierKey())
+	if err != nil {
+		return nil, nil, fmt.Errorf("latest checkpoint: %w", err)
+	}
+	return cp, c, nil
 }
