@@ -8,7 +8,7 @@
 //	link(-1) = "sha256:" + 64 × "0"
 //	link(i)  = "sha256:" + hex(SHA-256(canonical(record_i) || utf8(link(i-1))))
 //
-// Profile adapters (ledger/chap, …) turn a protocol's records into canonical
+// Profile adapters (ledger/profile/chap, …) turn a protocol's records into canonical
 // bytes; this package turns canonical bytes into links, roots and seals. It has
 // no storage, no network and no clock of its own, so the offline verifier uses
 // it unchanged.

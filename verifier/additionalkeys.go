@@ -3,8 +3,8 @@ package verifier
 import (
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/evident-log/evident/verifier/bundle"
-	"github.com/evident-log/evident/witness/policy"
+	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/tlogpolicy"
 )
 
 // pqVerifiers returns the ML-DSA-44 checkpoint keys a checkpoint may be signed with: the
@@ -25,7 +25,7 @@ func (v *verifier) pqVerifiers() []note.Verifier {
 		if c.Role != bundle.RoleAdditional || !isMLDSA44(c.VKey) {
 			continue
 		}
-		nv, err := policy.NewCosignatureVerifier(c.VKey)
+		nv, err := tlogpolicy.NewCosignatureVerifier(c.VKey)
 		if err != nil || nv.Name() != v.pqKey.Name() {
 			continue
 		}

@@ -10,9 +10,9 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/chap"
-	"github.com/evident-log/evident/verifier/bundle"
+	"github.com/evident-log/evident/ledger/profile/chap"
 )
 
 // chainState is a chain's head and tree root at one size.

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/receipts"
-	"github.com/evident-log/evident/verifier/bundle"
 )
 
 // Codes of the chain consistency checks.

@@ -5,8 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/verifier/bundle"
 )
 
 // CodeLogProof marks a log/consistency file that is malformed or does not link the two

@@ -7,8 +7,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/evident-log/evident/ledger/cop"
-	"github.com/evident-log/evident/verifier/bundle"
+	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/ledger/profile/cop"
 )
 
 // Codes of the COP Ledger check (docs/profiles/cop.md, "COP Ledger").

@@ -1,4 +1,4 @@
-// Package verifier checks an Evident offline bundle (verifier/bundle, "evident-bundle/v1")
+// Package verifier checks an Evident offline bundle (bundle, "evident-bundle/v1")
 // with no network and no service: everything it needs is in the bundle, and it opens no
 // connection of any kind (it imports no networking, database or log-storage package; a test
 // keeps it so).

@@ -6,7 +6,7 @@ import (
 	"io"
 	"io/fs"
 
-	"github.com/evident-log/evident/verifier/bundle"
+	"github.com/evident-log/evident/bundle"
 )
 
 // fileState is what the verifier learned about one file listed in the manifest.

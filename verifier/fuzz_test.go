@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/evident-log/evident/ledger/chap"
-	"github.com/evident-log/evident/verifier/bundle"
+	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/ledger/profile/chap"
 	"github.com/evident-log/evident/verifier/internal/testbundle"
 )
 

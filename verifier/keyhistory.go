@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/receipts"
-	"github.com/evident-log/evident/verifier/bundle"
 )
 
 // CodeKeyWindow marks a signature by a service key outside the key's validity window in

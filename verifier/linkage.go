@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/chap"
-	"github.com/evident-log/evident/verifier/bundle"
+	"github.com/evident-log/evident/ledger/profile/chap"
 )
 
 // Codes of the linkage and timeline checks (docs/profiles/chap.md, "Verification").

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/verifier"
-	"github.com/evident-log/evident/verifier/bundle"
 	"github.com/evident-log/evident/verifier/internal/testbundle"
 	"golang.org/x/mod/sumdb/note"
 )

@@ -9,8 +9,8 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/evident-log/evident/verifier/bundle"
-	"github.com/evident-log/evident/witness/policy"
+	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/tlogpolicy"
 )
 
 // Codes of the post-quantum checks.
@@ -43,7 +43,7 @@ func (v *verifier) loadPQKey() []Check {
 		return []Check{c}
 	}
 	vkey := strings.TrimSpace(string(b))
-	pv, err := policy.NewCosignatureVerifier(vkey)
+	pv, err := tlogpolicy.NewCosignatureVerifier(vkey)
 	switch {
 	case err != nil:
 		c.Status, c.Code, c.Detail = Broken, CodeTrust, "not a signed-note verifier key: "+err.Error()
@@ -122,7 +122,7 @@ func (v *verifier) checkPQ() []Check {
 
 // checkPQQuorum evaluates, under Options.RequirePQ, the witness policy counting ML-DSA-44
 // cosignatures only: a quorum met only with Ed25519 cosignatures is not a post-quantum one.
-func (v *verifier) checkPQQuorum(p *policy.Policy) []Check {
+func (v *verifier) checkPQQuorum(p *tlogpolicy.Policy) []Check {
 	if !v.o.RequirePQ {
 		return nil
 	}
@@ -135,7 +135,7 @@ func (v *verifier) checkPQQuorum(p *policy.Policy) []Check {
 			names = append(names, w.Name)
 		}
 	}
-	fr := policy.Freshness{Now: v.o.Now(), MaxAge: v.o.WitnessMaxAge}
+	fr := tlogpolicy.Freshness{Now: v.o.Now(), MaxAge: v.o.WitnessMaxAge}
 	var checks []Check
 	seen := map[[32]byte]bool{}
 	met := 0

@@ -3,8 +3,8 @@ package verifier
 import (
 	"fmt"
 
+	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/verifier/bundle"
 )
 
 // profileChecks reports what a profile's replay concluded beyond admitting records

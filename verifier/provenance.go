@@ -6,9 +6,9 @@ import (
 	"io"
 	"sort"
 
+	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/owp"
-	"github.com/evident-log/evident/verifier/bundle"
+	"github.com/evident-log/evident/ledger/profile/owp"
 )
 
 // Codes of the provenance check (docs/profiles/owp.md, "Provenance").

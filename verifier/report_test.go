@@ -13,8 +13,8 @@ import (
 	tlog "github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/verifier"
-	"github.com/evident-log/evident/verifier/bundle"
 	"github.com/evident-log/evident/verifier/internal/testbundle"
 )
 
@@ -248,13 +248,12 @@ func TestOfflineDependencies(t *testing.T) {
 	}
 	forbidden := map[string]bool{
 		"net": true, "net/http": true, "database/sql": true, "net/rpc": true, "net/smtp": true, "crypto/tls": true,
-		"github.com/evident-log/evident/log":           true,
-		"github.com/evident-log/evident/ledger/store":  true,
-		"github.com/evident-log/evident/ledger/ingest": true,
+		"github.com/evident-log/evident/tilelog": true,
+		"github.com/evident-log/evident/client":  true,
 	}
 	for _, d := range deps {
 		if forbidden[d] || strings.HasPrefix(d, "github.com/transparency-dev/tessera") ||
-			strings.HasPrefix(d, "github.com/evident-log/evident/ledger/store/") || strings.HasPrefix(d, "modernc.org/sqlite") {
+			strings.HasPrefix(d, "github.com/evident-log/evident/internal/evidentd/") || strings.HasPrefix(d, "modernc.org/sqlite") {
 			t.Errorf("the offline verifier depends on %s", d)
 		}
 	}

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/receipts"
-	regpolicy "github.com/evident-log/evident/receipts/policy"
-	"github.com/evident-log/evident/verifier/bundle"
+	"github.com/evident-log/evident/regpolicy"
 )
 
 // Codes of the SCITT registration checks (the scitt/ section, docs/scitt.md).

@@ -5,11 +5,11 @@ import (
 	"encoding/hex"
 	"fmt"
 
+	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/chap"
-	"github.com/evident-log/evident/ledger/profiles"
+	"github.com/evident-log/evident/ledger/profile"
+	"github.com/evident-log/evident/ledger/profile/chap"
 	"github.com/evident-log/evident/receipts"
-	"github.com/evident-log/evident/verifier/bundle"
 )
 
 // sealInfo is one seal file and what was established about it.
@@ -50,7 +50,7 @@ func (v *verifier) verifyChain(ref bundle.ChainRef) (ChainReport, []Check, error
 		}
 	}
 	var res *replayResult
-	if prof, ok := profiles.Lookup(ref.Profile); !ok {
+	if prof, ok := profile.Lookup(ref.Profile); !ok {
 		v.state(bundle.EntriesFile(ref.Dir)).interpreted = true
 		checks = append(checks, Check{Name: "chain.profile", Chain: ref.ID, Status: NotEvaluated, Code: CodeUnknownProfile,
 			Detail: fmt.Sprintf("this verifier has no adapter for profile %q: the chain's entries, signatures and seal states are not evaluated", ref.Profile)})

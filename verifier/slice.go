@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/chap"
-	"github.com/evident-log/evident/ledger/profiles"
+	"github.com/evident-log/evident/ledger/profile"
+	"github.com/evident-log/evident/ledger/profile/chap"
 	"github.com/evident-log/evident/receipts"
-	"github.com/evident-log/evident/verifier/bundle"
 )
 
 // Codes of the case-slice checks.
@@ -139,7 +139,7 @@ func (v *verifier) sliceEntries(ref bundle.ChainRef, root []byte) sliceResult {
 			c.Status, c.Code, c.Where, c.Detail = Broken, code, where, fmt.Sprintf(format, args...)
 		}
 	}
-	prof, ok := profiles.Lookup(ref.Profile)
+	prof, ok := profile.Lookup(ref.Profile)
 	if !ok || ref.Profile != chap.Profile {
 		v.state(file).interpreted = true
 		res.checks = append(res.checks, Check{Name: "slice.entries", Chain: ref.ID, Status: NotEvaluated, Code: CodeUnknownProfile,

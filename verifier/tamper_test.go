@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/chap"
+	"github.com/evident-log/evident/ledger/profile/chap"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/verifier"
-	"github.com/evident-log/evident/verifier/bundle"
 	"github.com/evident-log/evident/verifier/internal/testbundle"
 )
 

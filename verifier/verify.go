@@ -17,9 +17,9 @@ import (
 	tlog "github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/receipts"
-	"github.com/evident-log/evident/verifier/bundle"
 )
 
 // Codes the verifier puts in Check.Code besides the ledger's refusal codes (ledger.Code*).

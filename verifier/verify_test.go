@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/verifier"
-	"github.com/evident-log/evident/verifier/bundle"
 	"github.com/evident-log/evident/verifier/internal/testbundle"
 )
 

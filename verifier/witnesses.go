@@ -11,10 +11,10 @@ import (
 	tlog "github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/rfc6962"
 
+	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/receipts"
-	"github.com/evident-log/evident/verifier/bundle"
-	"github.com/evident-log/evident/witness/policy"
+	"github.com/evident-log/evident/tlogpolicy"
 )
 
 // Codes of the witness checks.
@@ -164,12 +164,12 @@ func (v *verifier) checkPolicy() []Check {
 		return nil
 	}
 	c := Check{Name: "trust.witness_policy", Where: bundle.WitnessPolicyFile}
-	b, err := v.readSmall(bundle.WitnessPolicyFile, policy.MaxSize)
+	b, err := v.readSmall(bundle.WitnessPolicyFile, tlogpolicy.MaxSize)
 	if err != nil {
 		c.Status, c.Code, c.Detail = Broken, CodeWitnessPolicy, err.Error()
 		return []Check{c}
 	}
-	p, err := policy.Parse(b)
+	p, err := tlogpolicy.Parse(b)
 	if err != nil {
 		c.Status, c.Code, c.Detail = Broken, CodeWitnessPolicy, err.Error()
 		return []Check{c}
@@ -181,7 +181,7 @@ func (v *verifier) checkPolicy() []Check {
 	}
 	checks := []Check{c}
 
-	fr := policy.Freshness{Now: v.o.Now(), MaxAge: v.o.WitnessMaxAge}
+	fr := tlogpolicy.Freshness{Now: v.o.Now(), MaxAge: v.o.WitnessMaxAge}
 	seen := map[[32]byte]bool{}
 	met := 0
 	for _, n := range v.wit.notes {

@@ -14,7 +14,7 @@ import (
 	"github.com/transparency-dev/tessera"
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/evident-log/evident/witness/policy"
+	"github.com/evident-log/evident/tlogpolicy"
 )
 
 // TestAddCheckpoint walks one witness through every answer tlog-witness prescribes, in order.
@@ -161,7 +161,7 @@ func TestTesseraPolicyAcceptsCosignatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours, err := policy.Parse([]byte(pol))
+	ours, err := tlogpolicy.Parse([]byte(pol))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,8 +178,8 @@ func TestTesseraPolicyAcceptsCosignatures(t *testing.T) {
 		if got := tg.Satisfied(tc.note); got != tc.want {
 			t.Errorf("%s: tessera says %v, want %v", tc.name, got, tc.want)
 		}
-		if got := ours.Evaluate(tc.note, policy.Freshness{}).Satisfied; got != tc.want {
-			t.Errorf("%s: policy.Evaluate says %v, want %v", tc.name, got, tc.want)
+		if got := ours.Evaluate(tc.note, tlogpolicy.Freshness{}).Satisfied; got != tc.want {
+			t.Errorf("%s: tlogpolicy.Evaluate says %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

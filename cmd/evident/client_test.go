@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evident-log/evident/ledger/chap/scenario"
-	"github.com/evident-log/evident/log/daemon"
+	"github.com/evident-log/evident/internal/evidentd/daemon"
+	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
 
 // TestSubmitSealExportVerify walks the README's flow with the CLI against a real evidentd

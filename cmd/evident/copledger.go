@@ -14,7 +14,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/evident-log/evident/ledger/cop"
+	"github.com/evident-log/evident/ledger/profile/cop"
 )
 
 const copLedgerUsage = `Usage: evident cop-ledger verify LEDGER --key KEY [--key KEY…] [--events FILE] [--allow-unsigned]

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/evident-log/evident/ledger/chap/scenario"
+	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
 
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -14,9 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/evident-log/evident/log/servicekey"
+	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/internal/evidentd/servicekey"
 	"github.com/evident-log/evident/receipts"
-	"github.com/evident-log/evident/verifier/bundle"
 )
 
 const keysUsage = `Usage: evident keys <generate|show|thumbprint|rotate> [flags]

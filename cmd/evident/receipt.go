@@ -12,9 +12,9 @@ import (
 	"io"
 	"os"
 
-	"github.com/evident-log/evident/log/servicekey"
+	"github.com/evident-log/evident/internal/evidentd/servicekey"
 	"github.com/evident-log/evident/receipts"
-	"github.com/evident-log/evident/receipts/policy"
+	"github.com/evident-log/evident/regpolicy"
 	"github.com/fxamacker/cbor/v2"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
@@ -187,9 +187,9 @@ func recheckPolicy(stdout, stderr io.Writer, stmt []byte, policyPath, keyPath st
 		fmt.Fprintln(stderr, "evident receipt verify:", err)
 		return exitFailure
 	}
-	var p *policy.Policy
+	var p *regpolicy.Policy
 	for _, k := range keys {
-		if p, err = policy.FromStatement(ps, k.pub); err == nil {
+		if p, err = regpolicy.FromStatement(ps, k.pub); err == nil {
 			break
 		}
 	}
@@ -197,7 +197,7 @@ func recheckPolicy(stdout, stderr io.Writer, stmt []byte, policyPath, keyPath st
 		fmt.Fprintf(stdout, "policy: BROKEN: %v\n", err)
 		return exitBroken
 	}
-	id, _ := policy.ID(ps)
+	id, _ := regpolicy.ID(ps)
 	if _, err := p.Check(stmt); err != nil {
 		fmt.Fprintf(stdout, "policy %s: BROKEN: the statement does not pass it: %v\n", id, err)
 		return exitBroken

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evident-log/evident/log/servicekey"
+	"github.com/evident-log/evident/internal/evidentd/servicekey"
 	"github.com/evident-log/evident/receipts"
-	"github.com/evident-log/evident/receipts/policy"
-	"github.com/evident-log/evident/receipts/policy/policytest"
+	"github.com/evident-log/evident/regpolicy"
+	"github.com/evident-log/evident/regpolicy/regpolicytest"
 	"github.com/veraison/go-cose"
 )
 
@@ -96,8 +96,8 @@ func TestReceiptVerifyPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	is := policytest.NewIssuer(t, "https://build.example", cose.AlgorithmES384)
-	stmt := is.Sign(t, []byte("sbom"), policytest.Options{Subject: "pkg:x", ContentType: "text/plain"})
+	is := regpolicytest.NewIssuer(t, "https://build.example", cose.AlgorithmES384)
+	stmt := is.Sign(t, []byte("sbom"), regpolicytest.Options{Subject: "pkg:x", ContentType: "text/plain"})
 	entry, _ := receipts.EntryHash(stmt)
 	leaf := receipts.LeafHash(entry[:])
 	rs, err := receipts.SignRoot(svc, receipts.Claims{Issuer: "evident:test", Subject: "log"}, leaf[:])
@@ -113,13 +113,13 @@ func TestReceiptVerifyPolicy(t *testing.T) {
 	keySet := append([]byte{0x82}, append(k1, k2...)...)
 	keysPath := writeTemp(t, "keys.cbor", keySet)
 
-	pol := policy.Policy{Format: policy.Format, Issuers: []policy.Issuer{{ISS: is.ISS, Keys: []policy.Key{{PEM: is.PEM(t)}}}}}
+	pol := regpolicy.Policy{Format: regpolicy.Format, Issuers: []regpolicy.Issuer{{ISS: is.ISS, Keys: []regpolicy.Key{{PEM: is.PEM(t)}}}}}
 	pp, _ := pol.Marshal()
-	parsed, err := policy.Parse(pp)
+	parsed, err := regpolicy.Parse(pp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, err := policy.Sign(svc, "evident:test", parsed, time.Now())
+	ps, err := regpolicy.Sign(svc, "evident:test", parsed, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,8 +131,8 @@ func TestReceiptVerifyPolicy(t *testing.T) {
 	// A policy that does not list the issuer: the re-check fails.
 	pol.Issuers[0].ISS = "https://someone.else"
 	pp, _ = pol.Marshal()
-	parsed, _ = policy.Parse(pp)
-	ps2, _ := policy.Sign(svc, "evident:test", parsed, time.Now())
+	parsed, _ = regpolicy.Parse(pp)
+	ps2, _ := regpolicy.Sign(svc, "evident:test", parsed, time.Now())
 	if code, out, _ := runCLI(t, append(args, "--policy", writeTemp(t, "p2", ps2))...); code != exitBroken || !strings.Contains(out, "unknown_issuer") {
 		t.Fatalf("exit %d\n%s", code, out)
 	}

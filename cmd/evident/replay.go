@@ -9,10 +9,10 @@ import (
 	"io"
 	"strings"
 
-	"github.com/evident-log/evident/ledger/chap"
-	"github.com/evident-log/evident/ledger/chap/replay"
+	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/ledger/profile/chap"
+	"github.com/evident-log/evident/ledger/profile/chap/replay"
 	"github.com/evident-log/evident/verifier"
-	"github.com/evident-log/evident/verifier/bundle"
 	"github.com/evident-log/evident/verifier/htmlreport"
 )
 

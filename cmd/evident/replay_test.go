@@ -14,12 +14,12 @@ import (
 	"github.com/fxamacker/cbor/v2"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/chap"
-	"github.com/evident-log/evident/ledger/chap/replay"
-	"github.com/evident-log/evident/ledger/chap/scenario"
+	"github.com/evident-log/evident/ledger/profile/chap"
+	"github.com/evident-log/evident/ledger/profile/chap/replay"
+	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/receipts"
-	"github.com/evident-log/evident/verifier/bundle"
 )
 
 // writeBundle writes records as an unsealed one-chain bundle (zip), links computed by the ledger.

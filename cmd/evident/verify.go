@@ -13,8 +13,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/verifier"
-	"github.com/evident-log/evident/verifier/bundle"
 )
 
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {

@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/evident-log/evident/log/daemon"
+	"github.com/evident-log/evident/internal/evidentd/daemon"
 )
 
 // ErrConfigFile is wrapped by every refusal of a configuration file.

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/evident-log/evident/log/daemon"
+	"github.com/evident-log/evident/internal/evidentd/daemon"
 )
 
 func TestParseConfigFile(t *testing.T) {

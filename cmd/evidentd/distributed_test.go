@@ -16,13 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
-	"github.com/evident-log/evident/ledger/chap"
-	"github.com/evident-log/evident/ledger/chap/scenario"
+	"github.com/evident-log/evident/ledger/profile/chap"
+	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/verifier"
-	"github.com/evident-log/evident/verifier/bundle"
 )
 
 // startReplica starts evidentd in distributed mode and waits until it answers.

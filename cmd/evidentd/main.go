@@ -18,8 +18,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/evident-log/evident/log/daemon"
-	"github.com/evident-log/evident/log/server"
+	"github.com/evident-log/evident/internal/evidentd/daemon"
+	"github.com/evident-log/evident/internal/evidentd/server"
 	"k8s.io/klog/v2"
 )
 

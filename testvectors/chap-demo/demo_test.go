@@ -1,6 +1,6 @@
 // Package chapdemo_test keeps testvectors/chap-demo/support-triage.jsonl — the thirteen signed
 // CHAP 0.3 envelopes of the README's walk-through and of `evident demo` — equal to what
-// ledger/chap/scenario builds (`go test ./testvectors/chap-demo -update` rewrites it).
+// ledger/profile/chap/scenario builds (`go test ./testvectors/chap-demo -update` rewrites it).
 package chapdemo_test
 
 import (
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evident-log/evident/ledger/chap/scenario"
+	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
 
 var update = flag.Bool("update", false, "rewrite support-triage.jsonl")

@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/ledger"
-	cheqscenario "github.com/evident-log/evident/ledger/cheq/scenario"
-	clscenario "github.com/evident-log/evident/ledger/chieflab/scenario"
-	copscenario "github.com/evident-log/evident/ledger/cop/scenario"
-	owpscenario "github.com/evident-log/evident/ledger/owp/scenario"
-	"github.com/evident-log/evident/ledger/profiles"
+	"github.com/evident-log/evident/ledger/profile"
+	cheqscenario "github.com/evident-log/evident/ledger/profile/cheq/scenario"
+	clscenario "github.com/evident-log/evident/ledger/profile/chieflab/scenario"
+	copscenario "github.com/evident-log/evident/ledger/profile/cop/scenario"
+	owpscenario "github.com/evident-log/evident/ledger/profile/owp/scenario"
 )
 
 var update = flag.Bool("update", false, "regenerate the published vectors")
@@ -71,13 +71,13 @@ func build(t *testing.T) map[string]Vector {
 	return out
 }
 
-func replay(profile, chain string, recs [][]byte, operator string) (*Vector, error) {
-	p, _ := profiles.Lookup(profile)
+func replay(profileName, chain string, recs [][]byte, operator string) (*Vector, error) {
+	p, _ := profile.Lookup(profileName)
 	c, err := ledger.NewChain(chain, p)
 	if err != nil {
 		return nil, err
 	}
-	v := &Vector{Profile: profile, Chain: chain}
+	v := &Vector{Profile: profileName, Chain: chain}
 	for _, r := range recs {
 		a, err := c.AppendBy(r, time.Time{}, operator)
 		if err != nil {

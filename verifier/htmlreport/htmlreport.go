@@ -12,7 +12,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/evident-log/evident/ledger/chap/replay"
+	"github.com/evident-log/evident/ledger/profile/chap/replay"
 	"github.com/evident-log/evident/verifier"
 )
 

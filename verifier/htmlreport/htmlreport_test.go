@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evident-log/evident/ledger/chap"
-	"github.com/evident-log/evident/ledger/chap/replay"
-	"github.com/evident-log/evident/ledger/chap/scenario"
+	"github.com/evident-log/evident/ledger/profile/chap"
+	"github.com/evident-log/evident/ledger/profile/chap/replay"
+	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/verifier"
 	"github.com/evident-log/evident/verifier/htmlreport"
 	"github.com/evident-log/evident/verifier/internal/testbundle"

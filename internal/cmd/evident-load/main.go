@@ -20,7 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/evident-log/evident/ledger/chap/scenario"
+	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
 
 func main() {

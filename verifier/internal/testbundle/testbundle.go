@@ -28,10 +28,10 @@ import (
 	"github.com/transparency-dev/merkle/testonly"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/chap"
+	"github.com/evident-log/evident/ledger/profile/chap"
 	"github.com/evident-log/evident/receipts"
-	"github.com/evident-log/evident/verifier/bundle"
 )
 
 // Options shape a bundle. The zero value gives a small, fully signed and sealed chain.

@@ -1,0 +1,128 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+)
+
+// benchDaemon starts evidentd (real Tessera log, real SQLite with synchronous=FULL) behind
+// real HTTP on loopback.
+func benchDaemon(b *testing.B, interval time.Duration) (*Daemon, string) {
+	b.Helper()
+	d, err := Open(context.Background(), Config{Data: b.TempDir(), CheckpointInterval: interval, SealEvery: 0,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(d.Handler())
+	b.Cleanup(func() { srv.Close(); d.Close() })
+	return d, srv.URL
+}
+
+func envelopes(b *testing.B, ws string, n int) [][]byte {
+	b.Helper()
+	bl, err := scenario.Long(ws, n, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return bl.Records()
+}
+
+func mustPost(b *testing.B, c *http.Client, url, ct string, body []byte) {
+	resp, err := c.Post(url, ct, bytes.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		b.Fatalf("POST: %s", resp.Status)
+	}
+}
+
+// BenchmarkIngestHTTPSingle: one signed envelope per request, each durable before its 201.
+func BenchmarkIngestHTTPSingle(b *testing.B) {
+	_, base := benchDaemon(b, time.Second)
+	recs := envelopes(b, "wsp_bench", b.N)
+	c := &http.Client{}
+	url := base + "/v1/chains/wsp_bench/entries"
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		mustPost(b, c, url, "application/json", recs[i])
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "envelopes/s")
+}
+
+// BenchmarkIngestHTTPBatch: JSON Lines batches of 1000 signed envelopes per request.
+func BenchmarkIngestHTTPBatch(b *testing.B) {
+	const batch = 1000
+	_, base := benchDaemon(b, time.Second)
+	n := b.N * batch
+	recs := envelopes(b, "wsp_bench", n)
+	bodies := make([][]byte, b.N)
+	for i := range bodies {
+		bodies[i] = bytes.Join(recs[i*batch:(i+1)*batch], []byte("\n"))
+	}
+	c := &http.Client{}
+	url := base + "/v1/chains/wsp_bench/entries"
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		mustPost(b, c, url, "application/jsonl", bodies[i])
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "envelopes/s")
+}
+
+// BenchmarkIngestHTTPBatchParallel: four chains ingested concurrently, batches of 1000.
+func BenchmarkIngestHTTPBatchParallel(b *testing.B) {
+	const batch, chains = 1000, 4
+	_, base := benchDaemon(b, time.Second)
+	per := (b.N + chains - 1) / chains
+	bodies := make([][][]byte, chains)
+	for c := range chains {
+		recs := envelopes(b, fmt.Sprintf("wsp_bench_%d", c), per*batch)
+		for i := 0; i < per; i++ {
+			bodies[c] = append(bodies[c], bytes.Join(recs[i*batch:(i+1)*batch], []byte("\n")))
+		}
+	}
+	b.ResetTimer()
+	done := make(chan struct{})
+	for c := range chains {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			cl := &http.Client{}
+			url := fmt.Sprintf("%s/v1/chains/wsp_bench_%d/entries", base, c)
+			for _, body := range bodies[c] {
+				mustPost(b, cl, url, "application/jsonl", body)
+			}
+		}()
+	}
+	for range chains {
+		<-done
+	}
+	b.ReportMetric(float64(per*chains*batch)/b.Elapsed().Seconds(), "envelopes/s")
+}
+
+// BenchmarkSealToReceipt: from POST /seal to the receipt in hand, at a 1 s checkpoint interval.
+func BenchmarkSealToReceipt(b *testing.B) {
+	_, base := benchDaemon(b, time.Second)
+	recs := envelopes(b, "wsp_seal", b.N+4)
+	c := &http.Client{}
+	mustPost(b, c, base+"/v1/chains/wsp_seal/entries", "application/jsonl", bytes.Join(recs[:4], []byte("\n")))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		mustPost(b, c, base+"/v1/chains/wsp_seal/entries", "application/json", recs[4+i])
+		b.StartTimer()
+		mustPost(b, c, base+"/v1/chains/wsp_seal/seal", "", nil)
+	}
+	b.ReportMetric(b.Elapsed().Seconds()*1000/float64(b.N), "ms/seal")
+}

@@ -1,0 +1,262 @@
+// Package daemon assembles evidentd from its parts: the data directory and its keys, the
+// Tessera log, the ledger store, the ingest pipeline with its sealer, and the HTTP server.
+// cmd/evidentd parses configuration and calls Run; tests start a Daemon on loopback.
+package daemon
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/evident-log/evident/internal/evidentd/ingest"
+	"github.com/evident-log/evident/internal/evidentd/scitt"
+	"github.com/evident-log/evident/internal/evidentd/server"
+	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/internal/evidentd/store/sqlite"
+	"github.com/evident-log/evident/ledger/profile"
+	"github.com/evident-log/evident/tilelog"
+)
+
+// Version is evidentd's version, written into bundles.
+const Version = "0.1.0"
+
+// Config is evidentd's configuration; every field has a flag and an environment variable
+// in cmd/evidentd.
+type Config struct {
+	Data               string        // data directory (EVIDENT_DATA), default ./evident-data
+	Listen             string        // listen address (EVIDENT_LISTEN), default 127.0.0.1:8080
+	Origin             string        // log origin, stable forever (EVIDENT_ORIGIN)
+	Issuer             string        // CWT issuer of the service's statements (EVIDENT_ISSUER)
+	CheckpointInterval time.Duration // (EVIDENT_CHECKPOINT_INTERVAL), default 1s
+	SealEvery          uint64        // seal a chain after this many new entries, 0 = off (EVIDENT_SEAL_EVERY)
+	SealInterval       time.Duration // seal grown chains this often, 0 = off (EVIDENT_SEAL_INTERVAL)
+	ServiceKey         string        // service statement key file (EVIDENT_SERVICE_KEY), default <data>/keys/service.key
+	ServiceKeyPassword []byte        // password of an encrypted service key (EVIDENT_SERVICE_KEY_PASSWORD only)
+	Tokens             []server.Token
+	// TLS: serve HTTPS with this certificate and key (PEM files); ClientCA (PEM) also verifies
+	// client certificates that are offered, and a verified one authorizes writes (mTLS),
+	// scoped by its urn:evident:chains:<prefix> URI SANs (server.ClientCertScope).
+	TLSCert, TLSKey, ClientCA string
+	MaxBody                   int64
+	MaxBatch                  int
+	Logger                    *slog.Logger
+	// SCITT configures SCRAPI registration (scitt.go).
+	SCITT SCITT
+	// Distributed, when set, runs evidentd on a MySQL-compatible database and an
+	// S3-compatible object store instead of the data directory, so several replicas can
+	// serve the same chains and log; the data directory then holds only the keys, which
+	// every replica must share.
+	Distributed *Distributed
+	// Witnesses, when set, sends every checkpoint to external witnesses (C2SP
+	// tlog-witness) and publishes it with their cosignatures; see Witnesses for
+	// fail-open and fail-closed.
+	Witnesses *Witnesses
+	// COPNodeID is the nodeId of the COP Ledger records evidentd writes (EVIDENT_COP_NODE_ID),
+	// default urn:cop:node:<origin>; the node key is <data>/keys/cop-node.key (copnode.go).
+	COPNodeID string
+	// PostQuantum adds an ML-DSA-44 signature to every checkpoint besides the Ed25519 one
+	// (--log-mldsa, EVIDENT_LOG_MLDSA); the key is generated on first start into
+	// <data>/keys/log-mldsa.key and bundles carry its verifier key.
+	PostQuantum bool
+}
+
+// Defaults.
+const (
+	DefaultData         = "evident-data"
+	DefaultListen       = "127.0.0.1:8080"
+	DefaultOrigin       = "evident.localhost/log"
+	DefaultSealInterval = time.Minute
+	DefaultSealEvery    = 10000
+)
+
+// Daemon is a running evidentd (without its listener).
+type Daemon struct {
+	cfg      Config
+	log      *tilelog.Log
+	store    store.Store
+	pipeline *ingest.Pipeline
+	service  *scitt.Service
+	handler  http.Handler
+	cancel   context.CancelFunc
+	scrapi   *scitt.Registrar // nil when the store keeps no registrations
+	done     chan struct{}
+}
+
+// Open prepares the data directory (creating keys on first start), opens the log and the
+// store, finishes seals a crash left pending and starts the periodic sealer.
+func Open(ctx context.Context, cfg Config) (*Daemon, error) {
+	if cfg.Data == "" {
+		cfg.Data = DefaultData
+	}
+	if cfg.Origin == "" {
+		cfg.Origin = DefaultOrigin
+	}
+	if cfg.Issuer == "" {
+		cfg.Issuer = "evident:" + cfg.Origin
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.Data, "keys"), 0o700); err != nil {
+		return nil, fmt.Errorf("data directory: %w", err)
+	}
+	signer, _, err := tilelog.LoadOrCreateKey(filepath.Join(cfg.Data, "keys"), cfg.Origin)
+	if err != nil {
+		return nil, fmt.Errorf("log key: %w", err)
+	}
+	if cfg.ServiceKey == "" {
+		cfg.ServiceKey = filepath.Join(cfg.Data, "keys", "service.key")
+	}
+	key, err := scitt.OpenSigner(ctx, cfg.ServiceKey, cfg.ServiceKeyPassword)
+	if err != nil {
+		return nil, err
+	}
+	lo := tilelog.Options{Dir: filepath.Join(cfg.Data, "log"), Signer: signer, CheckpointInterval: cfg.CheckpointInterval, Logger: cfg.Logger}
+	if cfg.Distributed != nil {
+		if lo, err = cfg.Distributed.logOptions(lo); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.PostQuantum {
+		pq, _, err := tilelog.LoadOrCreateMLDSAKey(filepath.Join(cfg.Data, "keys"), cfg.Origin)
+		if err != nil {
+			return nil, fmt.Errorf("post-quantum log key: %w", err)
+		}
+		lo.AdditionalSigners = append(lo.AdditionalSigners, pq)
+	}
+	if cfg.Witnesses != nil {
+		if lo, err = cfg.Witnesses.logOptions(lo); err != nil {
+			return nil, err
+		}
+	}
+	l, err := tilelog.Open(ctx, lo)
+	if err != nil {
+		return nil, fmt.Errorf("transparency log: %w", err)
+	}
+	var st store.Store
+	if cfg.Distributed != nil {
+		st, err = cfg.Distributed.openStore(ctx)
+	} else {
+		st, err = sqlite.Open(ctx, filepath.Join(cfg.Data, "ledger.db"))
+	}
+	if err != nil {
+		l.Close(context.Background())
+		return nil, err
+	}
+	svc, err := scitt.New(l, key, cfg.Issuer)
+	if err != nil {
+		st.Close()
+		l.Close(context.Background())
+		return nil, err
+	}
+	p, err := ingest.New(ingest.Options{Store: st, Profiles: profile.All(), Sealer: svc, SealEvery: cfg.SealEvery, Shared: cfg.Distributed != nil, Logger: cfg.Logger})
+	if err != nil {
+		st.Close()
+		l.Close(context.Background())
+		return nil, err
+	}
+	d := &Daemon{cfg: cfg, log: l, store: st, pipeline: p, service: svc, done: make(chan struct{})}
+	if err := p.Recover(ctx); err != nil {
+		d.closeParts()
+		return nil, fmt.Errorf("finishing pending seals: %w", err)
+	}
+	sc, err := d.openSCITT(ctx, key.Public())
+	if err != nil {
+		d.closeParts()
+		return nil, err
+	}
+	copNode, err := openCOPNode(cfg)
+	if err != nil {
+		d.closeParts()
+		return nil, err
+	}
+	d.handler = server.New(server.Config{Pipeline: p, Store: st, Service: svc, Tokens: cfg.Tokens, ClientCerts: cfg.ClientCA != "", MaxBody: cfg.MaxBody, MaxBatch: cfg.MaxBatch,
+		Producer: "evidentd " + Version, Logger: cfg.Logger, SCITT: sc, COPNode: copNode})
+	bg, cancel := context.WithCancel(context.Background())
+	d.cancel = cancel
+	go func() {
+		defer close(d.done)
+		p.RunSealer(bg, cfg.SealInterval)
+	}()
+	return d, nil
+}
+
+// Handler returns the HTTP API.
+func (d *Daemon) Handler() http.Handler { return d.handler }
+
+// Log returns the transparency log.
+func (d *Daemon) Log() *tilelog.Log { return d.log }
+
+// Pipeline returns the ingest pipeline.
+func (d *Daemon) Pipeline() *ingest.Pipeline { return d.pipeline }
+
+func (d *Daemon) closeParts() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return errors.Join(d.closeSCITT(ctx), d.store.Close(), d.log.Close(ctx))
+}
+
+// Close stops the sealer and closes the store and the log.
+func (d *Daemon) Close() error {
+	if d.cancel != nil {
+		d.cancel()
+		<-d.done
+	}
+	return d.closeParts()
+}
+
+// Serve serves the API on ln until ctx ends, then shuts down gracefully.
+func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{Handler: d.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
+	if d.cfg.TLSCert != "" || d.cfg.TLSKey != "" {
+		tc, err := d.tlsConfig()
+		if err != nil {
+			return err
+		}
+		srv.TLSConfig = tc
+		ln = tls.NewListener(ln, tc)
+	} else if d.cfg.ClientCA != "" {
+		return errors.New("a client CA (mTLS) needs --tls-cert and --tls-key")
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
+
+// tlsConfig loads the server certificate and, for mTLS, the client CA. Client certificates
+// are optional (reads of the log are public) and verified when offered.
+func (d *Daemon) tlsConfig() (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(d.cfg.TLSCert, d.cfg.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("TLS certificate: %w", err)
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if d.cfg.ClientCA != "" {
+		pemBytes, err := os.ReadFile(d.cfg.ClientCA)
+		if err != nil {
+			return nil, fmt.Errorf("client CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pemBytes) {
+			return nil, fmt.Errorf("client CA %s: no PEM certificate", d.cfg.ClientCA)
+		}
+		tc.ClientCAs = pool
+		tc.ClientAuth = tls.VerifyClientCertIfGiven
+	}
+	return tc, nil
+}

@@ -1,0 +1,190 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/ledger"
+)
+
+// SealIssuer turns seals into signed statements and registers them in the transparency log.
+type SealIssuer interface {
+	// IssueSeal signs the seal statement for s and returns it with its log entry hash.
+	IssueSeal(s ledger.Seal) (statement []byte, entry [32]byte, err error)
+	// Register appends a statement's entry to the log, waits for a checkpoint covering it and
+	// returns the log index, that checkpoint and the statement's receipt.
+	Register(ctx context.Context, statement []byte) (index uint64, checkpoint, receipt []byte, err error)
+	// Transparent returns the statement with its receipt attached (a transparent statement).
+	Transparent(statement, receipt []byte) ([]byte, error)
+	// SealOf decodes the seal a statement carries.
+	SealOf(statement []byte) (ledger.Seal, error)
+}
+
+// ErrSealingDisabled is returned by Seal when the pipeline has no SealIssuer.
+var ErrSealingDisabled = errors.New("sealing is not configured")
+
+// SealResult is a registered seal.
+type SealResult struct {
+	Seal        ledger.Seal
+	N           uint64 // ordinal of the seal in the chain's lineage
+	LogIndex    uint64
+	Checkpoint  []byte
+	Receipt     []byte
+	Statement   []byte
+	Transparent []byte // statement with receipt (COSE, 394 header)
+}
+
+// Seal commits the chain's current state into the log: it signs the seal statement, keeps it
+// durably as pending, registers it and waits for its receipt. When the chain has not moved
+// since its last seal (and close is not asked), the last seal is returned instead of a new one.
+func (p *Pipeline) Seal(ctx context.Context, id string, close bool) (*SealResult, error) {
+	if p.o.Sealer == nil {
+		return nil, ErrSealingDisabled
+	}
+	pending, err := p.prepareSeal(ctx, id, close)
+	if err != nil {
+		return nil, err
+	}
+	if pending.Registered {
+		return p.sealResult(pending)
+	}
+	return p.register(ctx, pending)
+}
+
+func (p *Pipeline) prepareSeal(ctx context.Context, id string, close bool) (*store.Seal, error) {
+	s := p.slot(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := p.load(ctx, s, id, "", false)
+	if err != nil {
+		return nil, err
+	}
+	seals, err := p.o.Store.Seals(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(seals); n > 0 && seals[n-1].Size == c.Size && (!close || seals[n-1].Closed) {
+		return &seals[n-1], nil
+	}
+	if c.Closed {
+		if n := len(seals); n > 0 && seals[n-1].Closed {
+			return nil, ledger.Refuse(ledger.CodeClosed, "chain %.80q is closed", id)
+		}
+		// A record closed the chain (an OWP root Intent resolved): its seal is the closing one.
+		close = true
+	}
+	now := p.o.Now().UTC()
+	seal := ledger.Seal{Chain: c.ID, Profile: c.Profile, Size: c.Size, Head: c.Head, Root: ledger.RootString(c.Root()),
+		Closed: close, PrevSeal: c.LastSeal, SealedAt: ledger.Timestamp(now)}
+	stmt, entry, err := p.o.Sealer.IssueSeal(seal)
+	if err != nil {
+		return nil, fmt.Errorf("seal %q: %w", id, err)
+	}
+	next := c.Clone()
+	next.LastSeal = ledger.Link(entry).String()
+	next.SealedSize = c.Size
+	next.Closed = close
+	rec, err := record(next)
+	if err != nil {
+		return nil, err
+	}
+	sl := &store.Seal{Chain: id, N: uint64(len(seals)), Size: c.Size, Closed: close, Statement: stmt, EntryHash: entry, SealedAt: now}
+	if err := p.o.Store.AddSeal(ctx, rec, sl); err != nil {
+		s.chain = nil // reload next time: another writer may have moved it
+		return nil, err
+	}
+	s.chain = next
+	return sl, nil
+}
+
+func (p *Pipeline) register(ctx context.Context, sl *store.Seal) (*SealResult, error) {
+	idx, cp, rcpt, err := p.o.Sealer.Register(ctx, sl.Statement)
+	if err != nil {
+		return nil, fmt.Errorf("register seal %s/%d: %w", sl.Chain, sl.N, err)
+	}
+	if err := p.o.Store.CompleteSeal(ctx, sl.Chain, sl.N, idx, cp, rcpt); err != nil {
+		return nil, err
+	}
+	sl.Registered, sl.LogIndex, sl.Checkpoint, sl.Receipt = true, idx, cp, rcpt
+	return p.sealResult(sl)
+}
+
+func (p *Pipeline) sealResult(sl *store.Seal) (*SealResult, error) {
+	seal, err := p.o.Sealer.SealOf(sl.Statement)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := p.o.Sealer.Transparent(sl.Statement, sl.Receipt)
+	if err != nil {
+		return nil, err
+	}
+	return &SealResult{Seal: seal, N: sl.N, LogIndex: sl.LogIndex, Checkpoint: sl.Checkpoint, Receipt: sl.Receipt, Statement: sl.Statement, Transparent: ts}, nil
+}
+
+// Recover finishes seals left pending by a crash (the log is the arbiter: registering the
+// same statement again yields the same entry).
+func (p *Pipeline) Recover(ctx context.Context) error {
+	if p.o.Sealer == nil {
+		return nil
+	}
+	pending, err := p.o.Store.PendingSeals(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range pending {
+		if _, err := p.register(ctx, &pending[i]); err != nil {
+			return err
+		}
+		p.o.Logger.Info("finished pending seal", "chain", pending[i].Chain, "n", pending[i].N)
+	}
+	return nil
+}
+
+// RunSealer seals chains periodically until ctx ends: every interval for chains that grew
+// since their last seal (0 disables the timer), and at once when a chain reaches SealEvery
+// new entries.
+func (p *Pipeline) RunSealer(ctx context.Context, interval time.Duration) {
+	if p.o.Sealer == nil {
+		return
+	}
+	var tick <-chan time.Time
+	if interval > 0 {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-p.sealKick:
+			p.sealQuietly(ctx, id)
+		case <-tick:
+			ids, err := p.o.Store.Chains(ctx)
+			if err != nil {
+				p.o.Logger.Error("periodic seal: listing chains", "err", err)
+				continue
+			}
+			for _, id := range ids {
+				h, err := p.Head(ctx, id)
+				if err == nil && h.Size > h.SealedSize { // includes chains a record closed, not yet sealed
+					p.sealQuietly(ctx, id)
+				}
+			}
+		}
+	}
+}
+
+func (p *Pipeline) sealQuietly(ctx context.Context, id string) {
+	r, err := p.Seal(ctx, id, false)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.o.Logger.Error("periodic seal", "chain", id, "err", err)
+		}
+		return
+	}
+	p.o.Logger.Info("sealed", "chain", id, "size", r.Seal.Size, "log_index", r.LogIndex)
+}

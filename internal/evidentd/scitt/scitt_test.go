@@ -1,0 +1,126 @@
+package scitt
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/receipts"
+	"github.com/evident-log/evident/tilelog"
+	"github.com/sigstore/sigstore/pkg/cryptoutils"
+)
+
+func TestLoadOrCreateKey(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name     string
+		password []byte
+	}{{"plain", nil}, {"encrypted", []byte("correct horse battery staple")}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, tc.name+".key")
+			k1, err := LoadOrCreateKey(p, tc.password)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, _ := os.Stat(p)
+			if st.Mode().Perm() != 0o600 {
+				t.Errorf("mode %v", st.Mode().Perm())
+			}
+			k2, err := LoadOrCreateKey(p, tc.password)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !k1.Public().(ed25519.PublicKey).Equal(k2.Public()) {
+				t.Fatal("the key changed on reload")
+			}
+			raw, _ := os.ReadFile(p)
+			if tc.password != nil {
+				if !strings.Contains(string(raw), "ENCRYPTED SIGSTORE PRIVATE KEY") {
+					t.Fatalf("not encrypted: %s", raw)
+				}
+				if _, err := LoadOrCreateKey(p, []byte("wrong")); err == nil {
+					t.Fatal("wrong password accepted")
+				}
+			}
+		})
+	}
+	// An operator-provided P-256 key is used as is.
+	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	pemBytes, _ := cryptoutils.MarshalPrivateKeyToPEM(ec)
+	p := filepath.Join(dir, "ec.pem")
+	os.WriteFile(p, pemBytes, 0o600)
+	k, err := LoadOrCreateKey(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ec.PublicKey.Equal(k.Public()) {
+		t.Fatal("P-256 key not loaded")
+	}
+	os.WriteFile(filepath.Join(dir, "junk.pem"), []byte("not a key"), 0o600)
+	if _, err := LoadOrCreateKey(filepath.Join(dir, "junk.pem"), nil); err == nil {
+		t.Fatal("junk accepted")
+	}
+}
+
+// TestSealRegisterReceipt registers seal statements in a real Tessera log and checks that
+// every receipt verifies against the service key and the checkpoint's root.
+func TestSealRegisterReceipt(t *testing.T) {
+	dir := t.TempDir()
+	signer, vkey, err := tilelog.LoadOrCreateKey(dir, "test.example/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := tilelog.Open(context.Background(), tilelog.Options{Dir: filepath.Join(dir, "log"), Signer: signer, CheckpointInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	svc, err := New(l, priv, "evident:test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		seal := ledger.Seal{Chain: "wsp", Profile: "chap/0.3", Size: uint64(i + 1), Head: ledger.NextLink([]byte{byte(i)}, ledger.Genesis),
+			Root: ledger.RootString([32]byte{byte(i)}), SealedAt: ledger.Timestamp(time.Now())}
+		stmt, entry, err := svc.IssueSeal(seal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := svc.SealOf(stmt)
+		if err != nil || got != seal {
+			t.Fatalf("SealOf: %+v %v", got, err)
+		}
+		idx, cp, rcpt, err := svc.Register(context.Background(), stmt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := tilelog.VerifyCheckpoint(cp, vkey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf := receipts.LeafHash(entry[:])
+		root, r, err := receipts.VerifyInclusion(rcpt, leaf[:], priv.Public())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(root) != string(c.Hash) || r.Inclusion[0].LeafIndex != idx || r.Claims.Subject != "test.example/log" || string(r.Checkpoint) != string(cp) {
+			t.Fatalf("receipt %d does not match its checkpoint", i)
+		}
+		ts, err := svc.Transparent(stmt, rcpt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, rs, err := receipts.SplitTransparent(ts); err != nil || len(rs) != 1 {
+			t.Fatalf("transparent: %v", err)
+		}
+	}
+}

@@ -1,0 +1,228 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/evident-log/evident/internal/evidentd/ingest"
+	"github.com/evident-log/evident/ledger"
+)
+
+// IngestResponse answers an accepted ingest request.
+type IngestResponse struct {
+	Chain    string            `json:"chain"`
+	Accepted []ingest.Accepted `json:"accepted"`
+	Size     uint64            `json:"size"`
+	Head     ledger.Link       `json:"head"`
+}
+
+func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
+	chain := r.PathValue("chain")
+	records, err := splitBody(http.MaxBytesReader(w, r.Body, s.c.MaxBody), r.Header.Get("Content-Type"), s.c.MaxBatch)
+	if err != nil {
+		s.m.recordsRefused.Add(1)
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			problem(w, http.StatusRequestEntityTooLarge, string(ledger.CodeTooLarge), fmt.Sprintf("request body over %d bytes", s.c.MaxBody), -1)
+			return
+		}
+		s.fail(w, r, err)
+		return
+	}
+	acc, err := s.c.Pipeline.Ingest(r.Context(), chain, r.URL.Query().Get("profile"), records)
+	if err != nil {
+		s.m.recordsRefused.Add(1)
+		s.fail(w, r, err)
+		return
+	}
+	s.m.batches.Add(1)
+	s.m.recordsAccepted.Add(uint64(len(acc)))
+	last := acc[len(acc)-1]
+	w.Header().Set("Location", fmt.Sprintf("/v1/chains/%s/entries?from=%d&limit=%d", chain, acc[0].Seq, len(acc)))
+	writeJSON(w, http.StatusCreated, IngestResponse{Chain: chain, Accepted: acc, Size: last.Seq + 1, Head: last.Link})
+}
+
+// splitBody returns the records of an ingest body: one JSON object, a JSON array of
+// objects, or JSON Lines (Content-Type application/jsonl or application/x-ndjson, or
+// several newline-separated objects). Strict per-record parsing is the profile's job.
+func splitBody(body io.Reader, contentType string, maxBatch int) ([][]byte, error) {
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return nil, err
+	}
+	mt, _, _ := mime.ParseMediaType(contentType)
+	trimmed := bytes.TrimLeft(b, " \t\r\n")
+	if len(trimmed) == 0 {
+		return nil, ledger.Refuse(ledger.CodeMalformed, "empty body")
+	}
+	var out [][]byte
+	switch {
+	case trimmed[0] == '[' && mt != "application/jsonl" && mt != "application/x-ndjson":
+		dec := json.NewDecoder(bytes.NewReader(trimmed))
+		if _, err := dec.Token(); err != nil {
+			return nil, ledger.Refuse(ledger.CodeMalformed, "batch: %v", err)
+		}
+		for dec.More() {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return nil, &ledger.RecordError{Index: len(out), Code: ledger.CodeMalformed, Detail: fmt.Sprintf("batch element: %v", err)}
+			}
+			out = append(out, raw)
+			if len(out) > maxBatch {
+				return nil, ledger.Refuse(ledger.CodeTooLarge, "batch over %d records", maxBatch)
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return nil, ledger.Refuse(ledger.CodeMalformed, "batch: %v", err)
+		}
+		if rest := bytes.TrimSpace(b[len(b)-len(trimmed)+int(dec.InputOffset()):]); len(rest) > 0 {
+			return nil, ledger.Refuse(ledger.CodeMalformed, "trailing data after the batch array")
+		}
+	case mt != "application/jsonl" && mt != "application/x-ndjson" && json.Valid(trimmed):
+		out = append(out, bytes.TrimSpace(trimmed)) // one record, possibly pretty-printed
+	default:
+		for line := range bytes.SplitSeq(trimmed, []byte("\n")) {
+			line = bytes.TrimSpace(line)
+			if len(line) == 0 {
+				continue
+			}
+			out = append(out, line)
+			if len(out) > maxBatch {
+				return nil, ledger.Refuse(ledger.CodeTooLarge, "batch over %d records", maxBatch)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, ledger.Refuse(ledger.CodeMalformed, "no records in the body")
+	}
+	return out, nil
+}
+
+// SealResponse answers a seal request.
+type SealResponse struct {
+	Seal        ledger.Seal `json:"seal"`
+	N           uint64      `json:"n"`
+	LogIndex    uint64      `json:"log_index"`
+	Checkpoint  string      `json:"checkpoint"`
+	Receipt     string      `json:"receipt"`               // base64 RFC 9942 receipt
+	Transparent string      `json:"transparent_statement"` // base64 COSE statement with receipt (header 394)
+}
+
+func (s *Server) handleSeal(w http.ResponseWriter, r *http.Request) {
+	chain := r.PathValue("chain")
+	closeChain := r.URL.Query().Get("close") == "true"
+	ctx, cancel := context.WithTimeout(r.Context(), s.c.SealTimeout)
+	defer cancel()
+	res, err := s.c.Pipeline.Seal(ctx, chain, closeChain)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.m.seals.Add(1)
+	if acceptsCOSE(r) {
+		w.Header().Set("Content-Type", `application/cose; cose-type="cose-sign1"`)
+		w.WriteHeader(http.StatusCreated)
+		w.Write(res.Transparent)
+		return
+	}
+	writeJSON(w, http.StatusCreated, SealResponse{Seal: res.Seal, N: res.N, LogIndex: res.LogIndex, Checkpoint: string(res.Checkpoint),
+		Receipt: base64.StdEncoding.EncodeToString(res.Receipt), Transparent: base64.StdEncoding.EncodeToString(res.Transparent)})
+}
+
+func acceptsCOSE(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "application/cose")
+}
+
+// EntryView is one entry as the read API shows it.
+type EntryView struct {
+	Seq     uint64      `json:"seq"`
+	Prev    ledger.Link `json:"prev"`
+	Link    ledger.Link `json:"link"`
+	Arrival string      `json:"arrival"`
+	Method  string      `json:"method,omitempty"`
+	Sender  string      `json:"sender,omitempty"`
+	Signed  bool        `json:"signed"`
+	// Attrs are the profile's attributes of the record the attribute filters match
+	// (CHAP: task_id, logical_id, tag, outcome).
+	Attrs  map[string][]string `json:"attrs,omitempty"`
+	Record json.RawMessage     `json:"record"`
+}
+
+const maxPage = 1000
+
+func (s *Server) handleEntries(w http.ResponseWriter, r *http.Request) {
+	chain := r.PathValue("chain")
+	from, err := queryUint(r, "from", 0)
+	if err != nil {
+		problem(w, http.StatusBadRequest, "bad_query", err.Error(), -1)
+		return
+	}
+	limit, err := queryUint(r, "limit", 100)
+	if err != nil || limit == 0 || limit > maxPage {
+		problem(w, http.StatusBadRequest, "bad_query", fmt.Sprintf("limit must be 1..%d", maxPage), -1)
+		return
+	}
+	f, err := entryFilter(r) // entryfilter.go: method, sender, since, until, task_id, logical_id, tag, outcome
+	if err != nil {
+		problem(w, http.StatusBadRequest, "bad_query", err.Error(), -1)
+		return
+	}
+	f.From, f.Limit = from, int(limit)
+	if _, err := s.c.Pipeline.Head(r.Context(), chain); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	es, err := s.c.Store.Entries(r.Context(), chain, f)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := struct {
+		Chain   string      `json:"chain"`
+		Entries []EntryView `json:"entries"`
+		Next    *uint64     `json:"next,omitempty"`
+	}{Chain: chain, Entries: make([]EntryView, len(es))}
+	for i, e := range es {
+		out.Entries[i] = EntryView{Seq: e.Seq, Prev: e.Prev, Link: e.Link, Arrival: ledger.Timestamp(e.Arrival), Method: e.Method, Sender: e.Sender, Signed: e.Signed, Attrs: e.Attrs, Record: e.Record}
+	}
+	if len(es) == int(limit) {
+		n := es[len(es)-1].Seq + 1
+		out.Next = &n
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleSeals(w http.ResponseWriter, r *http.Request) {
+	chain := r.PathValue("chain")
+	if _, err := s.c.Pipeline.Head(r.Context(), chain); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	seals, err := s.c.Store.Seals(r.Context(), chain)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	type view struct {
+		N          uint64 `json:"n"`
+		Size       uint64 `json:"size"`
+		Closed     bool   `json:"closed"`
+		SealedAt   string `json:"sealed_at"`
+		Registered bool   `json:"registered"`
+		LogIndex   uint64 `json:"log_index,omitempty"`
+		Entry      string `json:"entry"`
+	}
+	out := make([]view, len(seals))
+	for i, sl := range seals {
+		out[i] = view{N: sl.N, Size: sl.Size, Closed: sl.Closed, SealedAt: ledger.Timestamp(sl.SealedAt), Registered: sl.Registered, LogIndex: sl.LogIndex, Entry: ledger.Link(sl.EntryHash).String()}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"chain": chain, "seals": out})
+}

@@ -1,0 +1,87 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/receipts"
+)
+
+// EntryContentType is the COSE content type of an entry statement's payload for a profile:
+// "chap/0.3" → "application/chap+json;version=0.3".
+func EntryContentType(profile string) string {
+	name, version, _ := strings.Cut(profile, "/")
+	return "application/" + name + "+json;version=" + version
+}
+
+// EntryStatement is the entry statement of DESIGN §4: a COSE_Sign1 by the service with
+// iss = the service, sub = the chain, iat = the entry's arrival, protected seq (-70001) and
+// prev link (-70002), payload = the record's canonical bytes. It is a deterministic function
+// of (record, chain, seq, prev, arrival, key), so it is signed on demand and every request
+// gets the same bytes. link(seq) = SHA-256(payload ‖ prev) ties it to the chain.
+func (s *Server) EntryStatement(chain, profile string, e store.Entry) ([]byte, error) {
+	return receipts.SignStatement(s.c.Service.Signer(), e.Record, receipts.StatementOptions{
+		Claims:      receipts.Claims{Issuer: s.c.Service.Issuer(), Subject: chain, IssuedAt: e.Arrival.Unix()},
+		ContentType: EntryContentType(profile),
+		Protected:   map[int64]any{receipts.HeaderSeq: e.Seq, receipts.HeaderPrev: e.Prev.String()},
+	})
+}
+
+// handleEntryStatement answers GET /v1/chains/{chain}/entries/{seq}/statement with the
+// entry statement (application/cose). When a registered seal covers the entry, the answer is
+// the transparent statement: the chain receipt of the entry's link against that seal's root
+// rides in header 394 (Evident-Sealed: true); otherwise the bare statement (Evident-Sealed: false).
+func (s *Server) handleEntryStatement(w http.ResponseWriter, r *http.Request) {
+	chain := r.PathValue("chain")
+	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
+	if err != nil {
+		problem(w, http.StatusBadRequest, "bad_query", "seq must be a non-negative integer", -1)
+		return
+	}
+	h, err := s.c.Pipeline.Head(r.Context(), chain)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	es, err := s.c.Store.Entries(r.Context(), chain, store.Filter{From: seq, Limit: 1})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if seq >= h.Size || len(es) == 0 || es[0].Seq != seq {
+		problem(w, http.StatusNotFound, "no_such_entry", fmt.Sprintf("chain %s has %d entries", chain, h.Size), -1)
+		return
+	}
+	e := es[0]
+	stmt, err := s.EntryStatement(chain, h.Profile, e)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	sealed := "false"
+	rc, top, sp, err := s.entryReceipt(r.Context(), chain, seq)
+	switch {
+	case errors.Is(err, errNotSealed):
+	case err != nil:
+		s.fail(w, r, err)
+		return
+	default:
+		if stmt, err = receipts.AttachReceipts(stmt, rc); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		sealed = "true"
+		w.Header().Set("Evident-Seal", strconv.FormatUint(top.N, 10))
+		w.Header().Set("Evident-Seal-Root", sp.Root)
+	}
+	w.Header().Set("Evident-Sealed", sealed)
+	w.Header().Set("Evident-Link", ledger.Link(e.Link).String())
+	w.Header().Set("Content-Type", `application/cose; cose-type="cose-sign1"`)
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(stmt)
+}

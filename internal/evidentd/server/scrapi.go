@@ -1,0 +1,457 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/evident-log/evident/internal/evidentd/scitt"
+	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/receipts"
+	"github.com/evident-log/evident/regpolicy"
+	"github.com/evident-log/evident/tilelog"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+)
+
+// SCRAPI media types (draft-ietf-scitt-scrapi) and COSE key sets (RFC 9052 section 11).
+const (
+	StatementType = "application/scitt-statement+cose"
+	ReceiptType   = "application/scitt-receipt+cose"
+	COSEType      = "application/cose"
+	KeySetType    = "application/cose-key-set"
+	KeyType       = "application/cose-key"
+)
+
+// DefaultRegistrationWait is how long POST /entries waits for the log to publish a
+// registration before answering 303 See Other instead of 201 Created.
+const DefaultRegistrationWait = 5 * time.Second
+
+// SCITTConfig configures the SCITT transparency service surface.
+type SCITTConfig struct {
+	// Registrar registers statements (POST /entries) under the registration policy.
+	Registrar *scitt.Registrar
+	// Keys is the service's key history, served at /.well-known/scitt-keys and exported.
+	Keys *scitt.KeyRing
+	// Wait bounds how long POST /entries waits for publication (default
+	// DefaultRegistrationWait); a negative value never waits.
+	Wait time.Duration
+	// RetryAfter is the Retry-After given with 303 and 202 answers (default: the log's
+	// checkpoint interval rounded up to a second).
+	RetryAfter time.Duration
+}
+
+func (s *Server) routeSCITT() {
+	sc := s.c.SCITT
+	if sc == nil {
+		return
+	}
+	if sc.Wait == 0 {
+		sc.Wait = DefaultRegistrationWait
+	}
+	if sc.RetryAfter <= 0 {
+		sc.RetryAfter = time.Second
+	}
+	if sc.Registrar != nil {
+		s.mux.HandleFunc("POST /entries", s.handleRegister)
+		s.mux.HandleFunc("GET /entries/{id}", s.handleRegistration)
+		s.mux.HandleFunc("GET /entries/{id}/statement", s.handleTransparent)
+	}
+	if sc.Keys != nil {
+		s.mux.HandleFunc("GET /.well-known/scitt-keys", s.handleKeySet)
+		s.mux.HandleFunc("GET /.well-known/scitt-keys/{kid}", s.handleKey)
+	}
+	s.mux.HandleFunc("GET /v1/log/consistency", s.handleLogConsistency)
+	s.mux.HandleFunc("GET /v1/chains/{chain}/consistency", s.handleChainConsistency)
+}
+
+func (s *Server) retryAfter(w http.ResponseWriter) {
+	secs := int((s.c.SCITT.RetryAfter + time.Second - 1) / time.Second)
+	w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+}
+
+// refusalStatus maps a policy refusal code to an HTTP status.
+func refusalStatus(code string) int {
+	switch code {
+	case regpolicy.CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case regpolicy.CodeUnknownIssuer, regpolicy.CodeUnknownKey, regpolicy.CodeNoPolicy:
+		return http.StatusForbidden
+	}
+	return http.StatusBadRequest
+}
+
+// scittFail answers an error of the SCITT surface as a concise problem detail.
+func (s *Server) scittFail(w http.ResponseWriter, r *http.Request, err error) {
+	var ref *regpolicy.Refusal
+	switch {
+	case errors.As(err, &ref):
+		conciseProblem(w, refusalStatus(ref.Code), ref.Code, ref.Detail, r.URL.Path)
+	case errors.Is(err, scitt.ErrNoRegistration), errors.Is(err, store.ErrNotFound):
+		conciseProblem(w, http.StatusNotFound, "not_found", "no registration with this id: "+r.PathValue("id"), r.URL.Path)
+	case errors.Is(err, tilelog.ErrPushback):
+		s.m.pushbacks.Add(1)
+		w.Header().Set("Retry-After", "1")
+		conciseProblem(w, http.StatusServiceUnavailable, "pushback", "the log is busy; retry after the indicated delay", r.URL.Path)
+	case errors.Is(err, errBadQuery):
+		conciseProblem(w, http.StatusBadRequest, "bad_query", err.Error(), r.URL.Path)
+	case errors.Is(err, tilelog.ErrBeyondPublished):
+		conciseProblem(w, http.StatusBadRequest, "beyond_published", err.Error(), r.URL.Path)
+	case errors.Is(err, context.Canceled):
+		conciseProblem(w, 499, "canceled", "request canceled", r.URL.Path)
+	default:
+		s.c.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		conciseProblem(w, http.StatusInternalServerError, "internal", "internal error; see the service log", r.URL.Path)
+	}
+}
+
+var errBadQuery = errors.New("bad query")
+
+// handleRegister is SCRAPI "Register Signed Statement": POST /entries with a COSE_Sign1.
+func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if ct != "" && ct != COSEType && ct != StatementType {
+		conciseProblem(w, http.StatusUnsupportedMediaType, "unsupported_media_type",
+			fmt.Sprintf("send the signed statement as %s or %s, not %q", StatementType, COSEType, ct), r.URL.Path)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, receipts.MaxStatementSize))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			conciseProblem(w, http.StatusRequestEntityTooLarge, regpolicy.CodeTooLarge, fmt.Sprintf("statement over %d bytes", receipts.MaxStatementSize), r.URL.Path)
+			return
+		}
+		s.scittFail(w, r, err)
+		return
+	}
+	reg, done, err := s.c.SCITT.Registrar.Submit(r.Context(), body)
+	if err != nil {
+		s.scittFail(w, r, err)
+		return
+	}
+	loc := "/entries/" + reg.ID
+	w.Header().Set("Location", loc)
+	if s.c.SCITT.Wait > 0 {
+		t := time.NewTimer(s.c.SCITT.Wait)
+		defer t.Stop()
+		select {
+		case <-done:
+			got, err := s.c.SCITT.Registrar.Lookup(r.Context(), reg.ID)
+			if err != nil {
+				s.scittFail(w, r, err)
+				return
+			}
+			writeCOSE(w, http.StatusCreated, ReceiptType, got.Receipt)
+			return
+		case <-t.C:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	s.retryAfter(w)
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+func writeCOSE(w http.ResponseWriter, status int, ct string, b []byte) {
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// validID accepts a registration id: 64 lowercase hex digits (a log entry).
+func validID(id string) bool {
+	if len(id) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(id)
+	return err == nil && strings.ToLower(id) == id
+}
+
+// lookup finds a registration for GET /entries/{id}…; false when it answered already.
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) (*store.Registration, bool) {
+	id := r.PathValue("id")
+	if !validID(id) {
+		conciseProblem(w, http.StatusBadRequest, "bad_id", "a registration id is the 64 hex digits of its log entry", r.URL.Path)
+		return nil, false
+	}
+	reg, err := s.c.SCITT.Registrar.Lookup(r.Context(), id)
+	if err != nil {
+		s.scittFail(w, r, err)
+		return nil, false
+	}
+	if !reg.Registered {
+		w.Header().Set("Location", "/entries/"+id)
+		s.retryAfter(w)
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusAccepted)
+		return nil, false
+	}
+	return reg, true
+}
+
+// handleRegistration is SCRAPI "Query Registration Status" / "Resolve Receipt": 202 while
+// the statement waits for a checkpoint, then 200 with its receipt — or, when the client
+// accepts only application/scitt-statement+cose, the transparent statement.
+func (s *Server) handleRegistration(w http.ResponseWriter, r *http.Request) {
+	if acceptsOnly(r, StatementType) {
+		s.handleTransparent(w, r)
+		return
+	}
+	reg, ok := s.lookup(w, r)
+	if !ok {
+		return
+	}
+	writeCOSE(w, http.StatusOK, ReceiptType, reg.Receipt)
+}
+
+func acceptsOnly(r *http.Request, mt string) bool {
+	a := r.Header.Get("Accept")
+	if a == "" {
+		return false
+	}
+	for _, part := range strings.Split(a, ",") {
+		t, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
+		if t != mt {
+			return false
+		}
+	}
+	return true
+}
+
+// handleTransparent serves the transparent statement: the registered statement with its
+// receipts in header 394 — the receipt stored at registration and, when the log has grown
+// since, a fresh one cut from the latest checkpoint (several receipts, one statement).
+func (s *Server) handleTransparent(w http.ResponseWriter, r *http.Request) {
+	reg, ok := s.lookup(w, r)
+	if !ok {
+		return
+	}
+	rcpts := [][]byte{reg.Receipt}
+	svc := s.c.SCITT.Registrar.Service()
+	if cp, err := svc.Log().Checkpoint(r.Context()); err == nil {
+		if c, err := tilelog.VerifyCheckpoint(cp, svc.Log().VerifierKey()); err == nil && c.Size > 0 {
+			if old, err := receipts.ParseReceipt(reg.Receipt); err == nil && len(old.Inclusion) == 1 && old.Inclusion[0].TreeSize < c.Size {
+				if fresh, err := svc.Receipt(r.Context(), reg.LogIndex, cp); err == nil {
+					rcpts = append(rcpts, fresh)
+				}
+			}
+		}
+	}
+	ts, err := receipts.AttachReceipts(reg.Statement, rcpts...)
+	if err != nil {
+		s.scittFail(w, r, err)
+		return
+	}
+	writeCOSE(w, http.StatusOK, StatementType, ts)
+}
+
+// handleKeySet serves the COSE_KeySet of every statement and receipt key, retired ones kept.
+func (s *Server) handleKeySet(w http.ResponseWriter, r *http.Request) {
+	ks, err := s.c.SCITT.Keys.KeySet()
+	if err != nil {
+		s.scittFail(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "max-age=300")
+	writeCOSE(w, http.StatusOK, KeySetType, ks)
+}
+
+// handleKey serves one COSE_Key by its RFC 9679 kid (base64url without padding, or hex).
+func (s *Server) handleKey(w http.ResponseWriter, r *http.Request) {
+	v := r.PathValue("kid")
+	kid, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil || len(kid) != 32 {
+		kid, err = hex.DecodeString(v)
+	}
+	if err != nil || len(kid) != 32 {
+		conciseProblem(w, http.StatusBadRequest, "bad_kid", "a kid is a 32-byte RFC 9679 thumbprint in base64url (or hex)", r.URL.Path)
+		return
+	}
+	k, ok := s.c.SCITT.Keys.Key(kid)
+	if !ok {
+		conciseProblem(w, http.StatusNotFound, "not_found", "no service key has this kid", r.URL.Path)
+		return
+	}
+	w.Header().Set("Cache-Control", "max-age=3600")
+	writeCOSE(w, http.StatusOK, KeyType, k)
+}
+
+func sizes(r *http.Request) (uint64, uint64, error) {
+	from, err := queryUint(r, "from", 0)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: %v", errBadQuery, err)
+	}
+	to, err := queryUint(r, "to", 0)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w: %v", errBadQuery, err)
+	}
+	if from == 0 || to < from {
+		return 0, 0, fmt.Errorf("%w: need 0 < from <= to (from=%d, to=%d)", errBadQuery, from, to)
+	}
+	return from, to, nil
+}
+
+// handleLogConsistency answers an RFC 9942 consistency receipt (396 / -2) between two
+// sizes of the transparency log, signed over the root of the larger tree.
+func (s *Server) handleLogConsistency(w http.ResponseWriter, r *http.Request) {
+	from, to, err := sizes(r)
+	if err != nil {
+		s.scittFail(w, r, err)
+		return
+	}
+	rc, err := s.LogConsistencyReceipt(r.Context(), from, to)
+	if err != nil {
+		s.scittFail(w, r, err)
+		return
+	}
+	writeCOSE(w, http.StatusOK, ReceiptType, rc)
+}
+
+// LogConsistencyReceipt builds the consistency receipt of the log between sizes from and
+// to (0 < from <= to <= the published size).
+func (s *Server) LogConsistencyReceipt(ctx context.Context, from, to uint64) ([]byte, error) {
+	l := s.c.Service.Log()
+	cp, err := l.Checkpoint(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := tilelog.VerifyCheckpoint(cp, l.VerifierKey())
+	if err != nil {
+		return nil, err
+	}
+	if to > c.Size {
+		return nil, fmt.Errorf("%w: size %d, published %d", tilelog.ErrBeyondPublished, to, c.Size)
+	}
+	root := c.Hash
+	var note []byte
+	if to == c.Size {
+		note = cp
+	} else {
+		entry, err := l.Entry(ctx, to-1)
+		if err != nil {
+			return nil, err
+		}
+		path, err := l.InclusionProof(ctx, to-1, to)
+		if err != nil {
+			return nil, err
+		}
+		if root, err = proof.RootFromInclusionProof(rfc6962.DefaultHasher, to-1, to, tilelog.LeafHash(entry), path); err != nil {
+			return nil, err
+		}
+	}
+	path, err := l.ConsistencyProof(ctx, from, to)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := receipts.SignRoot(s.c.Service.Signer(), receipts.Claims{Issuer: s.c.Service.Issuer(), Subject: l.Origin(), IssuedAt: time.Now().Unix()}, root)
+	if err != nil {
+		return nil, err
+	}
+	return receipts.NewConsistencyReceipt(rs, receipts.ConsistencyProof{Size1: from, Size2: to, Path: path}, note)
+}
+
+// MaxChainConsistency bounds the chain size a consistency receipt is computed for (the
+// proof is built from the chain's links, read from the store).
+const MaxChainConsistency = 1 << 22
+
+// handleChainConsistency answers a consistency receipt between two sizes of a chain's
+// Merkle tree (leaves: the chain's links), signed by the service over the larger root
+// with sub = the chain id.
+func (s *Server) handleChainConsistency(w http.ResponseWriter, r *http.Request) {
+	chain := r.PathValue("chain")
+	from, to, err := sizes(r)
+	if err != nil {
+		s.scittFail(w, r, err)
+		return
+	}
+	h, err := s.c.Pipeline.Head(r.Context(), chain)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if to > h.Size || to > MaxChainConsistency {
+		s.scittFail(w, r, fmt.Errorf("%w: to=%d beyond the chain's size %d (or the limit %d)", errBadQuery, to, h.Size, MaxChainConsistency))
+		return
+	}
+	rc, err := s.ChainConsistencyReceipt(r.Context(), chain, from, to)
+	if err != nil {
+		s.scittFail(w, r, err)
+		return
+	}
+	writeCOSE(w, http.StatusOK, ReceiptType, rc)
+}
+
+// ChainConsistencyReceipt builds the consistency receipt of chain between sizes from and to.
+func (s *Server) ChainConsistencyReceipt(ctx context.Context, chain string, from, to uint64) ([]byte, error) {
+	leaves := make([][]byte, 0, to)
+	for uint64(len(leaves)) < to {
+		es, err := s.c.Store.Entries(ctx, chain, store.Filter{From: uint64(len(leaves)), Limit: 5000})
+		if err != nil {
+			return nil, err
+		}
+		if len(es) == 0 {
+			return nil, fmt.Errorf("%w: chain %q has fewer than %d entries", errBadQuery, chain, to)
+		}
+		for _, e := range es {
+			if uint64(len(leaves)) == to {
+				break
+			}
+			leaves = append(leaves, rfc6962.DefaultHasher.HashLeaf(e.Link[:]))
+		}
+	}
+	root := treeHash(leaves)
+	path := consistencyPath(int(from), leaves, true)
+	rs, err := receipts.SignRoot(s.c.Service.Signer(), receipts.Claims{Issuer: s.c.Service.Issuer(), Subject: chain, IssuedAt: time.Now().Unix()}, root)
+	if err != nil {
+		return nil, err
+	}
+	return receipts.NewConsistencyReceipt(rs, receipts.ConsistencyProof{Size1: from, Size2: to, Path: path}, nil)
+}
+
+// treeHash is RFC 9162 MTH over leaf hashes.
+func treeHash(leaves [][]byte) []byte {
+	switch len(leaves) {
+	case 0:
+		return rfc6962.DefaultHasher.EmptyRoot()
+	case 1:
+		return leaves[0]
+	}
+	k := split(len(leaves))
+	return rfc6962.DefaultHasher.HashChildren(treeHash(leaves[:k]), treeHash(leaves[k:]))
+}
+
+// split is the largest power of two smaller than n (n > 1).
+func split(n int) int {
+	k := 1
+	for k<<1 < n {
+		k <<= 1
+	}
+	return k
+}
+
+// consistencyPath is RFC 9162 section 2.1.4.1 SUBPROOF(m, D[n], b).
+func consistencyPath(m int, leaves [][]byte, b bool) [][]byte {
+	n := len(leaves)
+	if m == n {
+		if b {
+			return [][]byte{}
+		}
+		return [][]byte{treeHash(leaves)}
+	}
+	k := split(n)
+	if m <= k {
+		return append(consistencyPath(m, leaves[:k], b), treeHash(leaves[k:]))
+	}
+	return append(consistencyPath(m-k, leaves[k:], false), treeHash(leaves[:k]))
+}

@@ -1,0 +1,344 @@
+// Package server is evidentd's HTTP surface (DESIGN §5): evidence ingest and seals under
+// /v1/chains, offline bundles under /v1/export, the tile log under /log/, and operations
+// endpoints. Refusals are RFC 9457 problem details carrying the ledger's stable error code.
+//
+// Writes are authenticated with bearer tokens scoped to chain-id prefixes; with no token
+// configured, writes are accepted from loopback clients only.
+package server
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/evident-log/evident/internal/evidentd/ingest"
+	"github.com/evident-log/evident/internal/evidentd/scitt"
+	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/ledger/profile/cop"
+	"github.com/evident-log/evident/tilelog"
+)
+
+// Defaults for request bounds.
+const (
+	DefaultMaxBody     = 64 << 20 // bytes per ingest request
+	DefaultMaxBatch    = 10000    // records per ingest request
+	DefaultSealTimeout = 30 * time.Second
+)
+
+// Token grants writes to chains whose id starts with Prefix ("" = all chains).
+type Token struct {
+	Secret string
+	Prefix string
+	// Operator is the identity of whoever holds the token (e.g. "operator:chieflab-post@acme"),
+	// passed to the profile as ledger.Position.Submitter; ChiefLab records it in every entry.
+	Operator string
+}
+
+// Config configures the HTTP surface.
+type Config struct {
+	Pipeline *ingest.Pipeline
+	Store    store.Store
+	Service  *scitt.Service
+	Tokens   []Token
+	// ClientCerts, when set, authorizes writes by verified TLS client certificates (mTLS; the
+	// listener verifies them against the configured CA): see ClientCertScope.
+	ClientCerts bool
+	MaxBody     int64
+	MaxBatch    int
+	SealTimeout time.Duration
+	Producer    string // written into bundles, e.g. "evidentd v0.1.0"
+	Logger      *slog.Logger
+	// SCITT configures SCRAPI (POST /entries, /.well-known/scitt-keys, consistency
+	// receipts): scrapi.go. Nil serves none of it.
+	SCITT *SCITTConfig
+	// COPNode, when set, is the node evidentd writes COP Ledgers (COP 1.0 §9.6) as: served at
+	// GET /v1/chains/{topic}/cop-ledger and exported with every cop/1.0 chain (copledger.go).
+	COPNode *cop.Node
+}
+
+// Server serves evidentd's HTTP API.
+type Server struct {
+	c   Config
+	mux *http.ServeMux
+	m   metrics
+}
+
+type metrics struct {
+	recordsAccepted atomic.Uint64
+	recordsRefused  atomic.Uint64
+	batches         atomic.Uint64
+	seals           atomic.Uint64
+	exports         atomic.Uint64
+	pushbacks       atomic.Uint64
+}
+
+// New returns the HTTP handler of evidentd.
+func New(c Config) *Server {
+	if c.MaxBody == 0 {
+		c.MaxBody = DefaultMaxBody
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.SealTimeout == 0 {
+		c.SealTimeout = DefaultSealTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	s := &Server{c: c, mux: http.NewServeMux()}
+	s.mux.HandleFunc("POST /v1/chains/{chain}/entries", s.write(s.handleIngest))
+	s.mux.HandleFunc("POST /v1/chains/{chain}/seal", s.write(s.handleSeal))
+	s.mux.HandleFunc("GET /v1/chains/{chain}", s.handleHead)
+	s.mux.HandleFunc("GET /v1/chains/{chain}/entries", s.handleEntries)
+	s.mux.HandleFunc("GET /v1/chains/{chain}/entries/{seq}/receipt", s.handleEntryReceipt)
+	s.mux.HandleFunc("GET /v1/chains/{chain}/entries/{seq}/statement", s.handleEntryStatement)
+	s.mux.HandleFunc("GET /v1/chains/{chain}/seals", s.handleSeals)
+	s.mux.HandleFunc("GET /v1/export", s.handleExport)
+	s.mux.HandleFunc("GET /v1/chains/{chain}/cop-ledger", s.handleCOPLedger)
+	s.mux.Handle("GET /log/", http.StripPrefix("/log", c.Service.Log().Handler()))
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	s.mux.HandleFunc("GET /readyz", s.handleReady)
+	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
+	s.routeSCITT()
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// write wraps a handler that changes state with the authentication check.
+func (s *Server) write(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		chain := r.PathValue("chain")
+		if err := validChainID(chain); err != nil {
+			problem(w, http.StatusBadRequest, "invalid_chain_id", err.Error(), -1)
+			return
+		}
+		if !s.authorized(r, chain) {
+			if len(s.c.Tokens) == 0 && !s.c.ClientCerts {
+				problem(w, http.StatusForbidden, "forbidden", "no token is configured: writes are accepted from loopback only", -1)
+			} else {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="evidentd"`)
+				problem(w, http.StatusUnauthorized, "unauthorized", "a bearer token scoped to this chain is required", -1)
+			}
+			return
+		}
+		if op := s.operator(r, chain); op != "" {
+			r = r.WithContext(ingest.WithSubmitter(r.Context(), op))
+		}
+		h(w, r)
+	}
+}
+
+// operator returns the Operator of the token authorizing r for chain ("" when none).
+func (s *Server) operator(r *http.Request, chain string) string {
+	secret, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return ""
+	}
+	for _, t := range s.c.Tokens {
+		if constantTimeEqual(t.Secret, secret) && strings.HasPrefix(chain, t.Prefix) {
+			return t.Operator
+		}
+	}
+	return ""
+}
+
+func (s *Server) authorized(r *http.Request, chain string) bool {
+	if s.c.ClientCerts && r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+		if prefixes := ClientCertScope(r.TLS.VerifiedChains[0][0]); len(prefixes) == 0 || slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(chain, p) }) {
+			return true
+		}
+	}
+	if len(s.c.Tokens) == 0 && !s.c.ClientCerts {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			return false
+		}
+		ip := net.ParseIP(host)
+		return ip != nil && ip.IsLoopback()
+	}
+	auth := r.Header.Get("Authorization")
+	secret, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok {
+		return false
+	}
+	for _, t := range s.c.Tokens {
+		if constantTimeEqual(t.Secret, secret) && strings.HasPrefix(chain, t.Prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// ChainScopeURIPrefix starts the URI SANs that scope a client certificate to chain-id
+// prefixes: "urn:evident:chains:wsp_" allows writes to chains whose id starts with "wsp_".
+const ChainScopeURIPrefix = "urn:evident:chains:"
+
+// ClientCertScope returns the chain-id prefixes a verified client certificate may write to;
+// none (no such URI SAN) means every chain.
+func ClientCertScope(cert *x509.Certificate) []string {
+	var out []string
+	for _, u := range cert.URIs {
+		if p, ok := strings.CutPrefix(u.String(), ChainScopeURIPrefix); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// validChainID accepts 1–256 bytes of printable ASCII without '/', spaces or controls.
+func validChainID(id string) error {
+	if id == "" || len(id) > 256 {
+		return errors.New("a chain id is 1 to 256 characters")
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if c <= ' ' || c >= 0x7f || c == '/' || c == '\\' || c == '%' {
+			return fmt.Errorf("chain id %.80q: only printable ASCII without spaces, '/', '\\' or '%%'", id)
+		}
+	}
+	return nil
+}
+
+// Problem is an RFC 9457 problem detail with Evident's extensions.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+	Code   string `json:"code"`
+	Index  *int   `json:"index,omitempty"` // the refused record's position in the batch
+}
+
+func problem(w http.ResponseWriter, status int, code, detail string, index int) {
+	p := Problem{Type: "urn:evident:problem:" + code, Title: http.StatusText(status), Status: status, Detail: detail, Code: code}
+	if index >= 0 {
+		p.Index = &index
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(p)
+}
+
+// fail maps an error to a problem detail.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var re *ledger.RecordError
+	switch {
+	case errors.As(err, &re):
+		status := http.StatusUnprocessableEntity
+		switch re.Code {
+		case ledger.CodeMalformed, ledger.CodeNumber, ledger.CodeBadTimestamp, ledger.CodeSignatureFormat:
+			status = http.StatusBadRequest
+		case ledger.CodeTooLarge:
+			status = http.StatusRequestEntityTooLarge
+		case ledger.CodeFork, ledger.CodePrevMismatch, ledger.CodeIDReused, ledger.CodeClosed, ledger.CodeProfileMismatch:
+			status = http.StatusConflict
+		}
+		problem(w, status, string(re.Code), re.Detail, re.Index)
+	case errors.Is(err, ingest.ErrNoChain):
+		problem(w, http.StatusNotFound, "no_such_chain", err.Error(), -1)
+	case errors.Is(err, ingest.ErrUnknownProfile):
+		problem(w, http.StatusBadRequest, "unknown_profile", err.Error(), -1)
+	case errors.Is(err, tilelog.ErrPushback):
+		s.m.pushbacks.Add(1)
+		w.Header().Set("Retry-After", "1")
+		problem(w, http.StatusServiceUnavailable, "pushback", "the log is busy; retry after the indicated delay", -1)
+	case errors.Is(err, store.ErrConflict):
+		w.Header().Set("Retry-After", "1")
+		problem(w, http.StatusServiceUnavailable, "concurrent_writer", "another writer moved the chain; retry", -1)
+	case errors.Is(err, context.DeadlineExceeded):
+		w.Header().Set("Retry-After", "1")
+		problem(w, http.StatusServiceUnavailable, "timeout", "the operation did not finish in time; it will complete in the background", -1)
+	case errors.Is(err, context.Canceled):
+		problem(w, 499, "canceled", "request canceled", -1)
+	default:
+		s.c.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		problem(w, http.StatusInternalServerError, "internal", "internal error; see the service log", -1)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+func (s *Server) handleHead(w http.ResponseWriter, r *http.Request) {
+	h, err := s.c.Pipeline.Head(r.Context(), r.PathValue("chain"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := s.c.Service.Log().Checkpoint(ctx); err != nil {
+		problem(w, http.StatusServiceUnavailable, "not_ready", "no checkpoint published yet", -1)
+		return
+	}
+	io.WriteString(w, "ready\n")
+}
+
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	size, _ := s.c.Service.Log().Size(r.Context())
+	for _, m := range []struct {
+		name, help, typ string
+		v               uint64
+	}{
+		{"evident_records_accepted_total", "Records accepted into chains.", "counter", s.m.recordsAccepted.Load()},
+		{"evident_records_refused_total", "Ingest requests refused.", "counter", s.m.recordsRefused.Load()},
+		{"evident_ingest_batches_total", "Ingest requests accepted.", "counter", s.m.batches.Load()},
+		{"evident_seals_total", "Seals registered through the API.", "counter", s.m.seals.Load()},
+		{"evident_exports_total", "Bundles exported.", "counter", s.m.exports.Load()},
+		{"evident_pushback_total", "Requests answered 503 because the log pushed back.", "counter", s.m.pushbacks.Load()},
+		{"evident_log_size", "Entries in the transparency log (latest checkpoint).", "gauge", size},
+	} {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", m.name, m.help, m.name, m.typ, m.name, m.v)
+	}
+}
+
+func queryUint(r *http.Request, key string, def uint64) (uint64, error) {
+	v := r.URL.Query().Get(key)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("query parameter %s: %q is not a non-negative integer", key, v)
+	}
+	return n, nil
+}
+
+func queryTime(r *http.Request, key string) (time.Time, error) {
+	v := r.URL.Query().Get(key)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("query parameter %s: %q is not RFC 3339", key, v)
+	}
+	return t, nil
+}

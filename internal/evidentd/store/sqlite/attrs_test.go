@@ -1,0 +1,57 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+
+	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/ledger"
+)
+
+// TestMigrateToVersion3 opens a database at schema version 2 holding an entry, checks that
+// migration 3 adds the attribute table, that the old entry reads back without attributes
+// (and is not matched by an attribute filter), and that new entries are filtered on theirs.
+func TestMigrateToVersion3(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, schema+registrationsSchema+"PRAGMA user_version = 2;"); err != nil {
+		t.Fatal(err)
+	}
+	l0 := ledger.NextLink([]byte(`{"a":0}`), ledger.Genesis)
+	if _, err := db.ExecContext(ctx, `INSERT INTO entries (chain, seq, prev, link, arrival, record, method, sender, signed) VALUES ('c', 0, ?, ?, 0, '{"a":0}', 'm', 's', 0)`, ledger.Genesis[:], l0[:]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO chains (id, profile, size, head, tree, state, created) VALUES ('c', 'chap/0.3', 1, ?, '{}', '{}', '2026-01-01T00:00:00Z')`, l0[:]); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if v, err := s.SchemaVersion(ctx); err != nil || v != 3 {
+		t.Fatalf("version %d, %v after migration", v, err)
+	}
+	l1 := ledger.NextLink([]byte(`{"a":1}`), l0)
+	e := store.Entry{Chain: "c", Seq: 1, Prev: l0, Link: l1, Record: []byte(`{"a":1}`), Method: "m", Sender: "s",
+		Attrs: map[string][]string{ledger.AttrTask: {"t1"}}}
+	if err := s.Commit(ctx, &store.ChainRecord{ID: "c", Profile: "chap/0.3", Size: 2, Head: l1, Tree: []byte("{}"), State: []byte("{}")}, 1, []store.Entry{e}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.Entries(ctx, "c", store.Filter{})
+	if err != nil || len(all) != 2 || all[0].Attrs != nil || len(all[1].Attrs[ledger.AttrTask]) != 1 {
+		t.Fatalf("entries after migration: %+v, %v", all, err)
+	}
+	got, err := s.Entries(ctx, "c", store.Filter{Attrs: map[string][]string{ledger.AttrTask: {"t1"}}})
+	if err != nil || len(got) != 1 || got[0].Seq != 1 {
+		t.Fatalf("filtered: %+v, %v", got, err)
+	}
+}

@@ -1,0 +1,93 @@
+package scenario_test
+
+import (
+	"testing"
+
+	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/ledger/profile/chap"
+	"github.com/evident-log/evident/ledger/profile/chap/replay"
+	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+)
+
+// admitAll runs records through a real chap chain exactly as ingest and the verifier do,
+// verifying every signature, and fails on the first refusal.
+func admitAll(t *testing.T, ws string, recs [][]byte) (*ledger.Chain, int) {
+	t.Helper()
+	c, err := ledger.NewChain(ws, chap.Adapter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed := 0
+	for i, r := range recs {
+		a, err := c.Append(r, scenario.JourneyStart)
+		if err != nil {
+			t.Fatalf("record %d refused: %v\n%s", i, err, r)
+		}
+		if a.Admission.Verify != nil {
+			if err := a.Admission.Verify(); err != nil {
+				t.Fatalf("record %d: %v", i, err)
+			}
+			signed++
+		}
+	}
+	return c, signed
+}
+
+func TestJourneysAdmitAndReplay(t *testing.T) {
+	js := scenario.Journeys()
+	if len(js) != 12 {
+		t.Fatalf("%d journeys, want D.1–D.12", len(js))
+	}
+	for _, j := range js {
+		t.Run(j.ID, func(t *testing.T) {
+			b, err := scenario.BuildJourney(j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := b.Records()
+			c, signed := admitAll(t, j.Workspace, recs)
+			if signed != len(recs) {
+				t.Fatalf("%d of %d records signed; every journey record is signed", signed, len(recs))
+			}
+			if c.Head != b.Head() {
+				t.Fatalf("chain head %s, builder head %s", c.Head, b.Head())
+			}
+			rb := replay.New(j.Workspace, "")
+			for i, r := range recs {
+				rec, err := chap.Parse(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rb.Add(uint64(i), rec)
+			}
+			tl := rb.Timeline()
+			if n := tl.Impossible(); n != 0 {
+				t.Fatalf("%d impossible findings in a clean journey: %+v", n, tl.Findings)
+			}
+			var task *replay.Task
+			for _, tk := range tl.Tasks {
+				if tk.ID == j.Task {
+					task = tk
+				}
+			}
+			if task == nil || task.CreatedBy == "" {
+				t.Fatalf("journey task %s not reconstructed: %+v", j.Task, tl.Tasks)
+			}
+			if len(tl.Answers) != 8 {
+				t.Fatalf("%d §9.3 answers", len(tl.Answers))
+			}
+		})
+	}
+}
+
+func TestSupportTriageStillAdmits(t *testing.T) {
+	b, _, err := scenario.SupportTriage("wsp_demo", scenario.JourneyStart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := admitAll(t, "wsp_demo", b.Records())
+	st := c.State.(*chap.State)
+	if st.Keys.Participants["human:alice@example.org"].Role != chap.RoleAdmin {
+		t.Fatal("alice was not granted admin by the coordinator's join")
+	}
+}
