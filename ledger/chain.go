@@ -6,7 +6,7 @@ import (
 )
 
 // Chain is the state of one evidence chain: {id, profile, size, head, root, last seal}
-// (DESIGN §3.3) plus the profile's own state.
+// (docs/chains.md) plus the profile's own state.
 type Chain struct {
 	ID         string
 	Profile    string

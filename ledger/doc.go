@@ -1,6 +1,6 @@
 // Package ledger holds the protocol-neutral core of Evident's evidence chains:
-// links (DESIGN §3.2), the chain Merkle tree (§3.3, RFC 6962 hashing over
-// compact ranges), chain state and seals (§3.5).
+// links, the chain Merkle tree (RFC 6962 hashing over
+// compact ranges), chain state and seals, as docs/chains.md describes them.
 //
 // The link rule is the one CHAP 0.3 uses for its evidence chain and that every
 // profile shares:

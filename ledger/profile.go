@@ -51,7 +51,7 @@ type ProfileState interface {
 	MarshalJSON() ([]byte, error)
 }
 
-// Profile is a protocol adapter (DESIGN §3.4).
+// Profile is a protocol adapter: it admits one protocol's records into chains (docs/chains.md, "Profiles").
 type Profile interface {
 	// Name is the profile name carried by chains and seals, e.g. "chap/0.3".
 	Name() string

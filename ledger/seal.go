@@ -12,7 +12,7 @@ import (
 // SealContentType is the COSE content type of a seal statement's payload.
 const SealContentType = "application/evident-seal+json;version=1"
 
-// Seal commits a chain's state into the log (DESIGN §3.5). Its JSON, canonicalised
+// Seal commits a chain's state into the log (docs/chains.md, "Seals"). Its JSON, canonicalised
 // with JCS, is the payload of the seal statement.
 type Seal struct {
 	Chain    string `json:"chain"`

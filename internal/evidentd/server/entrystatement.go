@@ -19,7 +19,7 @@ func EntryContentType(profile string) string {
 	return "application/" + name + "+json;version=" + version
 }
 
-// EntryStatement is the entry statement of DESIGN §4: a COSE_Sign1 by the service with
+// EntryStatement is the entry statement (docs/scitt.md, "Entry statements"): a COSE_Sign1 by the service with
 // iss = the service, sub = the chain, iat = the entry's arrival, protected seq (-70001) and
 // prev link (-70002), payload = the record's canonical bytes. It is a deterministic function
 // of (record, chain, seq, prev, arrival, key), so it is signed on demand and every request

@@ -1,4 +1,4 @@
-// Package server is evidentd's HTTP surface (DESIGN §5): evidence ingest and seals under
+// Package server is evidentd's HTTP surface: evidence ingest and seals under
 // /v1/chains, offline bundles under /v1/export, the tile log under /log/, and operations
 // endpoints. Refusals are RFC 9457 problem details carrying the ledger's stable error code.
 //

@@ -1,6 +1,6 @@
 // Package sigalg is the algorithm-agile signature and digest layer shared by the OWP-2, COP 1.0
 // and CHEQ profile adapters. Every signature and every digest names its algorithm
-// (DESIGN §8, OWP-2 §14.2):
+// (OWP-2 §14.2):
 //
 //   - signatures: "ed25519" (RFC 8032), "ecdsa-p256-sha256" and "ecdsa-p256-sha3-256" (FIPS 186-5,
 //     the 64-byte r‖s encoding of RFC 7518 §3.4), "rsa-pss-3072-sha256" and

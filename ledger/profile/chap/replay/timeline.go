@@ -1,5 +1,5 @@
 // Package replay rebuilds the story a CHAP 0.3 evidence chain tells: the forensic timeline of
-// `evident replay` (DESIGN §7). It reads records already admitted to a chain — it checks no
+// `evident replay`. It reads records already admitted to a chain — it checks no
 // link and no signature; that is the verifier's job — and reconstructs, per task, who created,
 // assigned, accepted and completed it, review requests, decide.approve / decide.reject /
 // decide.override with the RFC 6902 diff applied to the base artefact, rationales, tags and
