@@ -1,4 +1,4 @@
-// Package policy is the registration policy of Evident's SCITT transparency service
+// Package regpolicy is the registration policy of Evident's SCITT transparency service
 // (IETF SCITT architecture, "Registration Policy"): which issuers may register signed
 // statements and with which keys, which signature algorithms (EdDSA, ES256, ES384,
 // PS256), which content types, how large a statement may be and which CWT claims it must

@@ -1,4 +1,4 @@
-// Package policy reads, writes and evaluates witness policies in the tlog-policy text format:
+// Package tlogpolicy reads, writes and evaluates witness policies in the tlog-policy text format:
 // the Sigsum policy grammar (https://git.glasklar.is/sigsum/core/sigsum-go/-/blob/main/doc/policy.md)
 // with witness keys written as C2SP signed-note verifier keys for cosignature/v1
 // (https://c2sp.org/tlog-cosignature), which is what Tessera's NewWitnessGroupFromPolicy and

@@ -1,4 +1,4 @@
-// Package profiles lists the profile adapters Evident serves, so evidentd and the offline
+// Package profile lists the profile adapters Evident serves, so evidentd and the offline
 // verifier replay exactly the same set. The first is the default for new chains.
 package profile
 

@@ -1,4 +1,4 @@
-// Package policytest makes external SCITT issuers for tests: a key pair of any algorithm a
+// Package regpolicytest makes external SCITT issuers for tests: a key pair of any algorithm a
 // registration policy can allow, statements signed with go-cose directly (not with
 // Evident's own signer, so tests exercise what a foreign client sends), the key's PEM for a
 // policy and, for x5chain, a self-signed certificate.
