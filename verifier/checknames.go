@@ -6,7 +6,7 @@ package verifier
 // ledger.CrossChain, ledger.BundleChecker) without importing the verifier.
 type CheckName = string
 
-// Checks: Bundle.
+// Checks of the manifest and the files.
 const (
 	CheckBundleManifest CheckName = "bundle.manifest" // the manifest parses, names its format and agrees with itself
 	CheckBundleChains   CheckName = "bundle.chains"   // the bundle holds at least one chain
@@ -15,7 +15,7 @@ const (
 	CheckBundleUnlisted CheckName = "bundle.unlisted" // files in the bundle the manifest does not list (reported and ignored)
 )
 
-// Checks: Trust material.
+// Checks of the trust material the bundle carries.
 const (
 	CheckTrustLogKey        CheckName = "trust.log_key"        // trust/log.vkey is a usable signed-note verifier key (and the pinned one, when pinned)
 	CheckTrustLogPQKey      CheckName = "trust.log_pq_key"     // the log's ML-DSA-44 checkpoint key, when the bundle names one or --require-pq asks for it
@@ -24,7 +24,7 @@ const (
 	CheckTrustWitnessPolicy CheckName = "trust.witness_policy" // trust/witness.policy is a usable C2SP tlog-policy
 )
 
-// Checks: Chains.
+// Checks of each chain, replayed from genesis.
 const (
 	CheckChainProfile        CheckName = "chain.profile"        // the verifier has an adapter for the chain's profile
 	CheckChainEntries        CheckName = "chain.entries"        // entries.jsonl replayed from genesis: seq in order, every record admitted by the profile, prev and link recomputed, no reused record id
@@ -39,7 +39,7 @@ const (
 	CheckChainConsistency    CheckName = "chain.consistency"    // every two successive seals are one history (chain consistency receipt, equal roots, or the replay)
 )
 
-// Checks: Seals.
+// Checks of each chain's seals and of what they anchor.
 const (
 	CheckSealNumbering  CheckName = "seal.numbering"  // seal files are numbered 0..n-1
 	CheckSealFormat     CheckName = "seal.format"     // a seal file is a transparent seal statement
@@ -53,7 +53,7 @@ const (
 	CheckAnchoring      CheckName = "anchoring"       // how many entries a verified seal anchors in the log (entries after the last one are not anchored)
 )
 
-// Checks: Log and witnesses.
+// Checks of the log's checkpoints and of its witnesses.
 const (
 	CheckLogCheckpoint      CheckName = "log.checkpoint"       // every checkpoint file is signed by the log key
 	CheckLogExtraCheckpoint CheckName = "log.extra_checkpoint" // a checkpoint given with --checkpoint is signed by the log key
@@ -65,7 +65,7 @@ const (
 	CheckWitnessPQQuorum    CheckName = "witness.pq_quorum"    // --require-pq: ML-DSA-44 cosignatures alone meet the quorum
 )
 
-// Checks: Case slices.
+// Checks of a case slice (docs/bundle.md, "Case slices").
 const (
 	CheckSliceSeal         CheckName = "slice.seal"         // the seal the slice's receipts are cut against verified and is the manifest's chain state
 	CheckSliceEntries      CheckName = "slice.entries"      // each included entry's link recomputed and proven at its seq in the sealed chain
@@ -74,14 +74,15 @@ const (
 	CheckSliceCompleteness CheckName = "slice.completeness" // always not_evaluated: the entries a slice omits
 )
 
-// Checks: SCITT.
+// Checks of SCITT registrations (docs/scitt.md).
 const (
 	CheckSCITTIndex         CheckName = "scitt.index"         // scitt/registrations.json is usable and agrees with the files
 	CheckSCITTPolicies      CheckName = "scitt.policies"      // registration policy statements are signed by the service and are policies
 	CheckSCITTRegistrations CheckName = "scitt.registrations" // each registered statement is well formed, allowed by its policy, and the policy was in force
 )
 
-// Checks: Checks profiles run.
+// Checks a chain's profile runs (ledger.Auditor, ledger.CrossChain, ledger.BundleChecker),
+// listed here so callers and docs know every name a report can hold.
 const (
 	CheckCOPLedger           CheckName = "cop.ledger"           // COP: the node's ledger agrees record by record with the chain and its signatures verify
 	CheckCOPParents          CheckName = "cop.parents"          // COP: parentEventIds form no cycle and name events the evidence holds

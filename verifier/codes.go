@@ -9,7 +9,7 @@ import "github.com/evident-log/evident/ledger"
 // verifier's own.
 type Code = string
 
-// Codes: Bundle and files.
+// Codes of the manifest and file checks (bundle.*).
 const (
 	CodeManifest       Code = "manifest_invalid"           // the manifest contradicts itself
 	CodeDigest         Code = "digest_mismatch"            // a file differs from its manifest digest
@@ -19,7 +19,7 @@ const (
 	CodeNotInterpreted Code = "not_interpreted"            // a listed file no check reads
 )
 
-// Codes: Trust material.
+// Codes of the trust material (trust.*).
 const (
 	CodeTrust          Code = Code(ledger.CodeTrustInvalid) // a trust file (trust/log.vkey, trust/issuers.cbor, trust/key-history.json, trust/cop-nodes.json) unusable
 	CodeTrustNotPinned Code = "trust_not_pinned"            // the bundle's keys are not the ones the verifier was told to trust
@@ -27,7 +27,7 @@ const (
 	CodePQKeyMissing   Code = "pq_key_missing"              // --require-pq, but the bundle names no ML-DSA-44 log key
 )
 
-// Codes: Chain replay.
+// Codes of a chain's replay (chain.entries, chain.signatures, chain.state, …).
 const (
 	CodeEntryMalformed Code = "entry_malformed"            // an entries.jsonl line that is not an entry
 	CodeEntryTooLong   Code = "entry_too_long"             // an entries.jsonl line over MaxLineSize
@@ -40,7 +40,7 @@ const (
 	CodeNotReplayed    Code = Code(ledger.CodeNotReplayed) // a comparison needing a replay that did not reach that far
 )
 
-// Codes: Linkage and timeline (docs/profiles/chap.md, "Verification").
+// Codes of the linkage and timeline checks (docs/profiles/chap.md, "Verification").
 const (
 	CodeUnchainedPrefix  Code = "unchained_prefix"       // the chain's first records name no predecessor
 	CodeUnchainedRecords Code = "unchained_records"      // records after the first linked one that name no predecessor
@@ -48,7 +48,7 @@ const (
 	CodeEvidenceHead     Code = "evidence_head_mismatch" // the Coordinator's evidence_head is not the replayed head
 )
 
-// Codes: Seals and anchoring.
+// Codes of the seal, anchoring and chain consistency checks.
 const (
 	CodeSealFormat    Code = "seal_malformed"            // a seal file that is not a transparent seal statement
 	CodeSealSignature Code = "seal_bad_signature"        // a seal statement not signed by an issuer key
@@ -61,7 +61,7 @@ const (
 	CodeChainProof    Code = "chain_consistency_invalid" // a chain consistency receipt that is malformed or does not link its seals
 )
 
-// Codes: Log checkpoints and consistency.
+// Codes of the log checks: checkpoints, forks, consistency, post-quantum signatures.
 const (
 	CodeCheckpoint      Code = "checkpoint_invalid"            // a checkpoint that does not verify or does not match
 	CodeNoCheckpoint    Code = "checkpoint_missing"            // no checkpoint for a receipt's tree size
@@ -74,7 +74,7 @@ const (
 	CodePQSigInvalid    Code = "pq_signature_invalid"          // a signature line of the log's ML-DSA-44 key that does not verify
 )
 
-// Codes: Witnesses.
+// Codes of the witness checks (trust/witness.policy).
 const (
 	CodeWitnessPolicy      Code = "witness_policy_invalid"      // trust/witness.policy unusable
 	CodeCosignatureInvalid Code = "witness_cosignature_invalid" // a policy witness's cosignature line does not verify
@@ -82,14 +82,14 @@ const (
 	CodePQWitnessUnmet     Code = "witness_pq_quorum_unmet"     // --require-pq, and ML-DSA-44 cosignatures alone do not meet the quorum
 )
 
-// Codes: Case slices.
+// Codes of the case-slice checks (docs/bundle.md, "Case slices").
 const (
 	CodeSliceProof      Code = "slice_proof_invalid" // an entry's chain receipt is missing or does not prove it in the sealed chain
 	CodeSliceOrder      Code = "slice_order"         // slice entries not in strictly increasing seq order, or beyond the sealed size
 	CodeSliceIncomplete Code = "slice_incomplete"    // entries of the chain the slice omits (never verified)
 )
 
-// Codes: SCITT registrations.
+// Codes of the SCITT registration checks (docs/scitt.md).
 const (
 	CodeSCITTIndex          Code = "scitt_index_invalid"       // scitt/registrations.json unusable or contradicted by a file
 	CodeSCITTPolicy         Code = "scitt_policy_invalid"      // a policy statement not signed by the service, or not a policy
@@ -98,13 +98,14 @@ const (
 	CodePolicyNotInForce    Code = "policy_not_in_force"       // a registration whose policy was not in force where it sits in the log
 )
 
-// Codes: Cross-chain references (docs/profiles/owp.md, "Provenance").
+// Codes of the cross-chain reference check (owp.provenance, docs/profiles/owp.md, "Provenance").
 const (
 	CodeProvenanceAbsent Code = "provenance_target_absent" // the referenced envelope is not in the bundle
 	CodeProvenanceBroken Code = "provenance_broken"        // the referenced envelope, event or root does not exist there
 )
 
-// Codes: COP Ledger (docs/profiles/cop.md, "COP Ledger"), reported by the COP profile's bundle check.
+// Codes of the COP Ledger check (cop.ledger, docs/profiles/cop.md). The COP profile runs
+// that check (ledger.BundleChecker); its codes are listed here so callers can branch on them.
 const (
 	CodeCOPLedgerAbsent   Code = "cop_ledger_absent"   // a cop/1.0 chain without its ledger, or no node key to check it
 	CodeCOPLedgerBroken   Code = "cop_ledger_broken"   // a ledger record fails index, prevHash, eventHash or signature
