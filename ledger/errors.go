@@ -5,8 +5,9 @@ import (
 	"fmt"
 )
 
-// Code is a stable, documented error code carried by every refusal of a record.
-// Codes appear in RFC 9457 problem details and in verifier reports; they never change meaning.
+// Code is a stable, documented error code carried by every refusal of a record and every
+// finding. Codes appear in RFC 9457 problem details and in verifier reports; they never change
+// meaning. docs/errors.md lists them all.
 type Code string
 
 // Refusal codes shared by every profile (docs/errors.md lists them with their meaning).
@@ -31,28 +32,18 @@ const (
 	CodeProfileMismatch   Code = "profile_mismatch"        // the chain exists under another profile
 )
 
-// Codes of the OWP-2, COP 1.0, CHEQ and ChiefLab profiles (docs/profiles/, docs/errors.md).
-// Refusal codes stop a record at ingest; finding codes (ChiefLab's, cop_parent_*) are reported
-// by the replay on records that were accepted as evidence.
+// Codes more than one profile reports (docs/errors.md). A profile's own codes live in its
+// package (ledger/profile/owp, cop, cheq, chieflab).
 const (
-	CodeEventType           Code = "unknown_event_type"             // OWP: not a §9.1 event type
-	CodeWorkerID            Code = "bad_worker_id"                  // OWP: actor is not worker:<authority>:<workforce>:<local>
-	CodeWorkerRebound       Code = "worker_rebound"                 // OWP: a Worker ID bound to another key (§3.1.2)
-	CodeLifecycle           Code = "lifecycle_violation"            // OWP: an Intent transition the lifecycle does not permit (§3.4.2)
-	CodeKnowledgeRef        Code = "knowledge_reference_incomplete" // OWP: a retrieval without (knowledge_base_id, version, content_hash)
-	CodeDigestMismatch      Code = "digest_mismatch"                // a named hash (copHash, cheq_hash) is not the recomputed one
-	CodeTopicSeq            Code = "topic_seq_gap"                  // COP: topicSeq is not the previous + 1
-	CodeParentCycle         Code = "parent_cycle"                   // COP: parentEventIds reach the event itself
-	CodeParentAbsent        Code = "parent_not_in_bundle"           // COP: a parent event the evidence does not hold (not_evaluated)
-	CodeCOPLedger           Code = "cop_ledger_broken"              // COP: a ledger record whose hash chain, eventHash or signature fails
-	CodeConfirmationReused  Code = "confirmation_reused"            // CHEQ: one confirmation presented for two CHEQs
-	CodeNoOperator          Code = "operator_not_authenticated"     // ChiefLab: records submitted without an operator identity (not_evaluated)
-	CodeOperatorMismatch    Code = "operator_mismatch"              // ChiefLab: a record naming an operator other than the authenticated one
-	CodeUnapprovedExecution Code = "executed_without_approval"      // ChiefLab: executed with no preceding approved (critical)
-	CodeExecutedAfterReject Code = "executed_after_rejection"       // ChiefLab: executed after rejected (critical)
-	CodeDuplicateExecution  Code = "duplicate_execution"            // ChiefLab: two executions under one idempotency key (critical)
-	CodeCrossWorkspace      Code = "cross_workspace_access"         // ChiefLab: an action of another workspace in the run (critical)
-	CodeAfterClosure        Code = "events_after_closure"           // entries beyond a closing seal or closing record
+	CodeDigestMismatch Code = "digest_mismatch"      // a named hash (COP copHash, CHEQ cheq_hash) is not the recomputed one
+	CodeAfterClosure   Code = "events_after_closure" // entries beyond a closing seal or closing record
+)
+
+// Codes of the offline verifier that a profile's bundle check (BundleChecker) reports too.
+const (
+	CodeFileMissing  Code = "file_missing"  // a file the check needs is absent or cannot be opened
+	CodeTrustInvalid Code = "trust_invalid" // a trust file the check needs is unusable
+	CodeNotReplayed  Code = "not_replayed"  // a comparison needing entries that could not be read that far
 )
 
 // ErrRefused is matched (errors.Is) by every *RecordError.

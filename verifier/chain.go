@@ -12,7 +12,6 @@ import (
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/profile/chap"
 )
 
 // chainState is a chain's head and tree root at one size.
@@ -272,7 +271,7 @@ func (v *verifier) replayLine(res *replayResult, chain *ledger.Chain, pool *sigP
 // entryChecks turns a replay into checks.
 func (res *replayResult) entryChecks(ref bundle.ChainRef) []Check {
 	var checks []Check
-	c := Check{Name: "chain.entries", Chain: ref.ID}
+	c := Check{Name: CheckChainEntries, Chain: ref.ID}
 	if res.brk != nil {
 		c.Status, c.Code, c.Detail, c.Where = Broken, res.brk.Code, res.brk.Detail, res.brk.Where
 		c.Evidence = []string{fmt.Sprintf("first break at seq %d; %d entries replayed, %d after it not checked", res.brkSeq, res.checked, res.total-res.checked)}
@@ -282,7 +281,7 @@ func (res *replayResult) entryChecks(ref bundle.ChainRef) []Check {
 	}
 	checks = append(checks, c)
 
-	c = Check{Name: "chain.signatures", Chain: ref.ID}
+	c = Check{Name: CheckChainSignatures, Chain: ref.ID}
 	switch {
 	case res.sigFailCount > 0:
 		f := res.sigFails[0]
@@ -297,7 +296,7 @@ func (res *replayResult) entryChecks(ref bundle.ChainRef) []Check {
 	case serviceAttested(res) != "":
 		// No sender signature exists to check: say what holds instead, under a name that does
 		// not read as "signatures verified".
-		c.Name = "chain.authentication"
+		c.Name = CheckChainAuthentication
 		c.Status, c.Detail = Verified, serviceAttested(res)
 	default:
 		c.Status, c.Code = NotEvaluated, CodeUnsigned
@@ -306,7 +305,7 @@ func (res *replayResult) entryChecks(ref bundle.ChainRef) []Check {
 	checks = append(checks, c)
 
 	if res.unsigned > 0 && serviceAttested(res) == "" {
-		c = Check{Name: "chain.unsigned", Chain: ref.ID, Status: NotEvaluated, Code: CodeUnsigned,
+		c = Check{Name: CheckChainUnsigned, Chain: ref.ID, Status: NotEvaluated, Code: CodeUnsigned,
 			Detail: fmt.Sprintf("unsigned: %d record(s) carry no signature (refusals and senders without a key); who wrote them is not evaluated", res.unsigned)}
 		for _, s := range res.firstUnsigned {
 			c.Evidence = append(c.Evidence, fmt.Sprintf("seq %d", s))
@@ -317,7 +316,7 @@ func (res *replayResult) entryChecks(ref bundle.ChainRef) []Check {
 		checks = append(checks, c)
 	}
 
-	c = Check{Name: "chain.state", Chain: ref.ID, Where: bundle.ManifestFile}
+	c = Check{Name: CheckChainState, Chain: ref.ID, Where: bundle.ManifestFile}
 	if !res.complete() {
 		c.Status, c.Code = NotEvaluated, CodeNotReplayed
 		c.Detail = fmt.Sprintf("the replay stopped at seq %d, so the final state the manifest claims was not recomputed", res.brkSeq)
@@ -338,14 +337,14 @@ func (res *replayResult) entryChecks(ref bundle.ChainRef) []Check {
 	return append(checks, c)
 }
 
-// participants reports a replayed CHAP key history.
+// participants reports a replayed key history (ledger.KeyHolder: CHAP).
 func participants(st ledger.ProfileState) []Participant {
-	cs, ok := st.(*chap.State)
-	if !ok || cs.Keys == nil {
+	kh, ok := st.(ledger.KeyHolder)
+	if !ok {
 		return nil
 	}
 	var out []Participant
-	for _, p := range cs.Keys.Members() {
+	for _, p := range kh.Participants() {
 		pr := Participant{URI: p.URI, Role: p.Role, Keys: []KeyReport{}}
 		for _, k := range p.Keys {
 			kr := KeyReport{Kid: k.Kid, Revoked: k.Revoked}

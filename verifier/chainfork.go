@@ -9,12 +9,6 @@ import (
 	"github.com/evident-log/evident/receipts"
 )
 
-// Codes of the chain consistency checks.
-const (
-	CodeChainFork  = "chain_fork"                // two seals of one chain that are not one history
-	CodeChainProof = "chain_consistency_invalid" // a chain consistency receipt that is malformed or does not link its seals
-)
-
 // sealEvidence names a seal statement and what it commits to.
 func sealEvidence(s *sealInfo) string {
 	return fmt.Sprintf("%s: seal %d of size %d, root %s, head %s, prev_seal %q, sealed_at %s", s.file, s.n, s.seal.Size, s.seal.Root, s.seal.Head, s.seal.PrevSeal, s.seal.SealedAt)
@@ -29,7 +23,7 @@ func sealEvidence(s *sealInfo) string {
 func (v *verifier) checkChainConsistency(ref bundle.ChainRef, seals []*sealInfo, res *replayResult) []Check {
 	var checks []Check
 	fork := func(a, b *sealInfo, format string, args ...any) {
-		checks = append(checks, Check{Name: "chain.consistency", Chain: ref.ID, Status: Broken, Code: CodeChainFork,
+		checks = append(checks, Check{Name: CheckChainConsistency, Chain: ref.ID, Status: Broken, Code: CodeChainFork,
 			Where: fmt.Sprintf("seals %d and %d", a.n, b.n), Detail: fmt.Sprintf(format, args...),
 			Evidence: []string{sealEvidence(a), sealEvidence(b)}})
 	}
@@ -94,7 +88,7 @@ func (v *verifier) checkChainConsistency(ref bundle.ChainRef, seals []*sealInfo,
 			case inconsistent:
 				fork(a, b, "the chain consistency proof yields seal %d's root but implies another root at size %d than seal %d's: the two seals are not one history of the chain", b.n, a.seal.Size, a.n)
 			default:
-				checks = append(checks, Check{Name: "chain.consistency", Chain: ref.ID, Status: Broken, Code: CodeChainProof, Where: file,
+				checks = append(checks, Check{Name: CheckChainConsistency, Chain: ref.ID, Status: Broken, Code: CodeChainProof, Where: file,
 					Detail:   fmt.Sprintf("%s does not link seal %d (size %d) to seal %d (size %d): %s", file, a.n, a.seal.Size, b.n, b.seal.Size, v.chainProofErr),
 					Evidence: []string{sealEvidence(a), sealEvidence(b)}})
 			}
@@ -110,11 +104,11 @@ func (v *verifier) checkChainConsistency(ref bundle.ChainRef, seals []*sealInfo,
 		return checks
 	}
 	if len(unlinked) > 0 {
-		return []Check{{Name: "chain.consistency", Chain: ref.ID, Status: NotEvaluated, Code: CodeNoConsistency,
+		return []Check{{Name: CheckChainConsistency, Chain: ref.ID, Status: NotEvaluated, Code: CodeNoConsistency,
 			Detail:   fmt.Sprintf("%d of %d pair(s) of successive seals are linked by neither a chain consistency proof nor the replayed entries: that the later seal extends the earlier is not evaluated", len(unlinked), pairs),
 			Evidence: firstN(unlinked, maxEvidence)}}
 	}
-	return []Check{{Name: "chain.consistency", Chain: ref.ID, Status: Verified,
+	return []Check{{Name: CheckChainConsistency, Chain: ref.ID, Status: Verified,
 		Detail: fmt.Sprintf("%d pair(s) of successive seals are one history: %d by chain consistency proofs or equal roots, %d by the replayed entries", pairs, byProof, byReplay)}}
 }
 

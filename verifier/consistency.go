@@ -9,10 +9,6 @@ import (
 	"github.com/evident-log/evident/ledger"
 )
 
-// CodeLogProof marks a log/consistency file that is malformed or does not link the two
-// checkpoints it names.
-const CodeLogProof = "log_consistency_proof_invalid"
-
 // maxProofFile bounds a log/consistency proof file (126 lines of 45 bytes).
 const maxProofFile = 8 << 10
 
@@ -50,7 +46,7 @@ func (v *verifier) rootsAt(size uint64) [][]byte {
 func (v *verifier) checkLogProofs() []Check {
 	var checks []Check
 	for _, name := range v.r.List("log/consistency/") {
-		c := Check{Name: "log.consistency", Where: name, Status: Broken, Code: CodeLogProof}
+		c := Check{Name: CheckLogConsistency, Where: name, Status: Broken, Code: CodeLogProof}
 		a, b, ok := bundle.ParseLogConsistencyFile(name)
 		if !ok || a == 0 || a >= b {
 			v.state(name).interpreted = true
@@ -86,7 +82,7 @@ func (v *verifier) checkLogProofs() []Check {
 					v.linkConsistent(a, ro, b, rn)
 					linked = true
 				case inconsistent:
-					forks = append(forks, Check{Name: "log.consistency", Status: Broken, Code: CodeInconsistent, Where: name,
+					forks = append(forks, Check{Name: CheckLogConsistency, Status: Broken, Code: CodeInconsistent, Where: name,
 						Detail: fmt.Sprintf("split view: the consistency proof yields the log-signed root of tree %d but implies another root for tree %d than the log-signed checkpoint of that size: the log showed two histories", b, a),
 						Evidence: []string{
 							fmt.Sprintf("size %d root %s in %s", a, ledger.RootString(toRoot(ro)), strings.Join(v.cps[keyOf(a, ro)], ", ")),
@@ -166,10 +162,10 @@ func (v *verifier) checkLogConsistency() []Check {
 		unlinked = append(unlinked, fmt.Sprintf("tree size %d root %s", k.size, ledger.RootString(k.root)))
 	}
 	if len(unlinked) == 0 {
-		return []Check{{Name: "log.consistency", Status: Verified,
+		return []Check{{Name: CheckLogConsistency, Status: Verified,
 			Detail: fmt.Sprintf("every verified checkpoint (%d of %d tree sizes below %d) is shown by verified consistency proofs to be a prefix of tree %d: one append-only log", linked, len(sizes)-1, top, top)}}
 	}
-	return []Check{{Name: "log.consistency", Status: NotEvaluated, Code: CodeNoConsistency,
+	return []Check{{Name: CheckLogConsistency, Status: NotEvaluated, Code: CodeNoConsistency,
 		Detail:   fmt.Sprintf("no consistency proof in bundle links %d checkpoint(s) to the largest tree %d: each verifies, but that the larger tree extends them is not evaluated", len(unlinked), top),
 		Evidence: firstN(unlinked, maxEvidence)}}
 }

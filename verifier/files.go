@@ -17,7 +17,7 @@ type fileState struct {
 }
 
 // trackedFile reads a listed file through bundle.Reader.OpenFile. A digest mismatch at EOF
-// is recorded (it becomes a broken "bundle.digest" check) and reported to the caller as a
+// is recorded (it becomes a broken CheckBundleDigest check) and reported to the caller as a
 // plain EOF, so the deeper checks still look at the content they were given.
 type trackedFile struct {
 	rc    io.ReadCloser
@@ -132,7 +132,7 @@ func (v *verifier) sweepDigests() []Check {
 			continue
 		}
 		bad++
-		c := Check{Name: "bundle.digest", Status: Broken, Where: name}
+		c := Check{Name: CheckBundleDigest, Status: Broken, Where: name}
 		switch {
 		case errors.Is(st.err, bundle.ErrDigest):
 			c.Code, c.Detail = CodeDigest, "content differs from the digest the manifest lists: the file was altered or swapped"
@@ -145,7 +145,7 @@ func (v *verifier) sweepDigests() []Check {
 		checks = append(checks, c)
 	}
 	if bad == 0 {
-		checks = append(checks, Check{Name: "bundle.digest", Status: Verified,
+		checks = append(checks, Check{Name: CheckBundleDigest, Status: Verified,
 			Detail: fmt.Sprintf("all %d listed files match their manifest digests", len(names))})
 	}
 	var extra []string
@@ -155,12 +155,12 @@ func (v *verifier) sweepDigests() []Check {
 		}
 	}
 	if len(extra) > 0 {
-		checks = append(checks, Check{Name: "bundle.extra", Status: NotEvaluated, Code: CodeNotInterpreted,
+		checks = append(checks, Check{Name: CheckBundleExtra, Status: NotEvaluated, Code: CodeNotInterpreted,
 			Detail:   fmt.Sprintf("%d listed file(s) are not interpreted by this verifier (only their digests were checked)", len(extra)),
 			Evidence: firstN(extra, maxEvidence)})
 	}
 	if un := v.r.Unlisted(); len(un) > 0 {
-		checks = append(checks, Check{Name: "bundle.unlisted", Status: NotEvaluated, Code: CodeUnlisted,
+		checks = append(checks, Check{Name: CheckBundleUnlisted, Status: NotEvaluated, Code: CodeUnlisted,
 			Detail:   fmt.Sprintf("%d file(s) in the bundle are not listed in the manifest; they were ignored", len(un)),
 			Evidence: firstN(un, maxEvidence)})
 	}

@@ -9,10 +9,6 @@ import (
 	"github.com/evident-log/evident/receipts"
 )
 
-// CodeKeyWindow marks a signature by a service key outside the key's validity window in
-// trust/key-history.json (signed before the key came into use, or after it was retired).
-const CodeKeyWindow = "key_outside_window"
-
 // loadKeyHistory reads trust/key-history.json when the bundle has one: every key must be a
 // well-formed COSE_Key whose RFC 9679 thumbprint is its kid and which trust/issuers.cbor
 // also holds. Bundles without the file are verified as before (no windows checked).
@@ -20,7 +16,7 @@ func (v *verifier) loadKeyHistory() []Check {
 	if !v.listed(bundle.KeyHistoryFile) {
 		return nil
 	}
-	c := Check{Name: "trust.key_history", Where: bundle.KeyHistoryFile}
+	c := Check{Name: CheckTrustKeyHistory, Where: bundle.KeyHistoryFile}
 	b, err := v.readSmall(bundle.KeyHistoryFile, 1<<20)
 	if err != nil {
 		c.Status, c.Code, c.Detail = Broken, CodeTrust, err.Error()

@@ -6,15 +6,7 @@ import (
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/profile/chap"
-)
-
-// Codes of the linkage and timeline checks (docs/profiles/chap.md, "Verification").
-const (
-	CodeUnchainedPrefix  = "unchained_prefix"       // the chain's first records name no predecessor
-	CodeUnchainedRecords = "unchained_records"      // records after the first linked one that name no predecessor
-	CodeTSRegression     = "ts_not_monotonic"       // a sender's ts earlier than its previous record's (a warning)
-	CodeEvidenceHead     = "evidence_head_mismatch" // the Coordinator's evidence_head is not the replayed head
+	"github.com/evident-log/evident/ledger/profile"
 )
 
 // Linkage is how much of a chain the records' own predecessor links (CHAP
@@ -92,16 +84,28 @@ func (t *linkageTrack) coverage() Linkage {
 	return l
 }
 
-// checks turns the track into checks. Only CHAP chains carry evidence.prev_hash, so the
-// linkage check is made for them; the time and evidence_head checks for every profile.
+// linked reports whether a profile's records are meant to name their predecessor
+// (ledger.Linked: CHAP's evidence.prev_hash), so the chain's own linkage is reported.
+func linked(name string) bool {
+	prof, ok := profile.Lookup(name)
+	if !ok {
+		return false
+	}
+	_, ok = prof.(ledger.Linked)
+	return ok
+}
+
+// checks turns the track into checks. The linkage check is made for chains whose profile's
+// records name their predecessor (ledger.Linked); the time and evidence_head checks for
+// every profile.
 func (t *linkageTrack) checks(ref bundle.ChainRef, res *replayResult) []Check {
 	var out []Check
 	if !res.complete() {
 		return nil // the replay stopped: chain.entries already says where
 	}
-	if ref.Profile == chap.Profile && t.total > 0 {
+	if linked(ref.Profile) && t.total > 0 {
 		l := t.coverage()
-		c := Check{Name: "chain.linkage", Chain: ref.ID}
+		c := Check{Name: CheckChainLinkage, Chain: ref.ID}
 		counts := fmt.Sprintf("entries_total=%d entries_checked=%d entries_unchecked=%d checked_from_seq=%d", l.EntriesTotal, l.EntriesChecked, l.EntriesUnchecked, l.CheckedFromSeq)
 		switch {
 		case !t.linked || t.firstLinked > 0:
@@ -121,7 +125,7 @@ func (t *linkageTrack) checks(ref bundle.ChainRef, res *replayResult) []Check {
 		}
 		out = append(out, c)
 	}
-	c := Check{Name: "chain.timestamps", Chain: ref.ID, Status: Verified}
+	c := Check{Name: CheckChainTimestamps, Chain: ref.ID, Status: Verified}
 	if t.regressions > 0 {
 		// A warning, not a break: the chain order is authoritative, a sender's clock is not.
 		c.Code = CodeTSRegression
@@ -132,7 +136,7 @@ func (t *linkageTrack) checks(ref bundle.ChainRef, res *replayResult) []Check {
 	}
 	out = append(out, c)
 	if t.hasEvidence {
-		c := Check{Name: "chain.evidence_head", Chain: ref.ID, Where: bundle.ManifestFile}
+		c := Check{Name: CheckChainEvidenceHead, Chain: ref.ID, Where: bundle.ManifestFile}
 		switch {
 		case t.headFound && t.headSeq == t.total-1:
 			c.Status = Verified

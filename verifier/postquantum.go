@@ -13,22 +13,15 @@ import (
 	"github.com/evident-log/evident/tlogpolicy"
 )
 
-// Codes of the post-quantum checks.
 const (
-	CodePQKeyMissing     = "pq_key_missing"          // --require-pq, but the bundle names no ML-DSA-44 log key
-	CodePQSigMissing     = "pq_signature_missing"    // --require-pq, and a checkpoint carries no ML-DSA-44 log signature
-	CodePQSigInvalid     = "pq_signature_invalid"    // a signature line of the log's ML-DSA-44 key that does not verify
-	CodePQWitnessUnmet   = "witness_pq_quorum_unmet" // --require-pq, and ML-DSA-44 cosignatures alone do not meet the quorum
-	signedNoteMLDSA44    = 0x06                      // signed-note key type of ML-DSA-44 (cosignature/v1)
-	maxPQKeyFile         = 8 << 10                   // an ML-DSA-44 vkey is under 2 KiB of base64
-	pqCheckName          = "log.pq_signature"
-	pqWitnessQuorumCheck = "witness.pq_quorum"
+	signedNoteMLDSA44 = 0x06    // signed-note key type of ML-DSA-44 (cosignature/v1)
+	maxPQKeyFile      = 8 << 10 // an ML-DSA-44 vkey is under 2 KiB of base64
 )
 
 // loadPQKey reads trust/log-mldsa.vkey, the log's ML-DSA-44 checkpoint key. Without it there
 // is no post-quantum check, unless Options.RequirePQ asks for one.
 func (v *verifier) loadPQKey() []Check {
-	c := Check{Name: "trust.log_pq_key", Where: bundle.LogPQKeyFile}
+	c := Check{Name: CheckTrustLogPQKey, Where: bundle.LogPQKeyFile}
 	if !v.listed(bundle.LogPQKeyFile) {
 		if !v.o.RequirePQ {
 			return nil
@@ -75,7 +68,7 @@ func (v *verifier) checkPQ() []Check {
 	if v.pqKey == nil {
 		if v.o.RequirePQ && v.listed(bundle.LogPQKeyFile) {
 			// The key file is unusable (trust.log_pq_key says why): nothing is established.
-			return []Check{{Name: pqCheckName, Status: NotEvaluated, Code: CodeTrust,
+			return []Check{{Name: CheckLogPQSignature, Status: NotEvaluated, Code: CodeTrust,
 				Detail: "no usable post-quantum log key (see trust.log_pq_key): the checkpoints' post-quantum signatures are not evaluated"}}
 		}
 		return nil
@@ -96,7 +89,7 @@ func (v *verifier) checkPQ() []Check {
 		case err == nil:
 			signed++
 		case errors.As(err, &invalid):
-			checks = append(checks, Check{Name: pqCheckName, Status: Broken, Code: CodePQSigInvalid, Where: n.source,
+			checks = append(checks, Check{Name: CheckLogPQSignature, Status: Broken, Code: CodePQSigInvalid, Where: n.source,
 				Detail:   fmt.Sprintf("the checkpoint of tree size %d carries a signature line of the log's ML-DSA-44 key that does not verify: the checkpoint was altered after signing", n.size),
 				Evidence: []string{n.source}})
 		default:
@@ -104,12 +97,12 @@ func (v *verifier) checkPQ() []Check {
 		}
 	}
 	if len(missing) > 0 && v.o.RequirePQ {
-		checks = append(checks, Check{Name: pqCheckName, Status: NotEvaluated, Code: CodePQSigMissing,
+		checks = append(checks, Check{Name: CheckLogPQSignature, Status: NotEvaluated, Code: CodePQSigMissing,
 			Detail:   fmt.Sprintf("post-quantum signatures are required, but %d checkpoint(s) carry no ML-DSA-44 signature by the log: they are established by Ed25519 alone", len(missing)),
 			Evidence: firstN(missing, maxEvidence)})
 	}
 	if len(checks) == 0 {
-		c := Check{Name: pqCheckName, Status: Verified,
+		c := Check{Name: CheckLogPQSignature, Status: Verified,
 			Detail: fmt.Sprintf("%d checkpoint(s) carry a valid ML-DSA-44 signature by the log's post-quantum key", signed)}
 		if len(missing) > 0 {
 			c.Detail += fmt.Sprintf("; %d carry none (not required: --require-pq makes that not evaluated)", len(missing))
@@ -150,12 +143,12 @@ func (v *verifier) checkPQQuorum(p *tlogpolicy.Policy) []Check {
 			met++
 			continue
 		}
-		checks = append(checks, Check{Name: pqWitnessQuorumCheck, Status: NotEvaluated, Code: CodePQWitnessUnmet, Where: n.source,
+		checks = append(checks, Check{Name: CheckWitnessPQQuorum, Status: NotEvaluated, Code: CodePQWitnessUnmet, Where: n.source,
 			Detail:   fmt.Sprintf("post-quantum signatures are required, and the ML-DSA-44 cosignatures on the checkpoint of tree size %d do not meet the witness quorum (%s) by themselves (ML-DSA-44 witnesses in the policy: %s)", n.size, p.Describe(), orNone(names)),
 			Evidence: []string{"ML-DSA-44 cosignatures by: " + orNone(r.Cosigned)}})
 	}
 	if met > 0 && met == len(seen) {
-		checks = append(checks, Check{Name: pqWitnessQuorumCheck, Status: Verified,
+		checks = append(checks, Check{Name: CheckWitnessPQQuorum, Status: Verified,
 			Detail: fmt.Sprintf("every checkpoint (%d) is cosigned by the witness quorum with ML-DSA-44 cosignatures alone: %s", met, p.Describe())})
 	}
 	return checks

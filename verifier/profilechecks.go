@@ -49,17 +49,17 @@ func profileChecks(ref bundle.ChainRef, res *replayResult, seals []*sealInfo) []
 	}
 	for _, s := range seals {
 		if s.hasSeal && s.seal.Closed && res.total > s.seal.Size {
-			checks = append(checks, Check{Name: "chain.closure", Chain: ref.ID, Status: Broken, Code: string(ledger.CodeAfterClosure),
+			checks = append(checks, Check{Name: CheckChainClosure, Chain: ref.ID, Status: Broken, Code: string(ledger.CodeAfterClosure),
 				Where: fmt.Sprintf("seq %d", s.seal.Size), Evidence: []string{s.file},
 				Detail: fmt.Sprintf("seal %d closed the chain at size %d, but the bundle holds %d entries: nothing may follow closure", s.n, s.seal.Size, res.total)})
 			return checks
 		}
 	}
 	if res.brk != nil && res.brk.Code == string(ledger.CodeClosed) {
-		checks = append(checks, Check{Name: "chain.closure", Chain: ref.ID, Status: Broken, Code: string(ledger.CodeAfterClosure), Where: res.brk.Where,
+		checks = append(checks, Check{Name: CheckChainClosure, Chain: ref.ID, Status: Broken, Code: string(ledger.CodeAfterClosure), Where: res.brk.Where,
 			Detail: fmt.Sprintf("an entry follows the record that closed the chain (seq %d)", res.brkSeq)})
 	} else if res.complete() && res.chain.Closed {
-		checks = append(checks, Check{Name: "chain.closure", Chain: ref.ID, Status: Verified,
+		checks = append(checks, Check{Name: CheckChainClosure, Chain: ref.ID, Status: Verified,
 			Detail: fmt.Sprintf("the chain was closed by its last record (seq %d) and nothing follows it", res.total-1)})
 	}
 	return checks

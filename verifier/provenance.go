@@ -8,21 +8,16 @@ import (
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/profile/owp"
-)
-
-// Codes of the provenance check (docs/profiles/owp.md, "Provenance").
-const (
-	CodeProvenanceAbsent = "provenance_target_absent" // the referenced envelope is not in the bundle
-	CodeProvenanceBroken = "provenance_broken"        // the referenced envelope, event or root does not exist there
+	"github.com/evident-log/evident/ledger/profile"
 )
 
 // provenanceState collects, chain by chain, what the cross-chain provenance check needs: each
-// chain's replayed roots and closure, and the OWP references to other envelopes.
+// chain's replayed roots and closure, and the references to other chains (ledger.Referrer:
+// OWP provenance).
 type provenanceState struct {
 	chains map[string]*provChain
-	refs   map[string][]owp.PriorRef // referencing chain → its references
-	order  []string                  // referencing chains in bundle order
+	refs   map[string][]ledger.Reference // referencing chain → its references
+	order  []string                      // referencing chains in bundle order
 }
 
 type provChain struct {
@@ -37,7 +32,7 @@ type provChain struct {
 func (v *verifier) recordProvenance(ref bundle.ChainRef, res *replayResult, seals []*sealInfo) {
 	p := &v.prov
 	if p.chains == nil {
-		p.chains, p.refs = map[string]*provChain{}, map[string][]owp.PriorRef{}
+		p.chains, p.refs = map[string]*provChain{}, map[string][]ledger.Reference{}
 	}
 	pc := &provChain{profile: ref.Profile, dir: ref.Dir, roots: map[string]bool{}}
 	p.chains[ref.ID] = pc
@@ -55,27 +50,43 @@ func (v *verifier) recordProvenance(ref bundle.ChainRef, res *replayResult, seal
 		pc.roots[ledger.RootString(st.root)] = true
 	}
 	pc.roots[ledger.RootString(res.chain.Root())] = true
-	if st, ok := res.chain.State.(*owp.State); ok && len(st.Priors) > 0 {
-		p.refs[ref.ID] = st.Priors
-		p.order = append(p.order, ref.ID)
+	if _, ok := crossChain(ref.Profile); !ok {
+		return
+	}
+	if st, ok := res.chain.State.(ledger.Referrer); ok {
+		if refs := st.References(); len(refs) > 0 {
+			p.refs[ref.ID] = refs
+			p.order = append(p.order, ref.ID)
+		}
 	}
 }
 
-// provenanceChecks resolves every OWP provenance reference (provenance.prior_envelope, and
-// optionally prior_event and prior_root) against the chains the bundle holds: a target the
-// bundle does not hold is not evaluated; a target it holds must be an OWP envelope replayed to
-// the end, hold the named event and have had the named root at one of its seals (or at its end).
+// crossChain returns the registry's adapter of a profile whose chains reference other chains.
+func crossChain(name string) (ledger.CrossChain, bool) {
+	prof, ok := profile.Lookup(name)
+	if !ok {
+		return nil, false
+	}
+	cc, ok := prof.(ledger.CrossChain)
+	return cc, ok
+}
+
+// provenanceChecks resolves every reference to another chain (ledger.Referrer; OWP:
+// provenance.prior_envelope, and optionally prior_event and prior_root) against the chains the
+// bundle holds: a target the bundle does not hold is not evaluated; a target it holds must be
+// a chain of the referring one's profile replayed to the end, hold the named record and have
+// had the named root at one of its seals (or at its end).
 func (v *verifier) provenanceChecks() []Check {
 	p := &v.prov
-	// Event ids to look for, per target chain.
+	// Record ids to look for, per target chain.
 	want := map[string]map[string]bool{}
 	for _, id := range p.order {
 		for _, r := range p.refs[id] {
-			if t := p.chains[r.Envelope]; t != nil && r.Event != "" && t.complete && t.profile == owp.Profile {
-				if want[r.Envelope] == nil {
-					want[r.Envelope] = map[string]bool{}
+			if t := p.chains[r.Chain]; t != nil && r.Event != "" && t.complete && t.profile == p.chains[id].profile {
+				if want[r.Chain] == nil {
+					want[r.Chain] = map[string]bool{}
 				}
-				want[r.Envelope][r.Event] = false
+				want[r.Chain][r.Event] = false
 			}
 		}
 	}
@@ -85,17 +96,20 @@ func (v *verifier) provenanceChecks() []Check {
 	}
 	sort.Strings(targets)
 	for _, t := range targets {
-		if err := v.findOWPEvents(p.chains[t].dir, want[t]); err != nil {
+		cc, _ := crossChain(p.chains[t].profile)
+		if err := v.findRecords(p.chains[t].dir, cc, want[t]); err != nil {
 			return nil
 		}
 	}
 	var checks []Check
 	for _, id := range p.order {
-		c := Check{Name: "owp.provenance", Chain: id, Status: Verified}
+		from := p.chains[id]
+		cc, _ := crossChain(from.profile)
+		c := Check{Name: cc.ReferenceCheck(), Chain: id, Status: Verified}
 		var broken, absent, ok int
 		for _, r := range p.refs[id] {
-			t := p.chains[r.Envelope]
-			what := fmt.Sprintf("seq %d → %s", r.Seq, r.Envelope)
+			t := p.chains[r.Chain]
+			what := fmt.Sprintf("seq %d → %s", r.Seq, r.Chain)
 			if r.Event != "" {
 				what += " event " + r.Event
 			}
@@ -107,13 +121,13 @@ func (v *verifier) provenanceChecks() []Check {
 			case t == nil:
 				absent++
 				verdict = "not evaluated: the bundle does not hold that envelope (export it with the same bundle: /v1/export?chain=…&chain=…)"
-			case t.profile != owp.Profile:
+			case t.profile != from.profile:
 				broken++
 				verdict = fmt.Sprintf("broken: the bundle's chain of that id is a %s chain, not an OWP envelope", t.profile)
 			case !t.complete:
 				absent++
 				verdict = "not evaluated: that envelope's replay stopped (see its chain.entries)"
-			case r.Event != "" && !want[r.Envelope][r.Event]:
+			case r.Event != "" && !want[r.Chain][r.Event]:
 				broken++
 				verdict = "broken: that envelope holds no event with this event_id"
 			case r.Root != "" && !t.roots[r.Root]:
@@ -141,8 +155,8 @@ func (v *verifier) provenanceChecks() []Check {
 	return checks
 }
 
-// findOWPEvents streams an envelope's entries and marks the wanted event ids it holds.
-func (v *verifier) findOWPEvents(dir string, want map[string]bool) error {
+// findRecords streams a chain's entries and marks the wanted record ids it holds.
+func (v *verifier) findRecords(dir string, cc ledger.CrossChain, want map[string]bool) error {
 	f, err := v.open(bundle.EntriesFile(dir))
 	if err != nil {
 		return nil // the chain's own checks report it; nothing is found
@@ -166,9 +180,9 @@ func (v *verifier) findOWPEvents(dir string, want map[string]bool) error {
 		if err != nil {
 			continue
 		}
-		if ev, err := owp.Parse(e.Record); err == nil {
-			if _, ok := want[ev.ID]; ok {
-				want[ev.ID] = true
+		if id, err := cc.ReferencedID(e.Record); err == nil {
+			if _, ok := want[id]; ok {
+				want[id] = true
 			}
 		}
 	}

@@ -23,13 +23,14 @@ const (
 	Broken       Status = "broken"
 )
 
-// Check is one named verdict.
+// Check is one named verdict (docs/report.md).
 type Check struct {
-	Name   string `json:"name"`
+	Name   string `json:"name"` // a CheckName
 	Chain  string `json:"chain,omitempty"`
 	Status Status `json:"status"`
 	// Code is a stable machine-readable reason for a broken or not evaluated check
-	// (a ledger refusal code such as "prev_hash_mismatch", or one of the verifier's Code* constants).
+	// (a ledger refusal code such as "prev_hash_mismatch", a profile's code, or one of the
+	// verifier's Code constants).
 	Code   string `json:"code,omitempty"`
 	Detail string `json:"detail"`
 	// Where locates the finding: "file:line", "seq N", "seal N", a file name.
@@ -95,7 +96,8 @@ type LogReport struct {
 	Checkpoints []CheckpointReport `json:"checkpoints"`
 }
 
-// Report is the outcome of verifying one bundle.
+// Report is the outcome of verifying one bundle: the JSON form is ReportFormat, documented
+// field by field in docs/report.md.
 type Report struct {
 	Format    string        `json:"format"`
 	Bundle    string        `json:"bundle"` // what was verified; callers may overwrite it with a path

@@ -12,15 +12,6 @@ import (
 	"github.com/evident-log/evident/regpolicy"
 )
 
-// Codes of the SCITT registration checks (the scitt/ section, docs/scitt.md).
-const (
-	CodeSCITTIndex          = "scitt_index_invalid"       // scitt/registrations.json unusable or contradicted by a file
-	CodeSCITTPolicy         = "scitt_policy_invalid"      // a policy statement not signed by the service, or not a policy
-	CodeSCITTStatement      = "scitt_statement_malformed" // a registered statement file that is not a transparent statement
-	CodeRegistrationRefused = "registration_refused"      // the policy a registration names refuses the statement
-	CodePolicyNotInForce    = "policy_not_in_force"       // a registration whose policy was not in force where it sits in the log
-)
-
 // maxSCITTFile bounds a transparent statement of the scitt/ section.
 const maxSCITTFile = receipts.MaxStatementSize + 8*receipts.MaxReceiptSize
 
@@ -42,7 +33,7 @@ func (v *verifier) verifySCITT() []Check {
 	if !v.listed(bundle.SCITTIndexFile) {
 		return nil
 	}
-	idxCheck := Check{Name: "scitt.index", Where: bundle.SCITTIndexFile}
+	idxCheck := Check{Name: CheckSCITTIndex, Where: bundle.SCITTIndexFile}
 	b, err := v.readSmall(bundle.SCITTIndexFile, 64<<20)
 	if err != nil {
 		idxCheck.Status, idxCheck.Code, idxCheck.Detail = Broken, CodeSCITTIndex, err.Error()
@@ -74,7 +65,7 @@ func (v *verifier) verifySCITT() []Check {
 		order = append(order, sp)
 	}
 	if len(x.Policies) > 0 && len(order) == len(x.Policies) {
-		checks = append(checks, Check{Name: "scitt.policies", Status: Verified,
+		checks = append(checks, Check{Name: CheckSCITTPolicies, Status: Verified,
 			Detail: fmt.Sprintf("%d registration policy statement(s): signed by the service inside its key's window, receipts and checkpoints verified, in-force intervals match their log positions and iat", len(order))})
 	}
 
@@ -91,7 +82,7 @@ func (v *verifier) verifySCITT() []Check {
 		broken = append(broken, *c)
 	}
 	if len(x.Statements) > 0 && replayed > 0 {
-		checks = append(checks, Check{Name: "scitt.registrations", Status: Verified,
+		checks = append(checks, Check{Name: CheckSCITTRegistrations, Status: Verified,
 			Detail: fmt.Sprintf("%d of %d registration(s) replayed: receipts and checkpoints verified, each statement passes the registration policy in force at its log position (issuer key pinned by that policy, algorithm, content type, size, claims)", replayed, len(x.Statements))})
 	}
 	return append(checks, broken...)
@@ -122,7 +113,7 @@ func (v *verifier) scittTransparent(name, id string) ([]byte, [][]byte, error) {
 
 func (v *verifier) scittPolicyFile(i int, p bundle.SCITTPolicy) (*scittPolicy, *Check) {
 	fail := func(st Status, code, format string, a ...any) (*scittPolicy, *Check) {
-		return nil, &Check{Name: "scitt.policies", Status: st, Code: code, Where: p.File, Detail: fmt.Sprintf(format, a...)}
+		return nil, &Check{Name: CheckSCITTPolicies, Status: st, Code: code, Where: p.File, Detail: fmt.Sprintf(format, a...)}
 	}
 	stmt, rcpts, err := v.scittTransparent(p.File, p.ID)
 	if err != nil {
@@ -154,7 +145,7 @@ func (v *verifier) scittPolicyFile(i int, p bundle.SCITTPolicy) (*scittPolicy, *
 	if from := time.Unix(st.Claims.IssuedAt, 0).UTC().Format(time.RFC3339); from != p.InForce.From {
 		return fail(Broken, CodeSCITTIndex, "policy %d was signed at %s, the index says it was in force from %s", i, from, p.InForce.From)
 	}
-	if c := v.scittReceipts(rcpts, stmt, p.LogIndex, "scitt.policies", p.File); c != nil {
+	if c := v.scittReceipts(rcpts, stmt, p.LogIndex, CheckSCITTPolicies, p.File); c != nil {
 		return nil, c
 	}
 	return &scittPolicy{id: p.ID, logIndex: p.LogIndex, policy: pol}, nil
@@ -162,13 +153,13 @@ func (v *verifier) scittPolicyFile(i int, p bundle.SCITTPolicy) (*scittPolicy, *
 
 func (v *verifier) scittStatementFile(s bundle.SCITTStatement, pols map[string]*scittPolicy, order []*scittPolicy) *Check {
 	fail := func(st Status, code, format string, a ...any) *Check {
-		return &Check{Name: "scitt.registrations", Status: st, Code: code, Where: s.File, Detail: fmt.Sprintf(format, a...)}
+		return &Check{Name: CheckSCITTRegistrations, Status: st, Code: code, Where: s.File, Detail: fmt.Sprintf(format, a...)}
 	}
 	stmt, rcpts, err := v.scittTransparent(s.File, s.ID)
 	if err != nil {
 		return fail(Broken, CodeSCITTStatement, "%v", err)
 	}
-	if c := v.scittReceipts(rcpts, stmt, s.LogIndex, "scitt.registrations", s.File); c != nil {
+	if c := v.scittReceipts(rcpts, stmt, s.LogIndex, CheckSCITTRegistrations, s.File); c != nil {
 		return c
 	}
 	named, ok := pols[s.Policy]

@@ -8,7 +8,6 @@ import (
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/profile"
-	"github.com/evident-log/evident/ledger/profile/chap"
 	"github.com/evident-log/evident/receipts"
 )
 
@@ -52,7 +51,7 @@ func (v *verifier) verifyChain(ref bundle.ChainRef) (ChainReport, []Check, error
 	var res *replayResult
 	if prof, ok := profile.Lookup(ref.Profile); !ok {
 		v.state(bundle.EntriesFile(ref.Dir)).interpreted = true
-		checks = append(checks, Check{Name: "chain.profile", Chain: ref.ID, Status: NotEvaluated, Code: CodeUnknownProfile,
+		checks = append(checks, Check{Name: CheckChainProfile, Chain: ref.ID, Status: NotEvaluated, Code: CodeUnknownProfile,
 			Detail: fmt.Sprintf("this verifier has no adapter for profile %q: the chain's entries, signatures and seal states are not evaluated", ref.Profile)})
 	} else {
 		var err error
@@ -61,7 +60,7 @@ func (v *verifier) verifyChain(ref bundle.ChainRef) (ChainReport, []Check, error
 		}
 		checks = append(checks, res.entryChecks(ref)...)
 		checks = append(checks, res.linkage.checks(ref, res)...)
-		if ref.Profile == chap.Profile && res.complete() && res.total > 0 {
+		if _, ok := prof.(ledger.Linked); ok && res.complete() && res.total > 0 {
 			l := res.linkage.coverage()
 			cr.Linkage = &l
 		}
@@ -81,7 +80,7 @@ func (v *verifier) verifyChain(ref bundle.ChainRef) (ChainReport, []Check, error
 	checks = append(checks, sealChecks...)
 	checks = append(checks, v.checkChainConsistency(ref, seals, res)...) // chainfork.go
 	checks = append(checks, profileChecks(ref, res, seals)...)
-	checks = append(checks, v.copLedgerChecks(ref)...)
+	checks = append(checks, v.bundleChecks(ref)...)
 	v.recordProvenance(ref, res, seals)
 	return cr, checks, nil
 }
@@ -95,7 +94,7 @@ func (v *verifier) readSeals(ref bundle.ChainRef) ([]*sealInfo, []Check) {
 	for i, name := range names {
 		if want := bundle.SealFile(ref.Dir, uint64(i)); name != want {
 			v.state(name).interpreted = true
-			checks = append(checks, Check{Name: "seal.numbering", Chain: ref.ID, Status: Broken, Code: CodeSealNumbering, Where: name,
+			checks = append(checks, Check{Name: CheckSealNumbering, Chain: ref.ID, Status: Broken, Code: CodeSealNumbering, Where: name,
 				Detail: fmt.Sprintf("seal files must be numbered 0..n-1 with no gap: found %s where %s was expected", name, want)})
 			break
 		}
@@ -114,21 +113,21 @@ func (v *verifier) readSeals(ref bundle.ChainRef) ([]*sealInfo, []Check) {
 func (v *verifier) readSeal(ref bundle.ChainRef, s, prev *sealInfo) {
 	raw, err := v.readSmall(s.file, receipts.MaxStatementSize)
 	if err != nil {
-		s.add(Broken, "seal.format", CodeSealFormat, "%v", err)
+		s.add(Broken, CheckSealFormat, CodeSealFormat, "%v", err)
 		return
 	}
 	stmt, rcpts, err := receipts.SplitTransparent(raw)
 	if err != nil {
-		s.add(Broken, "seal.format", CodeSealFormat, "not a transparent statement: %v", err)
+		s.add(Broken, CheckSealFormat, CodeSealFormat, "not a transparent statement: %v", err)
 		return
 	}
 	st, err := receipts.ParseStatement(stmt)
 	if err != nil {
-		s.add(Broken, "seal.format", CodeSealFormat, "not a signed statement: %v", err)
+		s.add(Broken, CheckSealFormat, CodeSealFormat, "not a signed statement: %v", err)
 		return
 	}
 	if s.entry, err = receipts.EntryHash(stmt); err != nil {
-		s.add(Broken, "seal.format", CodeSealFormat, "log entry: %v", err)
+		s.add(Broken, CheckSealFormat, CodeSealFormat, "log entry: %v", err)
 		return
 	}
 	s.hasEntry = true
@@ -136,9 +135,9 @@ func (v *verifier) readSeal(ref bundle.ChainRef, s, prev *sealInfo) {
 	// The issuer's signature over the statement.
 	switch keys := v.keysFor(st.KeyID); {
 	case v.issuersErr:
-		s.add(NotEvaluated, "seal.signature", CodeTrust, "no usable issuer keys (see trust.issuers): the seal statement's signature is not evaluated")
+		s.add(NotEvaluated, CheckSealSignature, CodeTrust, "no usable issuer keys (see trust.issuers): the seal statement's signature is not evaluated")
 	case len(keys) == 0:
-		s.add(Broken, "seal.signature", CodeSealSignature, "the seal statement names kid %s, which is not in %s", hex.EncodeToString(st.KeyID), bundle.IssuersFile)
+		s.add(Broken, CheckSealSignature, CodeSealSignature, "the seal statement names kid %s, which is not in %s", hex.EncodeToString(st.KeyID), bundle.IssuersFile)
 	default:
 		ok := false
 		for _, k := range keys {
@@ -148,63 +147,63 @@ func (v *verifier) readSeal(ref bundle.ChainRef, s, prev *sealInfo) {
 			}
 		}
 		if !ok {
-			s.add(Broken, "seal.signature", CodeSealSignature, "the seal statement's signature does not verify with the issuer key (the statement was altered or not signed by the service)")
+			s.add(Broken, CheckSealSignature, CodeSealSignature, "the seal statement's signature does not verify with the issuer key (the statement was altered or not signed by the service)")
 		} else if err := v.keyWindow(st.KeyID, st.Claims.IssuedAt); err != nil {
-			s.add(Broken, "seal.signature", CodeKeyWindow, "the seal statement: %v", err)
+			s.add(Broken, CheckSealSignature, CodeKeyWindow, "the seal statement: %v", err)
 		}
 	}
 
 	// The payload: this chain's seal.
 	if st.ContentType != ledger.SealContentType {
-		s.add(Broken, "seal.payload", CodeSealPayload, "content type %.80q is not %s", st.ContentType, ledger.SealContentType)
+		s.add(Broken, CheckSealPayload, CodeSealPayload, "content type %.80q is not %s", st.ContentType, ledger.SealContentType)
 		return
 	}
 	seal, err := ledger.ParseSeal(st.Payload)
 	if err != nil {
-		s.add(Broken, "seal.payload", CodeSealPayload, "%v", err)
+		s.add(Broken, CheckSealPayload, CodeSealPayload, "%v", err)
 		return
 	}
 	s.seal, s.hasSeal = seal, true
 	if seal.Chain != ref.ID {
-		s.add(Broken, "seal.payload", CodeSealPayload, "the seal is for chain %.80q, not %.80q", seal.Chain, ref.ID)
+		s.add(Broken, CheckSealPayload, CodeSealPayload, "the seal is for chain %.80q, not %.80q", seal.Chain, ref.ID)
 	}
 	if seal.Profile != ref.Profile {
-		s.add(Broken, "seal.payload", CodeSealPayload, "the seal names profile %.40q, the chain is %.40q", seal.Profile, ref.Profile)
+		s.add(Broken, CheckSealPayload, CodeSealPayload, "the seal names profile %.40q, the chain is %.40q", seal.Profile, ref.Profile)
 	}
 	if st.Claims.Subject != seal.Chain {
-		s.add(Broken, "seal.payload", CodeSealPayload, "the statement's subject %.80q is not the sealed chain %.80q", st.Claims.Subject, seal.Chain)
+		s.add(Broken, CheckSealPayload, CodeSealPayload, "the statement's subject %.80q is not the sealed chain %.80q", st.Claims.Subject, seal.Chain)
 	}
 	if _, err := ledger.ParseLink(seal.Root); err != nil {
-		s.add(Broken, "seal.payload", CodeSealPayload, "root: %v", err)
+		s.add(Broken, CheckSealPayload, CodeSealPayload, "root: %v", err)
 	}
 
 	// Lineage: each seal names the log entry of the one before it.
 	switch {
 	case prev == nil:
 		if seal.PrevSeal != "" {
-			s.add(Broken, "seal.lineage", CodeSealLineage, "the first seal in the bundle names a previous seal %.80q (the bundle does not start at the chain's first seal)", seal.PrevSeal)
+			s.add(Broken, CheckSealLineage, CodeSealLineage, "the first seal in the bundle names a previous seal %.80q (the bundle does not start at the chain's first seal)", seal.PrevSeal)
 		}
 	case !prev.hasEntry:
-		s.add(NotEvaluated, "seal.lineage", CodeSealLineage, "the previous seal could not be read, so prev_seal is not evaluated")
+		s.add(NotEvaluated, CheckSealLineage, CodeSealLineage, "the previous seal could not be read, so prev_seal is not evaluated")
 	default:
 		want := ledger.Link(prev.entry).String()
 		if seal.PrevSeal != want {
-			c := s.add(Broken, "seal.lineage", CodeSealLineage, "prev_seal %.80q does not name the previous seal statement (log entry %s)", seal.PrevSeal, want)
+			c := s.add(Broken, CheckSealLineage, CodeSealLineage, "prev_seal %.80q does not name the previous seal statement (log entry %s)", seal.PrevSeal, want)
 			c.Evidence = []string{prev.file, s.file}
 		}
 		if prev.hasSeal && seal.Size < prev.seal.Size {
-			c := s.add(Broken, "seal.lineage", CodeSealLineage, "seal size %d is below the previous seal's %d", seal.Size, prev.seal.Size)
+			c := s.add(Broken, CheckSealLineage, CodeSealLineage, "seal size %d is below the previous seal's %d", seal.Size, prev.seal.Size)
 			c.Evidence = []string{prev.file, s.file}
 		}
 		if prev.hasSeal && prev.seal.Closed {
-			c := s.add(Broken, "seal.lineage", string(ledger.CodeClosed), "the previous seal closed the chain, yet another seal follows")
+			c := s.add(Broken, CheckSealLineage, string(ledger.CodeClosed), "the previous seal closed the chain, yet another seal follows")
 			c.Evidence = []string{prev.file, s.file}
 		}
 	}
 
 	// Receipts: the statement is in the log, and the log's checkpoint says so.
 	if len(rcpts) == 0 {
-		s.add(Broken, "seal.receipt", CodeReceipt, "the seal statement carries no receipt: it is not shown to be in the log")
+		s.add(Broken, CheckSealReceipt, CodeReceipt, "the seal statement carries no receipt: it is not shown to be in the log")
 		return
 	}
 	leaf := receipts.LeafHash(s.entry[:])
@@ -217,26 +216,26 @@ func (v *verifier) readSeal(ref bundle.ChainRef, s, prev *sealInfo) {
 func (v *verifier) checkReceipt(s *sealInfo, i int, raw []byte, leaf [32]byte) {
 	r0, err := receipts.ParseReceipt(raw)
 	if err != nil {
-		s.add(Broken, "seal.receipt", CodeReceipt, "receipt %d: %v", i, err)
+		s.add(Broken, CheckSealReceipt, CodeReceipt, "receipt %d: %v", i, err)
 		return
 	}
 	if len(r0.Inclusion) != 1 || len(r0.Consistency) != 0 {
-		s.add(Broken, "seal.receipt", CodeReceipt, "receipt %d: want exactly one inclusion proof", i)
+		s.add(Broken, CheckSealReceipt, CodeReceipt, "receipt %d: want exactly one inclusion proof", i)
 		return
 	}
 	// The receipt must be exactly what the service writes: nothing unsigned rides along unnoticed.
 	re, err := receipts.NewInclusionReceipt(receipts.RootSignature{Protected: r0.Protected, Signature: r0.Signature}, r0.Inclusion[0], r0.Checkpoint)
 	if err != nil || !bytes.Equal(re, raw) {
-		s.add(Broken, "seal.receipt", CodeReceipt, "receipt %d is not in the deterministic encoding the service writes (it was re-encoded or carries extra parameters)", i)
+		s.add(Broken, CheckSealReceipt, CodeReceipt, "receipt %d is not in the deterministic encoding the service writes (it was re-encoded or carries extra parameters)", i)
 		return
 	}
 	if v.issuersErr {
-		s.add(NotEvaluated, "seal.receipt", CodeTrust, "no usable issuer keys (see trust.issuers): receipt %d is not evaluated", i)
+		s.add(NotEvaluated, CheckSealReceipt, CodeTrust, "no usable issuer keys (see trust.issuers): receipt %d is not evaluated", i)
 		return
 	}
 	keys := v.keysFor(r0.KeyID)
 	if len(keys) == 0 {
-		s.add(Broken, "seal.receipt", CodeReceipt, "receipt %d names kid %s, which is not in %s", i, hex.EncodeToString(r0.KeyID), bundle.IssuersFile)
+		s.add(Broken, CheckSealReceipt, CodeReceipt, "receipt %d names kid %s, which is not in %s", i, hex.EncodeToString(r0.KeyID), bundle.IssuersFile)
 		return
 	}
 	var root []byte
@@ -247,11 +246,11 @@ func (v *verifier) checkReceipt(s *sealInfo, i int, raw []byte, leaf [32]byte) {
 		}
 	}
 	if err != nil {
-		s.add(Broken, "seal.receipt", CodeReceipt, "receipt %d does not verify for this seal statement: %v", i, err)
+		s.add(Broken, CheckSealReceipt, CodeReceipt, "receipt %d does not verify for this seal statement: %v", i, err)
 		return
 	}
 	if err := v.keyWindow(rr.KeyID, rr.Claims.IssuedAt); err != nil {
-		s.add(Broken, "seal.receipt", CodeKeyWindow, "receipt %d: %v", i, err)
+		s.add(Broken, CheckSealReceipt, CodeKeyWindow, "receipt %d: %v", i, err)
 	}
 	p := rr.Inclusion[0]
 	s.logIndex, s.treeSize = p.LeafIndex, p.TreeSize
@@ -262,24 +261,24 @@ func (v *verifier) checkReceipt(s *sealInfo, i int, raw []byte, leaf [32]byte) {
 	}
 	if cpRaw == nil {
 		if _, bad := v.cpBroken[bundle.CheckpointFile(p.TreeSize)]; bad {
-			s.add(Broken, "seal.checkpoint", CodeCheckpoint, "the checkpoint for tree size %d does not verify (see log.checkpoint)", p.TreeSize)
+			s.add(Broken, CheckSealCheckpoint, CodeCheckpoint, "the checkpoint for tree size %d does not verify (see log.checkpoint)", p.TreeSize)
 		} else {
-			s.add(NotEvaluated, "seal.checkpoint", CodeNoCheckpoint, "receipt %d leads to the root of tree size %d, but the bundle holds no checkpoint of that size: the log's own signature over that root is not evaluated", i, p.TreeSize)
+			s.add(NotEvaluated, CheckSealCheckpoint, CodeNoCheckpoint, "receipt %d leads to the root of tree size %d, but the bundle holds no checkpoint of that size: the log's own signature over that root is not evaluated", i, p.TreeSize)
 		}
 		return
 	}
 	cp, err := v.verifyCheckpoint(cpRaw)
 	switch {
 	case err == errNoLogKey:
-		s.add(NotEvaluated, "seal.checkpoint", CodeTrust, "no usable log key (see trust.log_key): the checkpoint in %s is not evaluated", src)
+		s.add(NotEvaluated, CheckSealCheckpoint, CodeTrust, "no usable log key (see trust.log_key): the checkpoint in %s is not evaluated", src)
 		return
 	case err != nil:
-		c := s.add(Broken, "seal.checkpoint", CodeCheckpoint, "the checkpoint in %s does not verify with the log key: %v", src, err)
+		c := s.add(Broken, CheckSealCheckpoint, CodeCheckpoint, "the checkpoint in %s does not verify with the log key: %v", src, err)
 		c.Evidence = append(c.Evidence, src)
 		return
 	}
 	if cp.Size != p.TreeSize || !bytes.Equal(cp.Hash, root) {
-		c := s.add(Broken, "seal.checkpoint", CodeCheckpoint, "the checkpoint in %s (size %d) is not the tree the receipt proves inclusion in (size %d)", src, cp.Size, p.TreeSize)
+		c := s.add(Broken, CheckSealCheckpoint, CodeCheckpoint, "the checkpoint in %s (size %d) is not the tree the receipt proves inclusion in (size %d)", src, cp.Size, p.TreeSize)
 		c.Evidence = append(c.Evidence,
 			fmt.Sprintf("checkpoint: size %d root %s", cp.Size, hex.EncodeToString(cp.Hash)),
 			fmt.Sprintf("receipt: size %d root %s", p.TreeSize, hex.EncodeToString(root)))
@@ -302,23 +301,23 @@ func (v *verifier) sealStates(ref bundle.ChainRef, seals []*sealInfo, res *repla
 		}
 		switch {
 		case res == nil:
-			s.add(NotEvaluated, "seal.state", CodeUnknownProfile, "the chain was not replayed (profile %.40q), so the seal's head and root are not compared", ref.Profile)
+			s.add(NotEvaluated, CheckSealState, CodeUnknownProfile, "the chain was not replayed (profile %.40q), so the seal's head and root are not compared", ref.Profile)
 		case s.seal.Size > res.total:
-			s.add(Broken, "seal.state", CodeStateMismatch, "the seal covers %d entries but the bundle holds %d", s.seal.Size, res.total)
+			s.add(Broken, CheckSealState, CodeStateMismatch, "the seal covers %d entries but the bundle holds %d", s.seal.Size, res.total)
 		default:
 			st, ok := res.states[s.seal.Size]
 			if !ok {
-				s.add(NotEvaluated, "seal.state", CodeNotReplayed, "the replay stopped at seq %d, before this seal's size %d", res.brkSeq, s.seal.Size)
+				s.add(NotEvaluated, CheckSealState, CodeNotReplayed, "the replay stopped at seq %d, before this seal's size %d", res.brkSeq, s.seal.Size)
 				break
 			}
 			if st.head != s.seal.Head || ledger.RootString(st.root) != s.seal.Root {
-				c := s.add(Broken, "seal.state", CodeStateMismatch, "at size %d the recomputed chain differs from the sealed one", s.seal.Size)
+				c := s.add(Broken, CheckSealState, CodeStateMismatch, "at size %d the recomputed chain differs from the sealed one", s.seal.Size)
 				c.Evidence = append(c.Evidence,
 					fmt.Sprintf("sealed: head %s root %s", s.seal.Head, s.seal.Root),
 					fmt.Sprintf("recomputed: head %s root %s", st.head, ledger.RootString(st.root)))
 			}
 			if s.seal.Closed && res.total > s.seal.Size {
-				s.add(Broken, "seal.state", string(ledger.CodeClosed), "the seal closed the chain at size %d, yet the bundle holds %d entries", s.seal.Size, res.total)
+				s.add(Broken, CheckSealState, string(ledger.CodeClosed), "the seal closed the chain at size %d, yet the bundle holds %d entries", s.seal.Size, res.total)
 			}
 		}
 	}
@@ -348,7 +347,7 @@ func (v *verifier) sealStates(ref bundle.ChainRef, seals []*sealInfo, res *repla
 		checks[i].Chain = ref.ID
 	}
 
-	sum := Check{Name: "seals", Chain: ref.ID}
+	sum := Check{Name: CheckSeals, Chain: ref.ID}
 	switch {
 	case len(seals) == 0:
 		sum.Status, sum.Code, sum.Detail = NotEvaluated, CodeNotAnchored, "the bundle holds no seal for this chain"
@@ -367,13 +366,13 @@ func (v *verifier) sealStates(ref bundle.ChainRef, seals []*sealInfo, res *repla
 	checks = append(checks, sum)
 
 	if res == nil {
-		checks = append(checks, Check{Name: "anchoring", Chain: ref.ID, Status: NotEvaluated, Code: CodeUnknownProfile,
+		checks = append(checks, Check{Name: CheckAnchoring, Chain: ref.ID, Status: NotEvaluated, Code: CodeUnknownProfile,
 			Detail: "the chain was not replayed, so which entries the seals anchor is not evaluated"})
 		return checks
 	}
 	anchored = min(anchored, res.validUpTo())
 	cov.EntriesAnchored = anchored
-	a := Check{Name: "anchoring", Chain: ref.ID}
+	a := Check{Name: CheckAnchoring, Chain: ref.ID}
 	switch {
 	case res.total == 0:
 		a.Status, a.Detail = Verified, "the chain is empty: nothing to anchor"

@@ -6,19 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/profile"
-	"github.com/evident-log/evident/ledger/profile/chap"
 	"github.com/evident-log/evident/receipts"
-)
-
-// Codes of the case-slice checks.
-const (
-	CodeSliceProof      = "slice_proof_invalid" // an entry's chain receipt is missing or does not prove it in the sealed chain
-	CodeSliceOrder      = "slice_order"         // slice entries not in strictly increasing seq order, or beyond the sealed size
-	CodeSliceIncomplete = "slice_incomplete"    // entries of the chain the slice omits (never verified)
 )
 
 // verifySlice checks a case slice (docs/bundle.md, "Case slices"): the seals as for a whole
@@ -31,7 +24,7 @@ func (v *verifier) verifySlice(ref bundle.ChainRef) (ChainReport, []Check, error
 	cr := ChainReport{ID: ref.ID, Profile: ref.Profile, Participants: []Participant{}, Size: ref.Size, Head: ref.Head.String(), Root: ref.Root}
 	seals, checks := v.readSeals(ref)
 	var anchor *sealInfo
-	sum := Check{Name: "seals", Chain: ref.ID, Status: Verified}
+	sum := Check{Name: CheckSeals, Chain: ref.ID, Status: Verified}
 	for _, s := range seals {
 		cr.Coverage.SealsTotal++
 		for _, p := range s.problems {
@@ -60,7 +53,7 @@ func (v *verifier) verifySlice(ref bundle.ChainRef) (ChainReport, []Check, error
 		sum.Detail = fmt.Sprintf("%d seal(s): issuer signatures, payloads, lineage, receipts and log checkpoints verified (their chain states are proven through the slice's receipts, not by a replay)", len(seals))
 	}
 	checks = append(checks, sum)
-	state := Check{Name: "slice.seal", Chain: ref.ID, Where: fmt.Sprintf("seal %d", ref.Slice.Seal)}
+	state := Check{Name: CheckSliceSeal, Chain: ref.ID, Where: fmt.Sprintf("seal %d", ref.Slice.Seal)}
 	switch {
 	case anchor == nil || !anchor.hasSeal:
 		state.Status, state.Code, state.Detail = Broken, CodeMissing, "the seal the slice's receipts are cut against is not in the bundle"
@@ -93,7 +86,7 @@ func (v *verifier) verifySlice(ref bundle.ChainRef) (ChainReport, []Check, error
 		}
 	}
 	omitted := ref.Size - min(sc.lines, ref.Size)
-	checks = append(checks, Check{Name: "slice.completeness", Chain: ref.ID, Status: NotEvaluated, Code: CodeSliceIncomplete,
+	checks = append(checks, Check{Name: CheckSliceCompleteness, Chain: ref.ID, Status: NotEvaluated, Code: CodeSliceIncomplete,
 		Detail: fmt.Sprintf("a case slice: %d of the sealed chain's %d entries are included (%d selected for %s, %d key records); %d omitted entries are not evaluated, so nothing is said about what else the chain holds",
 			sc.lines, ref.Size, ref.Slice.Selected, scopeText(&v.r.Manifest.Scope), ref.Slice.Context, omitted)})
 	return cr, checks, nil
@@ -121,10 +114,21 @@ type sliceResult struct {
 	state    ledger.ProfileState
 }
 
-// keyMethod reports whether a CHAP method shapes the key history; a slice carries every
-// such record of the sealed chain (bundle.SliceRef.Context).
-func keyMethod(m string) bool {
-	return m == "participant.join" || m == "participant.rotate_key" || m == "participant.revoke_key"
+// sliceable returns the registry's adapter of a profile whose chains can be cut into case
+// slices (ledger.Sliceable), and the names of every such profile.
+func sliceable(name string) (ledger.Profile, ledger.Sliceable, []string) {
+	var names []string
+	for _, p := range profile.All() {
+		if _, ok := p.(ledger.Sliceable); ok {
+			names = append(names, p.Name())
+		}
+	}
+	prof, ok := profile.Lookup(name)
+	if !ok {
+		return nil, nil, names
+	}
+	sl, _ := prof.(ledger.Sliceable)
+	return prof, sl, names
 }
 
 // sliceEntries replays slice.jsonl; root is the sealed chain root (nil when the seal did
@@ -132,18 +136,18 @@ func keyMethod(m string) bool {
 func (v *verifier) sliceEntries(ref bundle.ChainRef, root []byte) sliceResult {
 	var res sliceResult
 	file := bundle.SliceFile(ref.Dir)
-	entries := Check{Name: "slice.entries", Chain: ref.ID, Where: file}
-	sigs := Check{Name: "slice.signatures", Chain: ref.ID}
+	entries := Check{Name: CheckSliceEntries, Chain: ref.ID, Where: file}
+	sigs := Check{Name: CheckSliceSignatures, Chain: ref.ID}
 	fail := func(c *Check, code, where, format string, args ...any) {
 		if c.Status != Broken {
 			c.Status, c.Code, c.Where, c.Detail = Broken, code, where, fmt.Sprintf(format, args...)
 		}
 	}
-	prof, ok := profile.Lookup(ref.Profile)
-	if !ok || ref.Profile != chap.Profile {
+	prof, sl, names := sliceable(ref.Profile)
+	if sl == nil {
 		v.state(file).interpreted = true
-		res.checks = append(res.checks, Check{Name: "slice.entries", Chain: ref.ID, Status: NotEvaluated, Code: CodeUnknownProfile,
-			Detail: fmt.Sprintf("case slices are defined for %s; this one is %.40q", chap.Profile, ref.Profile)})
+		res.checks = append(res.checks, Check{Name: CheckSliceEntries, Chain: ref.ID, Status: NotEvaluated, Code: CodeUnknownProfile,
+			Detail: fmt.Sprintf("case slices are defined for %s; this one is %.40q", strings.Join(names, ", "), ref.Profile)})
 		return res
 	}
 	st, err := prof.NewState(nil)
@@ -216,7 +220,7 @@ func (v *verifier) sliceEntries(ref bundle.ChainRef, root []byte) sliceResult {
 			}
 			res.proven++
 		}
-		if keyMethod(adm.Method) && !bytes.HasPrefix(adm.Canonical, []byte(`{"outcome"`)) {
+		if sl.KeyRecord(adm) {
 			res.keys++
 		}
 		if adm.Verify == nil {
@@ -252,7 +256,7 @@ func (v *verifier) sliceEntries(ref bundle.ChainRef, root []byte) sliceResult {
 	}
 	res.checks = append(res.checks, entries, sigs)
 	if res.unsigned > 0 {
-		res.checks = append(res.checks, Check{Name: "slice.unsigned", Chain: ref.ID, Status: NotEvaluated, Code: CodeUnsigned,
+		res.checks = append(res.checks, Check{Name: CheckSliceUnsigned, Chain: ref.ID, Status: NotEvaluated, Code: CodeUnsigned,
 			Detail: fmt.Sprintf("unsigned: %d included record(s) carry no signature; who wrote them is not evaluated", res.unsigned)})
 	}
 	return res

@@ -22,38 +22,6 @@ import (
 	"github.com/evident-log/evident/receipts"
 )
 
-// Codes the verifier puts in Check.Code besides the ledger's refusal codes (ledger.Code*).
-const (
-	CodeDigest         = "digest_mismatch"     // a file differs from its manifest digest
-	CodeMissing        = "file_missing"        // a file the manifest lists or the format needs is absent
-	CodeRead           = "read_error"          // a file cannot be read
-	CodeUnlisted       = "unlisted_file"       // a file in the bundle the manifest does not list
-	CodeNotInterpreted = "not_interpreted"     // a listed file no check reads
-	CodeManifest       = "manifest_invalid"    // the manifest contradicts itself
-	CodeTrust          = "trust_invalid"       // trust/log.vkey or trust/issuers.cbor unusable
-	CodeTrustNotPinned = "trust_not_pinned"    // the bundle's keys are not the ones the verifier was told to trust
-	CodeEntryMalformed = "entry_malformed"     // an entries.jsonl line that is not an entry
-	CodeEntryTooLong   = "entry_too_long"      // an entries.jsonl line over MaxLineSize
-	CodeEntrySeq       = "entry_seq"           // seq is not the line's position (gap, reorder, duplicate)
-	CodeEntryPrev      = "entry_prev_mismatch" // the line's prev is not the recomputed chain head
-	CodeEntryLink      = "entry_link_mismatch" // the line's link is not the recomputed link
-	CodeStateMismatch  = "state_mismatch"      // a recomputed size/head/root differs from a claimed one
-	CodeUnknownProfile = "unknown_profile"     // no adapter for the chain's profile
-	CodeUnsigned       = "unsigned"            // records without a signature
-	CodeSealFormat     = "seal_malformed"      // a seal file that is not a transparent seal statement
-	CodeSealSignature  = "seal_bad_signature"  // a seal statement not signed by an issuer key
-	CodeSealPayload    = "seal_payload"        // a seal payload that is not this chain's seal
-	CodeSealLineage    = "seal_lineage"        // prev_seal does not name the previous seal statement
-	CodeSealNumbering  = "seal_numbering"      // seal files not numbered 0..n-1
-	CodeReceipt        = "receipt_invalid"     // a receipt that does not verify
-	CodeCheckpoint     = "checkpoint_invalid"  // a checkpoint that does not verify or does not match
-	CodeNoCheckpoint   = "checkpoint_missing"  // no checkpoint for a receipt's tree size
-	CodeNotReplayed    = "not_replayed"        // a comparison needing a replay that did not reach that far
-	CodeNotAnchored    = "not_anchored"        // entries after the last verified seal
-	CodeFork           = "log_fork"            // two checkpoints of one size with different roots
-	CodeNoConsistency  = "no_consistency_proof"
-)
-
 // MaxLineSize bounds one line of entries.jsonl: a maximal record plus the line's own members.
 const MaxLineSize = 1<<20 + 4<<10
 
@@ -231,13 +199,13 @@ func (v *verifier) checkManifest() []Check {
 	}
 	sort.Strings(problems)
 	if len(problems) > 0 {
-		return []Check{{Name: "bundle.manifest", Status: Broken, Code: CodeManifest, Where: bundle.ManifestFile,
+		return []Check{{Name: CheckBundleManifest, Status: Broken, Code: CodeManifest, Where: bundle.ManifestFile,
 			Detail: "the manifest contradicts itself", Evidence: firstN(problems, maxEvidence)}}
 	}
-	out := []Check{{Name: "bundle.manifest", Status: Verified, Where: bundle.ManifestFile,
+	out := []Check{{Name: CheckBundleManifest, Status: Verified, Where: bundle.ManifestFile,
 		Detail: fmt.Sprintf("%s manifest parsed: %d chain(s), %d listed file(s), log %s", m.Format, len(m.Chains), len(m.Files), m.Log.Origin)}}
 	if len(m.Chains) == 0 && !v.listed(bundle.SCITTIndexFile) {
-		out = append(out, Check{Name: "bundle.chains", Status: NotEvaluated, Detail: "the bundle holds no chain"})
+		out = append(out, Check{Name: CheckBundleChains, Status: NotEvaluated, Detail: "the bundle holds no chain"})
 	}
 	return out
 }
@@ -272,7 +240,7 @@ var keySetDec = func() cbor.DecMode {
 // loadTrust reads the log's checkpoint key and the issuers' COSE keys.
 func (v *verifier) loadTrust(rep *Report) []Check {
 	var checks []Check
-	c := Check{Name: "trust.log_key", Where: bundle.LogKeyFile}
+	c := Check{Name: CheckTrustLogKey, Where: bundle.LogKeyFile}
 	if b, err := v.readSmall(bundle.LogKeyFile, 4<<10); err != nil {
 		c.Status, c.Code, c.Detail = Broken, CodeTrust, err.Error()
 	} else if lv, err := note.NewVerifier(strings.TrimSpace(string(b))); err != nil {
@@ -295,7 +263,7 @@ func (v *verifier) loadTrust(rep *Report) []Check {
 	}
 	checks = append(checks, c)
 
-	c = Check{Name: "trust.issuers", Where: bundle.IssuersFile}
+	c = Check{Name: CheckTrustIssuers, Where: bundle.IssuersFile}
 	keys, err := v.readIssuers()
 	if err != nil {
 		v.issuersErr = true
@@ -421,7 +389,7 @@ func (v *verifier) loadCheckpointFiles() []Check {
 	names := v.r.List("log/checkpoints/")
 	good := 0
 	for _, name := range names {
-		c := Check{Name: "log.checkpoint", Status: Broken, Code: CodeCheckpoint, Where: name}
+		c := Check{Name: CheckLogCheckpoint, Status: Broken, Code: CodeCheckpoint, Where: name}
 		raw, err := v.readSmall(name, receipts.MaxCheckpointSize)
 		if err != nil {
 			c.Detail = err.Error()
@@ -450,7 +418,7 @@ func (v *verifier) loadCheckpointFiles() []Check {
 		good++
 	}
 	if good > 0 {
-		checks = append(checks, Check{Name: "log.checkpoint", Status: Verified,
+		checks = append(checks, Check{Name: CheckLogCheckpoint, Status: Verified,
 			Detail: fmt.Sprintf("%d checkpoint file(s) signed by the log key, origin %s", good, v.r.Manifest.Log.Origin)})
 	}
 	return checks
@@ -478,7 +446,7 @@ func (v *verifier) checkLog(rep *Report) []Check {
 		rep.Log.Checkpoints = append(rep.Log.Checkpoints, CheckpointReport{Size: k.size, Root: ledger.RootString(k.root), Status: Verified, Sources: src})
 		if i > 0 && keys[i-1].size == k.size {
 			prev := keys[i-1]
-			checks = append(checks, Check{Name: "log.fork", Status: Broken, Code: CodeFork, Where: fmt.Sprintf("tree size %d", k.size),
+			checks = append(checks, Check{Name: CheckLogFork, Status: Broken, Code: CodeFork, Where: fmt.Sprintf("tree size %d", k.size),
 				Detail: fmt.Sprintf("two checkpoints signed by the log for tree size %d have different roots: the log forked", k.size),
 				Evidence: []string{
 					ledger.RootString(prev.root) + " in " + strings.Join(v.cps[prev], ", "),
@@ -493,7 +461,7 @@ func (v *verifier) checkLog(rep *Report) []Check {
 		}
 	}
 	if len(keys) > 0 && !forked {
-		checks = append(checks, Check{Name: "log.fork", Status: Verified,
+		checks = append(checks, Check{Name: CheckLogFork, Status: Verified,
 			Detail: fmt.Sprintf("%d verified checkpoint(s); no two of one size disagree", len(keys))})
 	}
 	// Checkpoints of different sizes: checkLogConsistency (consistency.go).

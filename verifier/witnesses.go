@@ -17,15 +17,6 @@ import (
 	"github.com/evident-log/evident/tlogpolicy"
 )
 
-// Codes of the witness checks.
-const (
-	CodeQuorumUnmet        = "witness_quorum_unmet"        // a checkpoint without the policy's quorum of cosignatures
-	CodeWitnessPolicy      = "witness_policy_invalid"      // trust/witness.policy unusable
-	CodeExtraCheckpoint    = "extra_checkpoint_invalid"    // a --checkpoint file that is not a log-signed checkpoint
-	CodeCosignatureInvalid = "witness_cosignature_invalid" // a policy witness's cosignature line does not verify
-	CodeInconsistent       = "log_inconsistent"            // a consistency proof shows two checkpoints are not one log
-)
-
 // ExtraCheckpoint is a checkpoint gathered outside the bundle (a witness's monitoring
 // endpoint, another bundle) to cross-check the bundle's view of the log against. Data is
 // either a signed checkpoint note or a tlog-witness add-checkpoint body ("old N", proof
@@ -70,7 +61,7 @@ func (v *verifier) loadExtraCheckpoints() []Check {
 	var checks []Check
 	for _, x := range v.o.Checkpoints {
 		src := "checkpoint " + x.Name
-		c := Check{Name: "log.extra_checkpoint", Where: x.Name}
+		c := Check{Name: CheckLogExtraCheckpoint, Where: x.Name}
 		raw, old, proofHashes, hasProof := splitExtra(x.Data)
 		cp, err := v.verifyCheckpoint(raw)
 		if err != nil {
@@ -112,7 +103,7 @@ func (v *verifier) checkExtraProof(src string, old uint64, hashes [][]byte, cp *
 		if n.size != old || old == 0 || old >= cp.Size {
 			continue
 		}
-		c := Check{Name: "log.consistency", Where: fmt.Sprintf("tree sizes %d and %d", old, cp.Size)}
+		c := Check{Name: CheckLogConsistency, Where: fmt.Sprintf("tree sizes %d and %d", old, cp.Size)}
 		switch consistencyVerdict(old, cp.Size, hashes, n.root, cp.Hash) {
 		case consistent:
 			v.linkConsistent(old, n.root, cp.Size, cp.Hash)
@@ -163,7 +154,7 @@ func (v *verifier) checkPolicy() []Check {
 	if !v.listed(bundle.WitnessPolicyFile) {
 		return nil
 	}
-	c := Check{Name: "trust.witness_policy", Where: bundle.WitnessPolicyFile}
+	c := Check{Name: CheckTrustWitnessPolicy, Where: bundle.WitnessPolicyFile}
 	b, err := v.readSmall(bundle.WitnessPolicyFile, tlogpolicy.MaxSize)
 	if err != nil {
 		c.Status, c.Code, c.Detail = Broken, CodeWitnessPolicy, err.Error()
@@ -192,7 +183,7 @@ func (v *verifier) checkPolicy() []Check {
 		seen[h] = true
 		r := p.Evaluate(n.raw, fr)
 		if len(r.Invalid) > 0 {
-			checks = append(checks, Check{Name: "witness.cosignature", Status: Broken, Code: CodeCosignatureInvalid, Where: n.source,
+			checks = append(checks, Check{Name: CheckWitnessCosignature, Status: Broken, Code: CodeCosignatureInvalid, Where: n.source,
 				Detail:   fmt.Sprintf("the checkpoint of tree size %d carries a cosignature line of %s that does not verify: altered or forged", n.size, strings.Join(r.Invalid, ", ")),
 				Evidence: []string{string(n.raw)}})
 		}
@@ -200,7 +191,7 @@ func (v *verifier) checkPolicy() []Check {
 			met++
 			continue
 		}
-		q := Check{Name: "witness.quorum", Status: NotEvaluated, Code: CodeQuorumUnmet, Where: n.source,
+		q := Check{Name: CheckWitnessQuorum, Status: NotEvaluated, Code: CodeQuorumUnmet, Where: n.source,
 			Detail: fmt.Sprintf("the checkpoint of tree size %d is not cosigned by the witness quorum (%s): that every reader was shown this same log is not established for it", n.size, p.Describe())}
 		q.Evidence = append(q.Evidence, "cosigned by: "+orNone(r.Cosigned))
 		if len(r.Stale) > 0 {
@@ -214,9 +205,9 @@ func (v *verifier) checkPolicy() []Check {
 		if v.o.WitnessMaxAge > 0 {
 			d += fmt.Sprintf(", cosignatures no older than %v", v.o.WitnessMaxAge)
 		}
-		checks = append(checks, Check{Name: "witness.quorum", Status: Verified, Detail: d})
+		checks = append(checks, Check{Name: CheckWitnessQuorum, Status: Verified, Detail: d})
 	} else if len(seen) == 0 {
-		checks = append(checks, Check{Name: "witness.quorum", Status: NotEvaluated, Code: CodeNoCheckpoint,
+		checks = append(checks, Check{Name: CheckWitnessQuorum, Status: NotEvaluated, Code: CodeNoCheckpoint,
 			Detail: "the bundle holds no verified checkpoint to evaluate the witness quorum on"})
 	}
 	return checks

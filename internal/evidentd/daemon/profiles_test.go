@@ -18,7 +18,9 @@ import (
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
 	cheqscenario "github.com/evident-log/evident/ledger/profile/cheq/scenario"
+	"github.com/evident-log/evident/ledger/profile/chieflab"
 	clscenario "github.com/evident-log/evident/ledger/profile/chieflab/scenario"
+	"github.com/evident-log/evident/ledger/profile/cop"
 	copscenario "github.com/evident-log/evident/ledger/profile/cop/scenario"
 	owpscenario "github.com/evident-log/evident/ledger/profile/owp/scenario"
 	"github.com/evident-log/evident/verifier"
@@ -82,7 +84,7 @@ func TestSeedProfilesEndToEnd(t *testing.T) {
 				l[3].Record = bytes.Replace(l[3].Record, []byte(`"topicSeq":3`), []byte(`"topicSeq":4`), 1)
 				return l
 			},
-			ruleCheck: "chain.entries", ruleCode: string(ledger.CodeTopicSeq)},
+			ruleCheck: "chain.entries", ruleCode: string(cop.CodeTopicSeq)},
 		{profile: "cheq/0", chain: "cheq-travel-alice", records: cheqRecs,
 			tamper: func(l []bundle.EntryLine) {
 				l[2].Record = bytes.Replace(l[2].Record, []byte(`"reject"`), []byte(`"accept"`), 1)
@@ -107,7 +109,7 @@ func TestSeedProfilesEndToEnd(t *testing.T) {
 				// Drop the approval: the execution that follows has none before it.
 				return append(l[:4:4], l[5:]...)
 			},
-			ruleCheck: "chieflab.approval", ruleCode: string(ledger.CodeUnapprovedExecution)},
+			ruleCheck: "chieflab.approval", ruleCode: string(chieflab.CodeUnapprovedExecution)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.profile, func(t *testing.T) {
@@ -176,8 +178,8 @@ func TestSeedProfilesEndToEnd(t *testing.T) {
 
 	// A rule-breaking ChiefLab run goes through evidentd itself (a record of a violation is
 	// evidence and is accepted) and the offline verdict flags it as critical.
-	for name, want := range map[string]string{"executed_after_rejection": string(ledger.CodeExecutedAfterReject), "cross_workspace_access": string(ledger.CodeCrossWorkspace),
-		"duplicate_execution": string(ledger.CodeDuplicateExecution)} {
+	for name, want := range map[string]string{"executed_after_rejection": string(chieflab.CodeExecutedAfterReject), "cross_workspace_access": string(chieflab.CodeCrossWorkspace),
+		"duplicate_execution": string(chieflab.CodeDuplicateExecution)} {
 		t.Run("chieflab violation "+name, func(t *testing.T) {
 			run := "run-violation-" + strings.ReplaceAll(name, "_", "-")
 			recs := clscenario.Records(run, "ws-acme", start, clscenario.Violations[name])

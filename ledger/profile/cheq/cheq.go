@@ -264,7 +264,7 @@ func (s *State) confirmation(o *canonical.Object, c []byte) (*ledger.Admission, 
 		return nil, ledger.Refuse(ledger.CodeDigestMismatch, "the decision confirms CHEQ %.80s, not this record's CHEQ %s", ch, h)
 	}
 	if prev, used := s.Confirmations[id]; used && prev != h {
-		return nil, ledger.Refuse(ledger.CodeConfirmationReused, "confirmation %.80q already confirmed CHEQ %s", id, prev)
+		return nil, ledger.Refuse(CodeConfirmationReused, "confirmation %.80q already confirmed CHEQ %s", id, prev)
 	}
 	cs, err := sigOf(conf, "sig")
 	if err != nil {

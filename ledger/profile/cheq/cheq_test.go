@@ -73,7 +73,7 @@ func TestRefusals(t *testing.T) {
 	}{
 		{"decision over another CHEQ hash", graft, ledger.CodeDigestMismatch},
 		{"CHEQ altered", bytes.Replace(recs[1], []byte("UA23"), []byte("UA24"), 1), ledger.CodeDigestMismatch},
-		{"confirmation reused for another CHEQ", reused, ledger.CodeConfirmationReused},
+		{"confirmation reused for another CHEQ", reused, cheq.CodeConfirmationReused},
 		{"missing resource signature", bytes.Replace(recs[2], []byte(`"resource_sig"`), []byte(`"resource_sgi"`), 1), ledger.CodeSignatureRequired},
 		{"missing confirmation signature", bytes.Replace(recs[2], []byte(`"sig":{`), []byte(`"sgi":{`), 1), ledger.CodeSignatureRequired},
 		{"decision altered", bytes.Replace(recs[2], []byte(`"decision":"reject"`), []byte(`"decision":"accept"`), 1), ledger.CodeBadSignature},

@@ -116,7 +116,7 @@ func (s *State) Checks() []string {
 func (s *State) Findings() []ledger.Finding {
 	out := slices.Clone(s.Found)
 	if s.Anonymous > 0 {
-		out = append(out, ledger.Finding{Check: CheckOperator, Severity: ledger.Notice, Code: ledger.CodeNoOperator, Seq: *s.FirstAnonAt,
+		out = append(out, ledger.Finding{Check: CheckOperator, Severity: ledger.Notice, Code: CodeNoOperator, Seq: *s.FirstAnonAt,
 			Detail: fmt.Sprintf("%d record(s) were submitted without an authenticated operator (submitted_by null): who submitted them is not evaluated", s.Anonymous)})
 	}
 	return out
@@ -167,7 +167,7 @@ func (s *State) Admit(at ledger.Position, data []byte) (*ledger.Admission, error
 			return nil, ledger.Refuse(ledger.CodeMalformed, "submitted_by is a string or null")
 		}
 		if at.Submitter != "" && operator != at.Submitter {
-			return nil, ledger.Refuse(ledger.CodeOperatorMismatch, "the record names operator %.80q; the submission was authenticated as %.80q", operator, at.Submitter)
+			return nil, ledger.Refuse(CodeOperatorMismatch, "the record names operator %.80q; the submission was authenticated as %.80q", operator, at.Submitter)
 		}
 		rec = o
 	} else {
@@ -222,7 +222,7 @@ func (s *State) apply(seq uint64, id, ws, status string, act *canonical.Object) 
 	if s.Workspace == "" {
 		s.Workspace = ws
 	} else if ws != s.Workspace {
-		s.flag(CheckWorkspace, ledger.CodeCrossWorkspace, seq, "action %.80q belongs to workspace %.80q, but run's workspace is %.80q (§3.4: cross-workspace access)", id, ws, s.Workspace)
+		s.flag(CheckWorkspace, CodeCrossWorkspace, seq, "action %.80q belongs to workspace %.80q, but run's workspace is %.80q (§3.4: cross-workspace access)", id, ws, s.Workspace)
 	}
 	a := s.Actions[id]
 	if a == nil {
@@ -243,9 +243,9 @@ func (s *State) apply(seq uint64, id, ws, status string, act *canonical.Object) 
 	case "executed":
 		switch {
 		case a.Rejected:
-			s.flag(CheckApproval, ledger.CodeExecutedAfterReject, seq, "action %.80q executed after it was rejected", id)
+			s.flag(CheckApproval, CodeExecutedAfterReject, seq, "action %.80q executed after it was rejected", id)
 		case !a.Approved:
-			s.flag(CheckApproval, ledger.CodeUnapprovedExecution, seq, "action %.80q executed without a preceding approved (§3.4)", id)
+			s.flag(CheckApproval, CodeUnapprovedExecution, seq, "action %.80q executed without a preceding approved (§3.4)", id)
 		}
 		key := "action:" + id
 		if m, ok := act.Object("metadata"); ok {
@@ -254,7 +254,7 @@ func (s *State) apply(seq uint64, id, ws, status string, act *canonical.Object) 
 			}
 		}
 		if first, dup := s.Executions[key]; dup {
-			s.flag(CheckIdempotency, ledger.CodeDuplicateExecution, seq, "second execution under %.80q (the first at seq %d)", key, first)
+			s.flag(CheckIdempotency, CodeDuplicateExecution, seq, "second execution under %.80q (the first at seq %d)", key, first)
 		} else {
 			s.Executions[key] = seq
 		}

@@ -45,11 +45,11 @@ func TestLaunchIsClean(t *testing.T) {
 
 func TestViolations(t *testing.T) {
 	want := map[string]ledger.Code{
-		"executed_without_approval": ledger.CodeUnapprovedExecution,
-		"executed_after_rejection":  ledger.CodeExecutedAfterReject,
-		"duplicate_execution":       ledger.CodeDuplicateExecution,
-		"cross_workspace_access":    ledger.CodeCrossWorkspace,
-		"edit_voids_approval":       ledger.CodeUnapprovedExecution,
+		"executed_without_approval": chieflab.CodeUnapprovedExecution,
+		"executed_after_rejection":  chieflab.CodeExecutedAfterReject,
+		"duplicate_execution":       chieflab.CodeDuplicateExecution,
+		"cross_workspace_access":    chieflab.CodeCrossWorkspace,
+		"edit_voids_approval":       chieflab.CodeUnapprovedExecution,
 	}
 	for name, steps := range scenario.Violations {
 		t.Run(name, func(t *testing.T) {
@@ -79,12 +79,12 @@ func TestOperator(t *testing.T) {
 	// A stored-form record naming another operator, submitted by an authenticated one.
 	_, err = c.AppendBy(bytes.Replace(a.Admission.Canonical, []byte("chieflab-launch@acme"), []byte("mallory"), 1), start, "operator:chieflab-launch@acme")
 	var re *ledger.RecordError
-	if !errors.As(err, &re) || re.Code != ledger.CodeOperatorMismatch {
+	if !errors.As(err, &re) || re.Code != chieflab.CodeOperatorMismatch {
 		t.Fatalf("got %v", err)
 	}
 	anon := replay(t, recs[:2], "")
 	f := anon.State.(ledger.Auditor).Findings()
-	if len(f) != 1 || f[0].Code != ledger.CodeNoOperator || f[0].Severity != ledger.Notice {
+	if len(f) != 1 || f[0].Code != chieflab.CodeNoOperator || f[0].Severity != ledger.Notice {
 		t.Fatalf("findings %+v", f)
 	}
 }

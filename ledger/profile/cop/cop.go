@@ -229,7 +229,7 @@ func (s *State) MarshalJSON() ([]byte, error) {
 }
 
 // Checks names the replay checks of the profile.
-func (s *State) Checks() []string { return []string{"cop.parents"} }
+func (s *State) Checks() []string { return []string{CheckParents} }
 
 // Findings returns forward references (critical) and parents absent from the chain (notice).
 func (s *State) Findings() []ledger.Finding {
@@ -239,7 +239,7 @@ func (s *State) Findings() []ledger.Finding {
 		if len(out) >= 2*ledger.MaxFindings {
 			break
 		}
-		out = append(out, ledger.Finding{Check: "cop.parents", Severity: ledger.Notice, Code: ledger.CodeParentAbsent, Seq: s.Pending[id],
+		out = append(out, ledger.Finding{Check: CheckParents, Severity: ledger.Notice, Code: CodeParentAbsent, Seq: s.Pending[id],
 			Detail: fmt.Sprintf("parent event %.80q is not in this Topic's chain (another Topic, or not exported): not evaluated", id)})
 	}
 	slices.SortStableFunc(out, func(a, b ledger.Finding) int { return int(a.Seq) - int(b.Seq) })
@@ -256,10 +256,10 @@ func (s *State) Admit(at ledger.Position, data []byte) (*ledger.Admission, error
 		return nil, ledger.Refuse(ledger.CodeWrongChain, "event names topic %.80q, not %.80q", e.TopicID, at.Chain)
 	}
 	if s.LastSeq == nil && e.TopicSeq > 1 {
-		return nil, ledger.Refuse(ledger.CodeTopicSeq, "the first event of a Topic has topicSeq 0 or 1, not %d", e.TopicSeq)
+		return nil, ledger.Refuse(CodeTopicSeq, "the first event of a Topic has topicSeq 0 or 1, not %d", e.TopicSeq)
 	}
 	if s.LastSeq != nil && e.TopicSeq != *s.LastSeq+1 {
-		return nil, ledger.Refuse(ledger.CodeTopicSeq, "topicSeq %d after %d (must be +1)", e.TopicSeq, *s.LastSeq)
+		return nil, ledger.Refuse(CodeTopicSeq, "topicSeq %d after %d (must be +1)", e.TopicSeq, *s.LastSeq)
 	}
 	if e.Hash != nil {
 		got, err := e.CopHash()
@@ -272,7 +272,7 @@ func (s *State) Admit(at ledger.Position, data []byte) (*ledger.Admission, error
 	}
 	for _, p := range e.Parents {
 		if p == e.ID {
-			return nil, ledger.Refuse(ledger.CodeParentCycle, "event %.80q names itself as its parent", e.ID)
+			return nil, ledger.Refuse(CodeParentCycle, "event %.80q names itself as its parent", e.ID)
 		}
 	}
 	var verify func() error
@@ -288,7 +288,7 @@ func (s *State) Admit(at ledger.Position, data []byte) (*ledger.Admission, error
 		delete(s.Pending, e.ID)
 		s.NFound++
 		if len(s.Found) < ledger.MaxFindings {
-			s.Found = append(s.Found, ledger.Finding{Check: "cop.parents", Severity: ledger.Critical, Code: ledger.CodeParentCycle, Seq: child,
+			s.Found = append(s.Found, ledger.Finding{Check: CheckParents, Severity: ledger.Critical, Code: CodeParentCycle, Seq: child,
 				Detail: fmt.Sprintf("the event at seq %d names parent %.80q, which comes later in the Topic (seq %d): a causal cycle or a reordering", child, e.ID, at.Seq)})
 		}
 	}

@@ -60,7 +60,7 @@ func TestClaimsTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := c.State.(ledger.Auditor).Findings()
-	if len(f) != 1 || f[0].Code != ledger.CodeParentAbsent || f[0].Severity != ledger.Notice || f[0].Seq != 7 {
+	if len(f) != 1 || f[0].Code != cop.CodeParentAbsent || f[0].Severity != ledger.Notice || f[0].Seq != 7 {
 		t.Fatalf("findings %+v, want one notice for the cross-topic parent at seq 7", f)
 	}
 }
@@ -95,14 +95,14 @@ func TestRules(t *testing.T) {
 		rec   []byte
 		want  ledger.Code
 	}{
-		{"topicSeq gap", 7, ev(t, 8, "gap", nil), ledger.CodeTopicSeq},
-		{"topicSeq repeat", 7, ev(t, 6, "rep", nil), ledger.CodeTopicSeq},
-		{"first topicSeq 2", 0, ev(t, 2, "first", nil), ledger.CodeTopicSeq},
+		{"topicSeq gap", 7, ev(t, 8, "gap", nil), cop.CodeTopicSeq},
+		{"topicSeq repeat", 7, ev(t, 6, "rep", nil), cop.CodeTopicSeq},
+		{"first topicSeq 2", 0, ev(t, 2, "first", nil), cop.CodeTopicSeq},
 		{"copHash mismatch", 1, hashOnlyAltered, ledger.CodeDigestMismatch},
 		{"altered signed event", 3, altered, ledger.CodeDigestMismatch},
 		{"other topic", 7, otherB, ledger.CodeWrongChain},
 		{"signature over other content", 3, resigned, ledger.CodeBadSignature},
-		{"self parent", 7, ev(t, 7, "selfish", []string{"selfish"}), ledger.CodeParentCycle},
+		{"self parent", 7, ev(t, 7, "selfish", []string{"selfish"}), cop.CodeParentCycle},
 		{"cloudevent without specversion 1.0", 7, []byte(`{"specversion":"0.3","id":"a","type":"t","subject":"` + topic + `","time":"2026-03-02T08:00:00Z","copTopicSeq":7}`), ledger.CodeMalformed},
 	}
 	for _, tc := range cases {
@@ -136,7 +136,7 @@ func TestForwardParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := c.State.(ledger.Auditor).Findings()
-	if len(f) != 1 || f[0].Code != ledger.CodeParentCycle || f[0].Severity != ledger.Critical || f[0].Seq != 0 {
+	if len(f) != 1 || f[0].Code != cop.CodeParentCycle || f[0].Severity != ledger.Critical || f[0].Seq != 0 {
 		t.Fatalf("findings %+v", f)
 	}
 }

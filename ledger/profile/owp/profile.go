@@ -114,10 +114,10 @@ func (s *State) Admit(at ledger.Position, data []byte) (*ledger.Admission, error
 		return nil, ledger.Refuse(ledger.CodeWrongChain, "%v", err)
 	}
 	if !slices.Contains(EventTypes, e.Type) {
-		return nil, ledger.Refuse(ledger.CodeEventType, "event type %.60q is not one of the OWP-2 §9.1 types this binding lists", e.Type)
+		return nil, ledger.Refuse(CodeEventType, "event type %.60q is not one of the OWP-2 §9.1 types this binding lists", e.Type)
 	}
 	if _, _, _, err := ParseWorkerID(e.Actor); err != nil {
-		return nil, ledger.Refuse(ledger.CodeWorkerID, "actor %.80q: %v", e.Actor, err)
+		return nil, ledger.Refuse(CodeWorkerID, "actor %.80q: %v", e.Actor, err)
 	}
 	if err := ledger.CheckPrev(e.Prev, at.Head); err != nil {
 		return nil, err
@@ -170,7 +170,7 @@ func (s *State) keyFor(e *Event) (any, error) {
 		}
 		cj, _ := canonical.Encode(jo)
 		if old, bound := known[kid]; bound && old != string(cj) {
-			return nil, ledger.Refuse(ledger.CodeWorkerRebound, "kid %.60q of %.80q is already bound to another key (§3.1.2)", kid, e.Actor)
+			return nil, ledger.Refuse(CodeWorkerRebound, "kid %.60q of %.80q is already bound to another key (§3.1.2)", kid, e.Actor)
 		}
 		if len(known) == 0 && e.Sig.Kid != kid {
 			return nil, ledger.Refuse(ledger.CodeUnauthorized, "a Worker's first key binding is signed by the key it binds (kid %.60q), not %.60q", kid, e.Sig.Kid)
@@ -205,7 +205,7 @@ func (s *State) intent(e *Event) (string, *Intent, error) {
 	}
 	in := s.Intents[id]
 	if in == nil {
-		return id, nil, ledger.Refuse(ledger.CodeLifecycle, "%s for Intent %.80q, which is not an Intent of this envelope", e.Type, id)
+		return id, nil, ledger.Refuse(CodeLifecycle, "%s for Intent %.80q, which is not an Intent of this envelope", e.Type, id)
 	}
 	return id, in, nil
 }
@@ -221,7 +221,7 @@ func (s *State) apply(seq uint64, e *Event) (bool, error) {
 			return false, ledger.Refuse(ledger.CodeMalformed, "IntentCreated carries payload.intent_id")
 		}
 		if s.Intents[id] != nil {
-			return false, ledger.Refuse(ledger.CodeLifecycle, "Intent %.80q was already created in this envelope", id)
+			return false, ledger.Refuse(CodeLifecycle, "Intent %.80q was already created in this envelope", id)
 		}
 		prov, _ := p.Object("provenance")
 		parent, _ := prov.String("parent_intent")
@@ -256,16 +256,16 @@ func (s *State) apply(seq uint64, e *Event) (bool, error) {
 		}
 		if parent == "" {
 			if s.Root != "" {
-				return false, ledger.Refuse(ledger.CodeLifecycle, "the envelope's top-level Intent is %.80q; another top-level Intent needs its own envelope (§3.6.2)", s.Root)
+				return false, ledger.Refuse(CodeLifecycle, "the envelope's top-level Intent is %.80q; another top-level Intent needs its own envelope (§3.6.2)", s.Root)
 			}
 			s.Root = id
 		} else {
 			pi := s.Intents[parent]
 			if pi == nil {
-				return false, ledger.Refuse(ledger.CodeLifecycle, "sub-Intent %.80q names parent %.80q, which is not an Intent of this envelope (sub-Intents share their root's envelope)", id, parent)
+				return false, ledger.Refuse(CodeLifecycle, "sub-Intent %.80q names parent %.80q, which is not an Intent of this envelope (sub-Intents share their root's envelope)", id, parent)
 			}
 			if pi.State == StateResolved {
-				return false, ledger.Refuse(ledger.CodeLifecycle, "parent Intent %.80q is already resolved", parent)
+				return false, ledger.Refuse(CodeLifecycle, "parent Intent %.80q is already resolved", parent)
 			}
 		}
 		s.Intents[id] = &Intent{State: StateOpen, Parent: parent}
@@ -275,7 +275,7 @@ func (s *State) apply(seq uint64, e *Event) (bool, error) {
 			return false, err
 		}
 		if in.State != StateOpen && in.State != StateEscalated {
-			return false, ledger.Refuse(ledger.CodeLifecycle, "Intent %.80q cannot be accepted from state %s", id, in.State)
+			return false, ledger.Refuse(CodeLifecycle, "Intent %.80q cannot be accepted from state %s", id, in.State)
 		}
 		in.State = StateAccepted
 	case IntentEscalated:
@@ -284,7 +284,7 @@ func (s *State) apply(seq uint64, e *Event) (bool, error) {
 			return false, err
 		}
 		if in.State != StateAccepted {
-			return false, ledger.Refuse(ledger.CodeLifecycle, "Intent %.80q cannot be escalated from state %s", id, in.State)
+			return false, ledger.Refuse(CodeLifecycle, "Intent %.80q cannot be escalated from state %s", id, in.State)
 		}
 		in.State = StateEscalated
 	case IntentDispatched, CapabilityInvoked:
@@ -294,7 +294,7 @@ func (s *State) apply(seq uint64, e *Event) (bool, error) {
 				return false, err
 			}
 			if in.State == StateResolved {
-				return false, ledger.Refuse(ledger.CodeLifecycle, "%s under Intent %.80q, which is resolved", e.Type, id)
+				return false, ledger.Refuse(CodeLifecycle, "%s under Intent %.80q, which is resolved", e.Type, id)
 			}
 		}
 		if e.Type == CapabilityInvoked {
@@ -308,11 +308,11 @@ func (s *State) apply(seq uint64, e *Event) (bool, error) {
 			return false, err
 		}
 		if in.State == StateResolved {
-			return false, ledger.Refuse(ledger.CodeLifecycle, "Intent %.80q is already resolved", id)
+			return false, ledger.Refuse(CodeLifecycle, "Intent %.80q is already resolved", id)
 		}
 		outcome, _ := p.String("outcome")
 		if !slices.Contains(Outcomes, outcome) {
-			return false, ledger.Refuse(ledger.CodeLifecycle, "outcome %.40q is not achieved, refused or abandoned", outcome)
+			return false, ledger.Refuse(CodeLifecycle, "outcome %.40q is not achieved, refused or abandoned", outcome)
 		}
 		in.State, in.Outcome = StateResolved, outcome
 		if id == s.Root {
@@ -342,16 +342,16 @@ func checkKnowledge(p *canonical.Object) error {
 	for i, r := range refs {
 		o, ok := r.(*canonical.Object)
 		if !ok || o == nil {
-			return ledger.Refuse(ledger.CodeKnowledgeRef, "knowledge reference %d is not an object", i)
+			return ledger.Refuse(CodeKnowledgeRef, "knowledge reference %d is not an object", i)
 		}
 		id, _ := o.String("knowledge_base_id")
 		_, hasVersion := o.Get("knowledge_base_version")
 		h, _ := o.String("retrieved_content_hash")
 		if id == "" || !hasVersion || h == "" {
-			return ledger.Refuse(ledger.CodeKnowledgeRef, "knowledge reference %d lacks knowledge_base_id, knowledge_base_version or retrieved_content_hash", i)
+			return ledger.Refuse(CodeKnowledgeRef, "knowledge reference %d lacks knowledge_base_id, knowledge_base_version or retrieved_content_hash", i)
 		}
 		if _, err := sigalg.ParseDigest(h); err != nil {
-			return ledger.Refuse(ledger.CodeKnowledgeRef, "knowledge reference %d: retrieved_content_hash: %v", i, err)
+			return ledger.Refuse(CodeKnowledgeRef, "knowledge reference %d: retrieved_content_hash: %v", i, err)
 		}
 	}
 	return nil

@@ -92,9 +92,9 @@ func TestRefusals(t *testing.T) {
 		want  ledger.Code
 	}{
 		{"wrong envelope", 3, sign(team.RM, owp.SignalReceived, map[string]any{}, "envelope:wf-coverage-prod:other"), ledger.CodeWrongChain},
-		{"unknown type", 3, sign(team.RM, "IntentTeleported", map[string]any{}, env), ledger.CodeEventType},
+		{"unknown type", 3, sign(team.RM, "IntentTeleported", map[string]any{}, env), owp.CodeEventType},
 		{"unsigned", 3, []byte(`{"owp":"2","event_id":"e","envelope":"` + env + `","type":"SignalReceived","ts":"2026-05-07T03:20:00Z","actor":"` + team.RM.ID + `","payload":{}}`), ledger.CodeSignatureRequired},
-		{"actor not a worker id", 3, []byte(`{"owp":"2","event_id":"e","envelope":"` + env + `","type":"SignalReceived","ts":"2026-05-07T03:20:00Z","actor":"agent:x","payload":{}}`), ledger.CodeWorkerID},
+		{"actor not a worker id", 3, []byte(`{"owp":"2","event_id":"e","envelope":"` + env + `","type":"SignalReceived","ts":"2026-05-07T03:20:00Z","actor":"agent:x","payload":{}}`), owp.CodeWorkerID},
 		{"bad ts", 3, []byte(`{"owp":"2","event_id":"e","envelope":"` + env + `","type":"SignalReceived","ts":"yesterday","actor":"` + team.RM.ID + `","payload":{}}`), ledger.CodeBadTimestamp},
 		{"worker re-bound to another key", 3, func() []byte {
 			jwk, _ := sigalg.JWK(team.Analyst.Key.Public())
@@ -102,17 +102,17 @@ func TestRefusals(t *testing.T) {
 			var jm map[string]any
 			json.Unmarshal(jb, &jm)
 			return sign(team.RM, owp.WorkerKeyBound, map[string]any{"kid": team.RM.Kid, "jwk": jm}, env)
-		}(), ledger.CodeWorkerRebound},
+		}(), owp.CodeWorkerRebound},
 		{"unknown key", 3, sign(&scenario.Worker{ID: team.RM.ID, Kid: "nope", Alg: team.RM.Alg, Key: team.RM.Key}, owp.SignalReceived, map[string]any{}, env), ledger.CodeUnknownKey},
 		{"wrong key for kid", 3, sign(intruder, owp.SignalReceived, map[string]any{}, env), ledger.CodeBadSignature},
-		{"second top-level intent", 5, sign(team.RM, owp.IntentCreated, map[string]any{"intent_id": "int:other", "provenance": map[string]any{"parent_intent": nil}}, env), ledger.CodeLifecycle},
-		{"sub-intent of a foreign parent", 5, sign(team.RM, owp.IntentCreated, map[string]any{"intent_id": "int:sub2", "provenance": map[string]any{"parent_intent": "int:elsewhere"}}, env), ledger.CodeLifecycle},
-		{"escalate an open intent", 7, sign(team.RM, owp.IntentEscalated, map[string]any{"intent_id": "int:" + env + ":credit-check"}, env), ledger.CodeLifecycle},
-		{"bad outcome", 5, sign(team.RM, owp.IntentResolved, map[string]any{"intent_id": "int:" + env + ":outreach", "outcome": "won"}, env), ledger.CodeLifecycle},
+		{"second top-level intent", 5, sign(team.RM, owp.IntentCreated, map[string]any{"intent_id": "int:other", "provenance": map[string]any{"parent_intent": nil}}, env), owp.CodeLifecycle},
+		{"sub-intent of a foreign parent", 5, sign(team.RM, owp.IntentCreated, map[string]any{"intent_id": "int:sub2", "provenance": map[string]any{"parent_intent": "int:elsewhere"}}, env), owp.CodeLifecycle},
+		{"escalate an open intent", 7, sign(team.RM, owp.IntentEscalated, map[string]any{"intent_id": "int:" + env + ":credit-check"}, env), owp.CodeLifecycle},
+		{"bad outcome", 5, sign(team.RM, owp.IntentResolved, map[string]any{"intent_id": "int:" + env + ":outreach", "outcome": "won"}, env), owp.CodeLifecycle},
 		{"retrieval without version", 9, sign(team.Analyst, owp.CapabilityInvoked, map[string]any{"intent_id": "int:" + env + ":credit-check",
-			"knowledge": map[string]any{"knowledge_base_id": "kb:x", "retrieved_content_hash": "sha-256:" + strings.Repeat("ab", 32)}}, env), ledger.CodeKnowledgeRef},
+			"knowledge": map[string]any{"knowledge_base_id": "kb:x", "retrieved_content_hash": "sha-256:" + strings.Repeat("ab", 32)}}, env), owp.CodeKnowledgeRef},
 		{"retrieval hash without algorithm", 9, sign(team.Analyst, owp.CapabilityInvoked, map[string]any{"intent_id": "int:" + env + ":credit-check",
-			"knowledge": map[string]any{"knowledge_base_id": "kb:x", "knowledge_base_version": 1, "retrieved_content_hash": strings.Repeat("ab", 32)}}, env), ledger.CodeKnowledgeRef},
+			"knowledge": map[string]any{"knowledge_base_id": "kb:x", "knowledge_base_version": 1, "retrieved_content_hash": strings.Repeat("ab", 32)}}, env), owp.CodeKnowledgeRef},
 		{"stale prev", 4, good[5], ledger.CodePrevMismatch},
 	}
 	for _, tc := range cases {
