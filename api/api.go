@@ -46,7 +46,7 @@ type IngestResponse struct {
 // SealResponse answers POST /v1/chains/{chain}/seal (201) asked for JSON.
 type SealResponse struct {
 	Seal        ledger.Seal `json:"seal"`
-	N           uint64      `json:"n"` // the seal's number in the chain, from 1
+	N           uint64      `json:"n"` // the seal's ordinal in the chain, from 0
 	LogIndex    uint64      `json:"log_index"`
 	Checkpoint  string      `json:"checkpoint"`
 	Receipt     string      `json:"receipt"`               // base64 RFC 9942 receipt
