@@ -331,7 +331,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, cont
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("client: %w", err)
+		return nil, err // a *url.Error naming the request; it wraps the context's error
 	}
 	if resp.StatusCode/100 == 2 {
 		return resp, nil
