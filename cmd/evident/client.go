@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/client"
 )
 
 // serviceFlags are the flags of the commands that talk to an evidentd.
@@ -34,45 +37,10 @@ func envOr(name, def string) string {
 	return def
 }
 
-// do sends one request and returns the body of a 2xx answer; anything else becomes an error
-// carrying the problem detail's code and text.
-func (s *serviceFlags) do(ctx context.Context, method, path, contentType string, body []byte) ([]byte, http.Header, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(s.url, "/")+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, nil, err
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	if s.token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<30))
-	if err != nil {
-		return nil, nil, err
-	}
-	if resp.StatusCode/100 != 2 {
-		var p struct {
-			Code   string `json:"code"`
-			Detail string `json:"detail"`
-			Index  *int   `json:"index"`
-		}
-		if json.Unmarshal(b, &p) == nil && p.Code != "" {
-			if p.Index != nil {
-				return nil, nil, fmt.Errorf("%s: %s (record %d of the request): %s", resp.Status, p.Code, *p.Index, p.Detail)
-			}
-			return nil, nil, fmt.Errorf("%s: %s: %s", resp.Status, p.Code, p.Detail)
-		}
-		return nil, nil, fmt.Errorf("%s %s: %s", method, path, resp.Status)
-	}
-	return b, resp.Header, nil
+// client returns a client of the evidentd the flags name. Each command bounds its requests
+// with -timeout through the context, not with the http.Client.
+func (s *serviceFlags) client() (*client.Client, error) {
+	return client.New(s.url, client.WithToken(s.token), client.WithHTTPClient(&http.Client{}))
 }
 
 // cmdSubmit streams records from files to a chain in batches.
@@ -104,24 +72,27 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		records = append(records, recs...)
 	}
-	path := "/v1/chains/" + url.PathEscape(*chain) + "/entries"
-	if *profile != "" {
-		path += "?profile=" + url.QueryEscape(*profile)
+	c, err := svc.client()
+	if err != nil {
+		fmt.Fprintln(stderr, "evident submit:", err)
+		return exitBroken // as for any failed request
+	}
+	submit := func(recs [][]byte) (*api.IngestResponse, error) {
+		ctx, cancel := context.WithTimeout(ctx, svc.timeout)
+		defer cancel()
+		return c.Submit(ctx, *chain, recs, client.WithProfile(*profile))
 	}
 	sent := 0
-	var last struct {
-		Size uint64 `json:"size"`
-		Head string `json:"head"`
-	}
+	var last api.IngestResponse
 	for sent < len(records) {
 		end := min(sent+*batch, len(records))
-		b, _, err := svc.do(ctx, http.MethodPost, path, "application/jsonl", bytes.Join(records[sent:end], []byte("\n")))
+		res, err := submit(records[sent:end])
 		if err != nil {
 			fmt.Fprintf(stderr, "evident submit: records %d..%d: %v\n", sent, end-1, err)
 			fmt.Fprintf(stderr, "%d record(s) accepted before the refusal\n", sent)
 			return exitBroken
 		}
-		json.Unmarshal(b, &last)
+		last = *res
 		sent = end
 	}
 	fmt.Fprintf(stdout, "%d record(s) accepted into %s: size %d, head %s\n", sent, *chain, last.Size, last.Head)
@@ -191,32 +162,26 @@ func cmdSeal(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	path := "/v1/chains/" + url.PathEscape(*chain) + "/seal"
-	if *closeChain {
-		path += "?close=true"
-	}
-	b, _, err := svc.do(ctx, http.MethodPost, path, "", nil)
+	c, err := svc.client()
 	if err != nil {
 		fmt.Fprintln(stderr, "evident seal:", err)
 		return exitFailure
 	}
-	var r struct {
-		Seal struct {
-			Size   uint64 `json:"size"`
-			Root   string `json:"root"`
-			Closed bool   `json:"closed"`
-		} `json:"seal"`
-		N           uint64 `json:"n"`
-		LogIndex    uint64 `json:"log_index"`
-		Transparent []byte `json:"transparent_statement"`
+	ctx, cancel := context.WithTimeout(ctx, svc.timeout)
+	defer cancel()
+	r, err := c.Seal(ctx, *chain, *closeChain)
+	if err != nil {
+		fmt.Fprintln(stderr, "evident seal:", err)
+		return exitFailure
 	}
-	if err := json.Unmarshal(b, &r); err != nil {
+	statement, err := r.TransparentStatement()
+	if err != nil {
 		fmt.Fprintln(stderr, "evident seal:", err)
 		return exitFailure
 	}
 	fmt.Fprintf(stdout, "seal %d of %s: size %d, root %s, closed %v, log index %d\n", r.N, *chain, r.Seal.Size, r.Seal.Root, r.Seal.Closed, r.LogIndex)
 	if *out != "" {
-		if err := os.WriteFile(*out, r.Transparent, 0o644); err != nil {
+		if err := os.WriteFile(*out, statement, 0o644); err != nil {
 			fmt.Fprintln(stderr, "evident seal:", err)
 			return exitFailure
 		}
@@ -245,15 +210,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fs.Usage()
 		return exitUsage
 	}
-	q := url.Values{"chain": {*chain}}
-	if *task != "" {
-		q.Set("task", *task)
-	}
-	if *logical != "" {
-		q.Set("logical_id", *logical)
-	}
-	svc.timeout = max(svc.timeout, 30*time.Minute) // a large chain takes a while to stream
-	b, _, err := svc.do(ctx, http.MethodGet, "/v1/export?"+q.Encode(), "", nil)
+	c, err := svc.client()
 	if err != nil {
 		fmt.Fprintln(stderr, "evident export:", err)
 		return exitFailure
@@ -262,10 +219,37 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if name == "" {
 		name = strings.NewReplacer("/", "_", ":", "_").Replace(*chain) + ".evident.zip"
 	}
-	if err := os.WriteFile(name, b, 0o644); err != nil {
+	ctx, cancel := context.WithTimeout(ctx, max(svc.timeout, 30*time.Minute)) // a large chain takes a while to stream
+	defer cancel()
+	n, err := exportTo(ctx, c, client.ExportQuery{Chains: []string{*chain}, TaskID: *task, LogicalID: *logical}, name)
+	if err != nil {
 		fmt.Fprintln(stderr, "evident export:", err)
 		return exitFailure
 	}
-	fmt.Fprintf(stdout, "wrote %s (%d bytes); check it with: evident verify %s\n", name, len(b), name)
+	fmt.Fprintf(stdout, "wrote %s (%d bytes); check it with: evident verify %s\n", name, n, name)
 	return 0
+}
+
+// exportTo streams the bundle into a temporary file beside name and renames it into place,
+// so a failed export leaves no partial bundle (and no clobbered older one) behind.
+func exportTo(ctx context.Context, c *client.Client, q client.ExportQuery, name string) (int64, error) {
+	f, err := os.CreateTemp(filepath.Dir(name), ".evident-export-*")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(f.Name()) // fails harmlessly once renamed
+	n, err := c.Export(ctx, q, f)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	if err := os.Rename(f.Name(), name); err != nil {
+		return 0, err
+	}
+	return n, nil
 }

@@ -49,7 +49,8 @@ func TestSubmitSealExportVerify(t *testing.T) {
 	// A refused record: the message names the code and the record.
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(bad, []byte(`{"jsonrpc":"2.0","id":"x","method":"m","params":{"load":0.42}}`), 0o644)
-	if code, _, errs := cli("submit", "-url", srv.URL, "-chain", ws, bad); code != exitBroken || !strings.Contains(errs, "number_out_of_range") {
+	if code, _, errs := cli("submit", "-url", srv.URL, "-chain", ws, bad); code != exitBroken || !strings.Contains(errs, "number_out_of_range") ||
+		!strings.Contains(errs, "400 Bad Request: number_out_of_range (record 0 of the request): ") || !strings.Contains(errs, "0 record(s) accepted before the refusal") {
 		t.Fatalf("bad submit: %d %s", code, errs)
 	}
 	sealFile := filepath.Join(dir, "seal.cose")
@@ -65,6 +66,20 @@ func TestSubmitSealExportVerify(t *testing.T) {
 	}
 	if code, out, errs := cli("verify", zip, "-format", "json", "-q"); code != exitVerified || !strings.Contains(out, `"verdict": "verified"`) {
 		t.Fatalf("verify: %d %s %s", code, out, errs)
+	}
+	// A failed export leaves no file behind.
+	missing := filepath.Join(dir, "missing.zip")
+	if code, _, errs := cli("export", "-url", srv.URL, "-chain", "wsp_none", "-o", missing); code != exitFailure || !strings.Contains(errs, "404 Not Found: no_such_chain: ") {
+		t.Fatalf("export of a missing chain: %d %s", code, errs)
+	}
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Fatalf("a failed export left %s: %v", missing, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 5 {
+		t.Fatalf("temporary files left behind: %v", entries)
+	}
+	if code, _, errs := cli("seal", "-url", srv.URL, "-chain", "wsp_none"); code != exitFailure || !strings.Contains(errs, "no_such_chain") {
+		t.Fatalf("seal of a missing chain: %d %s", code, errs)
 	}
 	if code, _, _ := cli("submit", "-chain", ws); code != exitUsage {
 		t.Fatalf("submit without files: %d", code)

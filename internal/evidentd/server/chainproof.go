@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/receipts"
@@ -120,7 +121,7 @@ func (s *Server) handleEntryReceipt(w http.ResponseWriter, r *http.Request) {
 	chain := r.PathValue("chain")
 	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
 	if err != nil {
-		problem(w, http.StatusBadRequest, "bad_query", "seq must be a non-negative integer", -1)
+		problem(w, http.StatusBadRequest, api.CodeBadQuery, "seq must be a non-negative integer", -1)
 		return
 	}
 	h, err := s.c.Pipeline.Head(r.Context(), chain)
@@ -129,12 +130,12 @@ func (s *Server) handleEntryReceipt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if seq >= h.Size {
-		problem(w, http.StatusNotFound, "no_such_entry", fmt.Sprintf("chain %s has %d entries", chain, h.Size), -1)
+		problem(w, http.StatusNotFound, api.CodeNoSuchEntry, fmt.Sprintf("chain %s has %d entries", chain, h.Size), -1)
 		return
 	}
 	rc, top, sealed, err := s.entryReceipt(r.Context(), chain, seq)
 	if errors.Is(err, errNotSealed) {
-		problem(w, http.StatusConflict, "not_sealed", fmt.Sprintf("entry %d is not covered by a registered seal yet: POST /v1/chains/%s/seal, then ask again", seq, chain), -1)
+		problem(w, http.StatusConflict, api.CodeNotSealed, fmt.Sprintf("entry %d is not covered by a registered seal yet: POST /v1/chains/%s/seal, then ask again", seq, chain), -1)
 		return
 	}
 	if err != nil {

@@ -12,17 +12,9 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/evident-log/evident/internal/evidentd/ingest"
+	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/ledger"
 )
-
-// IngestResponse answers an accepted ingest request.
-type IngestResponse struct {
-	Chain    string            `json:"chain"`
-	Accepted []ingest.Accepted `json:"accepted"`
-	Size     uint64            `json:"size"`
-	Head     ledger.Link       `json:"head"`
-}
 
 func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 	chain := r.PathValue("chain")
@@ -31,7 +23,7 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		s.m.recordsRefused.Add(1)
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			problem(w, http.StatusRequestEntityTooLarge, string(ledger.CodeTooLarge), fmt.Sprintf("request body over %d bytes", s.c.MaxBody), -1)
+			problem(w, http.StatusRequestEntityTooLarge, api.CodeRecordTooLarge, fmt.Sprintf("request body over %d bytes", s.c.MaxBody), -1)
 			return
 		}
 		s.fail(w, r, err)
@@ -47,7 +39,11 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 	s.m.recordsAccepted.Add(uint64(len(acc)))
 	last := acc[len(acc)-1]
 	w.Header().Set("Location", fmt.Sprintf("/v1/chains/%s/entries?from=%d&limit=%d", chain, acc[0].Seq, len(acc)))
-	writeJSON(w, http.StatusCreated, IngestResponse{Chain: chain, Accepted: acc, Size: last.Seq + 1, Head: last.Link})
+	out := api.IngestResponse{Chain: chain, Accepted: make([]api.AcceptedEntry, len(acc)), Size: last.Seq + 1, Head: last.Link}
+	for i, a := range acc {
+		out.Accepted[i] = api.AcceptedEntry{Seq: a.Seq, Prev: a.Prev, Link: a.Link, Arrival: a.Arrival}
+	}
+	writeJSON(w, http.StatusCreated, out)
 }
 
 // splitBody returns the records of an ingest body: one JSON object, a JSON array of
@@ -106,16 +102,6 @@ func splitBody(body io.Reader, contentType string, maxBatch int) ([][]byte, erro
 	return out, nil
 }
 
-// SealResponse answers a seal request.
-type SealResponse struct {
-	Seal        ledger.Seal `json:"seal"`
-	N           uint64      `json:"n"`
-	LogIndex    uint64      `json:"log_index"`
-	Checkpoint  string      `json:"checkpoint"`
-	Receipt     string      `json:"receipt"`               // base64 RFC 9942 receipt
-	Transparent string      `json:"transparent_statement"` // base64 COSE statement with receipt (header 394)
-}
-
 func (s *Server) handleSeal(w http.ResponseWriter, r *http.Request) {
 	chain := r.PathValue("chain")
 	closeChain := r.URL.Query().Get("close") == "true"
@@ -128,32 +114,17 @@ func (s *Server) handleSeal(w http.ResponseWriter, r *http.Request) {
 	}
 	s.m.seals.Add(1)
 	if acceptsCOSE(r) {
-		w.Header().Set("Content-Type", `application/cose; cose-type="cose-sign1"`)
+		w.Header().Set("Content-Type", api.MediaCOSESign1)
 		w.WriteHeader(http.StatusCreated)
 		w.Write(res.Transparent)
 		return
 	}
-	writeJSON(w, http.StatusCreated, SealResponse{Seal: res.Seal, N: res.N, LogIndex: res.LogIndex, Checkpoint: string(res.Checkpoint),
+	writeJSON(w, http.StatusCreated, api.SealResponse{Seal: res.Seal, N: res.N, LogIndex: res.LogIndex, Checkpoint: string(res.Checkpoint),
 		Receipt: base64.StdEncoding.EncodeToString(res.Receipt), Transparent: base64.StdEncoding.EncodeToString(res.Transparent)})
 }
 
 func acceptsCOSE(r *http.Request) bool {
-	return strings.Contains(r.Header.Get("Accept"), "application/cose")
-}
-
-// EntryView is one entry as the read API shows it.
-type EntryView struct {
-	Seq     uint64      `json:"seq"`
-	Prev    ledger.Link `json:"prev"`
-	Link    ledger.Link `json:"link"`
-	Arrival string      `json:"arrival"`
-	Method  string      `json:"method,omitempty"`
-	Sender  string      `json:"sender,omitempty"`
-	Signed  bool        `json:"signed"`
-	// Attrs are the profile's attributes of the record the attribute filters match
-	// (CHAP: task_id, logical_id, tag, outcome).
-	Attrs  map[string][]string `json:"attrs,omitempty"`
-	Record json.RawMessage     `json:"record"`
+	return strings.Contains(r.Header.Get("Accept"), api.MediaCOSE)
 }
 
 const maxPage = 1000
@@ -162,17 +133,17 @@ func (s *Server) handleEntries(w http.ResponseWriter, r *http.Request) {
 	chain := r.PathValue("chain")
 	from, err := queryUint(r, "from", 0)
 	if err != nil {
-		problem(w, http.StatusBadRequest, "bad_query", err.Error(), -1)
+		problem(w, http.StatusBadRequest, api.CodeBadQuery, err.Error(), -1)
 		return
 	}
 	limit, err := queryUint(r, "limit", 100)
 	if err != nil || limit == 0 || limit > maxPage {
-		problem(w, http.StatusBadRequest, "bad_query", fmt.Sprintf("limit must be 1..%d", maxPage), -1)
+		problem(w, http.StatusBadRequest, api.CodeBadQuery, fmt.Sprintf("limit must be 1..%d", maxPage), -1)
 		return
 	}
 	f, err := entryFilter(r) // entryfilter.go: method, sender, since, until, task_id, logical_id, tag, outcome
 	if err != nil {
-		problem(w, http.StatusBadRequest, "bad_query", err.Error(), -1)
+		problem(w, http.StatusBadRequest, api.CodeBadQuery, err.Error(), -1)
 		return
 	}
 	f.From, f.Limit = from, int(limit)
@@ -185,13 +156,9 @@ func (s *Server) handleEntries(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := struct {
-		Chain   string      `json:"chain"`
-		Entries []EntryView `json:"entries"`
-		Next    *uint64     `json:"next,omitempty"`
-	}{Chain: chain, Entries: make([]EntryView, len(es))}
+	out := api.EntriesPage{Chain: chain, Entries: make([]api.EntryView, len(es))}
 	for i, e := range es {
-		out.Entries[i] = EntryView{Seq: e.Seq, Prev: e.Prev, Link: e.Link, Arrival: ledger.Timestamp(e.Arrival), Method: e.Method, Sender: e.Sender, Signed: e.Signed, Attrs: e.Attrs, Record: e.Record}
+		out.Entries[i] = api.EntryView{Seq: e.Seq, Prev: e.Prev, Link: e.Link, Arrival: ledger.Timestamp(e.Arrival), Method: e.Method, Sender: e.Sender, Signed: e.Signed, Attrs: e.Attrs, Record: e.Record}
 	}
 	if len(es) == int(limit) {
 		n := es[len(es)-1].Seq + 1
@@ -211,18 +178,9 @@ func (s *Server) handleSeals(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	type view struct {
-		N          uint64 `json:"n"`
-		Size       uint64 `json:"size"`
-		Closed     bool   `json:"closed"`
-		SealedAt   string `json:"sealed_at"`
-		Registered bool   `json:"registered"`
-		LogIndex   uint64 `json:"log_index,omitempty"`
-		Entry      string `json:"entry"`
-	}
-	out := make([]view, len(seals))
+	out := api.SealsPage{Chain: chain, Seals: make([]api.SealView, len(seals))}
 	for i, sl := range seals {
-		out[i] = view{N: sl.N, Size: sl.Size, Closed: sl.Closed, SealedAt: ledger.Timestamp(sl.SealedAt), Registered: sl.Registered, LogIndex: sl.LogIndex, Entry: ledger.Link(sl.EntryHash).String()}
+		out.Seals[i] = api.SealView{N: sl.N, Size: sl.Size, Closed: sl.Closed, SealedAt: ledger.Timestamp(sl.SealedAt), Registered: sl.Registered, LogIndex: sl.LogIndex, Entry: ledger.Link(sl.EntryHash).String()}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"chain": chain, "seals": out})
+	writeJSON(w, http.StatusOK, out)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger/profile/cop"
@@ -25,11 +26,11 @@ func (s *Server) handleCOPLedger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.Profile != cop.Profile {
-		problem(w, http.StatusNotFound, "not_cop", fmt.Sprintf("chain %.80q is a %s chain; a COP Ledger exists only for %s Topics", chain, h.Profile, cop.Profile), -1)
+		problem(w, http.StatusNotFound, api.CodeNotCOP, fmt.Sprintf("chain %.80q is a %s chain; a COP Ledger exists only for %s Topics", chain, h.Profile, cop.Profile), -1)
 		return
 	}
 	if s.c.COPNode == nil {
-		problem(w, http.StatusNotFound, "no_cop_node", "this evidentd has no COP node key", -1)
+		problem(w, http.StatusNotFound, api.CodeNoCOPNode, "this evidentd has no COP node key", -1)
 		return
 	}
 	w.Header().Set("Content-Type", "application/jsonl")

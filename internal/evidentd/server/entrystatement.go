@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/receipts"
@@ -40,7 +41,7 @@ func (s *Server) handleEntryStatement(w http.ResponseWriter, r *http.Request) {
 	chain := r.PathValue("chain")
 	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
 	if err != nil {
-		problem(w, http.StatusBadRequest, "bad_query", "seq must be a non-negative integer", -1)
+		problem(w, http.StatusBadRequest, api.CodeBadQuery, "seq must be a non-negative integer", -1)
 		return
 	}
 	h, err := s.c.Pipeline.Head(r.Context(), chain)
@@ -54,7 +55,7 @@ func (s *Server) handleEntryStatement(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if seq >= h.Size || len(es) == 0 || es[0].Seq != seq {
-		problem(w, http.StatusNotFound, "no_such_entry", fmt.Sprintf("chain %s has %d entries", chain, h.Size), -1)
+		problem(w, http.StatusNotFound, api.CodeNoSuchEntry, fmt.Sprintf("chain %s has %d entries", chain, h.Size), -1)
 		return
 	}
 	e := es[0]

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
@@ -23,7 +24,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	}
 	if q := r.URL.Query(); q.Has("task") || q.Has("logical_id") {
 		if ids := q["chain"]; len(ids) != 1 || ids[0] == "" || q.Get("task")+q.Get("logical_id") == "" {
-			problem(w, http.StatusBadRequest, "bad_query", "a case slice needs one ?chain=<id> and a non-empty task= or logical_id=", -1)
+			problem(w, http.StatusBadRequest, api.CodeBadQuery, "a case slice needs one ?chain=<id> and a non-empty task= or logical_id=", -1)
 			return
 		}
 		s.handleSliceExport(w, r, q.Get("chain"), Slice{Task: q.Get("task"), LogicalID: q.Get("logical_id")}) // slice.go
@@ -31,14 +32,14 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	}
 	ids := r.URL.Query()["chain"]
 	if len(ids) == 0 || slices.Contains(ids, "") {
-		problem(w, http.StatusBadRequest, "bad_query", "export needs ?chain=<id> (repeat chain= for several chains in one bundle)", -1)
+		problem(w, http.StatusBadRequest, api.CodeBadQuery, "export needs ?chain=<id> (repeat chain= for several chains in one bundle)", -1)
 		return
 	}
 	chain := ids[0]
 	reqs := make([]ExportChain, 0, len(ids))
 	for _, id := range ids {
 		if slices.ContainsFunc(reqs, func(q ExportChain) bool { return q.Chain == id }) {
-			problem(w, http.StatusBadRequest, "bad_query", fmt.Sprintf("chain %.80q is named twice", id), -1)
+			problem(w, http.StatusBadRequest, api.CodeBadQuery, fmt.Sprintf("chain %.80q is named twice", id), -1)
 			return
 		}
 		h, err := s.c.Pipeline.Head(r.Context(), id)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
@@ -21,7 +22,7 @@ var ErrNoRegistrations = errors.New("server: this ledger store keeps no SCITT re
 // handleExportRegistrations answers GET /v1/export?registrations=all|<iss>.
 func (s *Server) handleExportRegistrations(w http.ResponseWriter, r *http.Request, sel string) {
 	if _, ok := s.c.Store.(store.RegistrationLister); !ok {
-		problem(w, http.StatusNotFound, "not_found", ErrNoRegistrations.Error(), -1)
+		problem(w, http.StatusNotFound, api.CodeNotFound, ErrNoRegistrations.Error(), -1)
 		return
 	}
 	w.Header().Set("Content-Type", "application/zip")

@@ -4,11 +4,13 @@ import (
 	"net/http"
 
 	"github.com/fxamacker/cbor/v2"
+
+	"github.com/evident-log/evident/api"
 )
 
 // ConciseProblemType is the media type of RFC 9290 concise problem details, which SCRAPI
 // uses for its errors.
-const ConciseProblemType = "application/concise-problem-details+cbor"
+const ConciseProblemType = api.MediaConciseProblem
 
 // RFC 9290 standard problem detail keys.
 const (
@@ -30,11 +32,11 @@ type ConciseProblem struct {
 }
 
 // conciseProblem writes an RFC 9290 concise problem detail.
-func conciseProblem(w http.ResponseWriter, status int, code, detail, instance string) {
+func conciseProblem(w http.ResponseWriter, status int, code api.ProblemCode, detail, instance string) {
 	m := map[any]any{
 		cpdTitle:         http.StatusText(status),
 		cpdDetail:        detail,
-		ProblemExtension: map[string]any{"code": code},
+		ProblemExtension: map[string]any{"code": string(code)},
 	}
 	if instance != "" {
 		m[cpdInstance] = instance

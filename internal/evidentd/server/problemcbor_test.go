@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/evident-log/evident/api"
 )
 
 func TestConciseProblemRoundTrip(t *testing.T) {
@@ -15,7 +17,7 @@ func TestConciseProblemRoundTrip(t *testing.T) {
 		{http.StatusBadRequest, "bad_signature", "the signature does not verify", ""},
 	} {
 		rec := httptest.NewRecorder()
-		conciseProblem(rec, tc.status, tc.code, tc.detail, tc.in)
+		conciseProblem(rec, tc.status, api.ProblemCode(tc.code), tc.detail, tc.in)
 		if rec.Code != tc.status || rec.Header().Get("Content-Type") != ConciseProblemType {
 			t.Fatalf("%d %s", rec.Code, rec.Header().Get("Content-Type"))
 		}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/internal/evidentd/scitt"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/receipts"
@@ -94,22 +95,22 @@ func (s *Server) scittFail(w http.ResponseWriter, r *http.Request, err error) {
 	var ref *regpolicy.Refusal
 	switch {
 	case errors.As(err, &ref):
-		conciseProblem(w, refusalStatus(ref.Code), ref.Code, ref.Detail, r.URL.Path)
+		conciseProblem(w, refusalStatus(ref.Code), api.ProblemCode(ref.Code), ref.Detail, r.URL.Path)
 	case errors.Is(err, scitt.ErrNoRegistration), errors.Is(err, store.ErrNotFound):
-		conciseProblem(w, http.StatusNotFound, "not_found", "no registration with this id: "+r.PathValue("id"), r.URL.Path)
+		conciseProblem(w, http.StatusNotFound, api.CodeNotFound, "no registration with this id: "+r.PathValue("id"), r.URL.Path)
 	case errors.Is(err, tilelog.ErrPushback):
 		s.m.pushbacks.Add(1)
 		w.Header().Set("Retry-After", "1")
-		conciseProblem(w, http.StatusServiceUnavailable, "pushback", "the log is busy; retry after the indicated delay", r.URL.Path)
+		conciseProblem(w, http.StatusServiceUnavailable, api.CodePushback, "the log is busy; retry after the indicated delay", r.URL.Path)
 	case errors.Is(err, errBadQuery):
-		conciseProblem(w, http.StatusBadRequest, "bad_query", err.Error(), r.URL.Path)
+		conciseProblem(w, http.StatusBadRequest, api.CodeBadQuery, err.Error(), r.URL.Path)
 	case errors.Is(err, tilelog.ErrBeyondPublished):
-		conciseProblem(w, http.StatusBadRequest, "beyond_published", err.Error(), r.URL.Path)
+		conciseProblem(w, http.StatusBadRequest, api.CodeBeyondPublished, err.Error(), r.URL.Path)
 	case errors.Is(err, context.Canceled):
-		conciseProblem(w, 499, "canceled", "request canceled", r.URL.Path)
+		conciseProblem(w, 499, api.CodeCanceled, "request canceled", r.URL.Path)
 	default:
 		s.c.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		conciseProblem(w, http.StatusInternalServerError, "internal", "internal error; see the service log", r.URL.Path)
+		conciseProblem(w, http.StatusInternalServerError, api.CodeInternal, "internal error; see the service log", r.URL.Path)
 	}
 }
 
@@ -119,7 +120,7 @@ var errBadQuery = errors.New("bad query")
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if ct != "" && ct != COSEType && ct != StatementType {
-		conciseProblem(w, http.StatusUnsupportedMediaType, "unsupported_media_type",
+		conciseProblem(w, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType,
 			fmt.Sprintf("send the signed statement as %s or %s, not %q", StatementType, COSEType, ct), r.URL.Path)
 		return
 	}
@@ -127,7 +128,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			conciseProblem(w, http.StatusRequestEntityTooLarge, regpolicy.CodeTooLarge, fmt.Sprintf("statement over %d bytes", receipts.MaxStatementSize), r.URL.Path)
+			conciseProblem(w, http.StatusRequestEntityTooLarge, api.CodeStatementTooLarge, fmt.Sprintf("statement over %d bytes", receipts.MaxStatementSize), r.URL.Path)
 			return
 		}
 		s.scittFail(w, r, err)
@@ -182,7 +183,7 @@ func validID(id string) bool {
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request) (*store.Registration, bool) {
 	id := r.PathValue("id")
 	if !validID(id) {
-		conciseProblem(w, http.StatusBadRequest, "bad_id", "a registration id is the 64 hex digits of its log entry", r.URL.Path)
+		conciseProblem(w, http.StatusBadRequest, api.CodeBadID, "a registration id is the 64 hex digits of its log entry", r.URL.Path)
 		return nil, false
 	}
 	reg, err := s.c.SCITT.Registrar.Lookup(r.Context(), id)
@@ -275,12 +276,12 @@ func (s *Server) handleKey(w http.ResponseWriter, r *http.Request) {
 		kid, err = hex.DecodeString(v)
 	}
 	if err != nil || len(kid) != 32 {
-		conciseProblem(w, http.StatusBadRequest, "bad_kid", "a kid is a 32-byte RFC 9679 thumbprint in base64url (or hex)", r.URL.Path)
+		conciseProblem(w, http.StatusBadRequest, api.CodeBadKid, "a kid is a 32-byte RFC 9679 thumbprint in base64url (or hex)", r.URL.Path)
 		return
 	}
 	k, ok := s.c.SCITT.Keys.Key(kid)
 	if !ok {
-		conciseProblem(w, http.StatusNotFound, "not_found", "no service key has this kid", r.URL.Path)
+		conciseProblem(w, http.StatusNotFound, api.CodeNotFound, "no service key has this kid", r.URL.Path)
 		return
 	}
 	w.Header().Set("Cache-Control", "max-age=3600")

@@ -1,6 +1,7 @@
 // Package server is evidentd's HTTP surface: evidence ingest and seals under
 // /v1/chains, offline bundles under /v1/export, the tile log under /log/, and operations
-// endpoints. Refusals are RFC 9457 problem details carrying the ledger's stable error code.
+// endpoints. Bodies are the wire types of package api; refusals are RFC 9457 problem details
+// carrying a stable api.ProblemCode (a record refusal passes the ledger's code through).
 //
 // Writes are authenticated with bearer tokens scoped to chain-id prefixes; with no token
 // configured, writes are accepted from loopback clients only.
@@ -22,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/internal/evidentd/ingest"
 	"github.com/evident-log/evident/internal/evidentd/scitt"
 	"github.com/evident-log/evident/internal/evidentd/store"
@@ -124,15 +126,15 @@ func (s *Server) write(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		chain := r.PathValue("chain")
 		if err := validChainID(chain); err != nil {
-			problem(w, http.StatusBadRequest, "invalid_chain_id", err.Error(), -1)
+			problem(w, http.StatusBadRequest, api.CodeInvalidChainID, err.Error(), -1)
 			return
 		}
 		if !s.authorized(r, chain) {
 			if len(s.c.Tokens) == 0 && !s.c.ClientCerts {
-				problem(w, http.StatusForbidden, "forbidden", "no token is configured: writes are accepted from loopback only", -1)
+				problem(w, http.StatusForbidden, api.CodeForbidden, "no token is configured: writes are accepted from loopback only", -1)
 			} else {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="evidentd"`)
-				problem(w, http.StatusUnauthorized, "unauthorized", "a bearer token scoped to this chain is required", -1)
+				problem(w, http.StatusUnauthorized, api.CodeUnauthorized, "a bearer token scoped to this chain is required", -1)
 			}
 			return
 		}
@@ -214,22 +216,12 @@ func validChainID(id string) error {
 	return nil
 }
 
-// Problem is an RFC 9457 problem detail with Evident's extensions.
-type Problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail,omitempty"`
-	Code   string `json:"code"`
-	Index  *int   `json:"index,omitempty"` // the refused record's position in the batch
-}
-
-func problem(w http.ResponseWriter, status int, code, detail string, index int) {
-	p := Problem{Type: "urn:evident:problem:" + code, Title: http.StatusText(status), Status: status, Detail: detail, Code: code}
+func problem(w http.ResponseWriter, status int, code api.ProblemCode, detail string, index int) {
+	p := api.Problem{Type: code.Type(), Title: http.StatusText(status), Status: status, Detail: detail, Code: code}
 	if index >= 0 {
 		p.Index = &index
 	}
-	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Content-Type", api.MediaProblem)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(p)
@@ -249,31 +241,31 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		case ledger.CodeFork, ledger.CodePrevMismatch, ledger.CodeIDReused, ledger.CodeClosed, ledger.CodeProfileMismatch:
 			status = http.StatusConflict
 		}
-		problem(w, status, string(re.Code), re.Detail, re.Index)
+		problem(w, status, api.LedgerCode(re.Code), re.Detail, re.Index)
 	case errors.Is(err, ingest.ErrNoChain):
-		problem(w, http.StatusNotFound, "no_such_chain", err.Error(), -1)
+		problem(w, http.StatusNotFound, api.CodeNoSuchChain, err.Error(), -1)
 	case errors.Is(err, ingest.ErrUnknownProfile):
-		problem(w, http.StatusBadRequest, "unknown_profile", err.Error(), -1)
+		problem(w, http.StatusBadRequest, api.CodeUnknownProfile, err.Error(), -1)
 	case errors.Is(err, tilelog.ErrPushback):
 		s.m.pushbacks.Add(1)
 		w.Header().Set("Retry-After", "1")
-		problem(w, http.StatusServiceUnavailable, "pushback", "the log is busy; retry after the indicated delay", -1)
+		problem(w, http.StatusServiceUnavailable, api.CodePushback, "the log is busy; retry after the indicated delay", -1)
 	case errors.Is(err, store.ErrConflict):
 		w.Header().Set("Retry-After", "1")
-		problem(w, http.StatusServiceUnavailable, "concurrent_writer", "another writer moved the chain; retry", -1)
+		problem(w, http.StatusServiceUnavailable, api.CodeConcurrentWriter, "another writer moved the chain; retry", -1)
 	case errors.Is(err, context.DeadlineExceeded):
 		w.Header().Set("Retry-After", "1")
-		problem(w, http.StatusServiceUnavailable, "timeout", "the operation did not finish in time; it will complete in the background", -1)
+		problem(w, http.StatusServiceUnavailable, api.CodeTimeout, "the operation did not finish in time; it will complete in the background", -1)
 	case errors.Is(err, context.Canceled):
-		problem(w, 499, "canceled", "request canceled", -1)
+		problem(w, 499, api.CodeCanceled, "request canceled", -1)
 	default:
 		s.c.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		problem(w, http.StatusInternalServerError, "internal", "internal error; see the service log", -1)
+		problem(w, http.StatusInternalServerError, api.CodeInternal, "internal error; see the service log", -1)
 	}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", api.MediaJSON)
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
@@ -287,14 +279,15 @@ func (s *Server) handleHead(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, h)
+	writeJSON(w, http.StatusOK, api.ChainHead{Chain: h.Chain, Profile: h.Profile, Size: h.Size, Head: h.Head, Root: h.Root,
+		Closed: h.Closed, LastSeal: h.LastSeal, SealedSize: h.SealedSize})
 }
 
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if _, err := s.c.Service.Log().Checkpoint(ctx); err != nil {
-		problem(w, http.StatusServiceUnavailable, "not_ready", "no checkpoint published yet", -1)
+		problem(w, http.StatusServiceUnavailable, api.CodeNotReady, "no checkpoint published yet", -1)
 		return
 	}
 	io.WriteString(w, "ready\n")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 
+	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
@@ -58,9 +59,9 @@ func (s *Server) handleSliceExport(w http.ResponseWriter, r *http.Request, chain
 	if err != nil {
 		switch {
 		case errors.Is(err, ErrSliceProfile), errors.Is(err, ErrSliceEmpty):
-			problem(w, http.StatusBadRequest, "bad_query", err.Error(), -1)
+			problem(w, http.StatusBadRequest, api.CodeBadQuery, err.Error(), -1)
 		case errors.Is(err, ErrSliceUnsealed):
-			problem(w, http.StatusConflict, "not_sealed", err.Error(), -1)
+			problem(w, http.StatusConflict, api.CodeNotSealed, err.Error(), -1)
 		default:
 			s.fail(w, r, err)
 		}

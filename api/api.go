@@ -1,0 +1,138 @@
+// Package api holds the HTTP wire types of evidentd's /v1 API: the JSON bodies the
+// server writes and clients read, the RFC 9457 problem detail of every refusal with its
+// stable ProblemCode, and the media types the API speaks.
+//
+// The types are the contract of the wire format: field names and shapes do not change.
+// docs/errors.md documents every ProblemCode.
+package api
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+
+	"github.com/evident-log/evident/ledger"
+)
+
+// Media types of the API.
+const (
+	MediaJSON           = "application/json"
+	MediaJSONLines      = "application/jsonl"                        // one record per line (ingest)
+	MediaNDJSON         = "application/x-ndjson"                     // an alias of MediaJSONLines the ingest accepts
+	MediaProblem        = "application/problem+json"                 // RFC 9457 problem details
+	MediaConciseProblem = "application/concise-problem-details+cbor" // RFC 9290, on the SCRAPI surface
+	MediaZip            = "application/zip"                          // offline bundles
+	MediaCOSE           = "application/cose"
+	// MediaCOSESign1 is a COSE_Sign1 object: seal statements and entry receipts.
+	MediaCOSESign1 = `application/cose; cose-type="cose-sign1"`
+)
+
+// AcceptedEntry is one record an ingest request added to the chain.
+type AcceptedEntry struct {
+	Seq     uint64      `json:"seq"`
+	Prev    ledger.Link `json:"prev"`
+	Link    ledger.Link `json:"link"`
+	Arrival string      `json:"arrival"` // RFC 3339 UTC, millisecond precision
+}
+
+// IngestResponse answers an accepted POST /v1/chains/{chain}/entries (201).
+type IngestResponse struct {
+	Chain    string          `json:"chain"`
+	Accepted []AcceptedEntry `json:"accepted"`
+	Size     uint64          `json:"size"` // entries in the chain after the batch
+	Head     ledger.Link     `json:"head"`
+}
+
+// SealResponse answers POST /v1/chains/{chain}/seal (201) asked for JSON.
+type SealResponse struct {
+	Seal        ledger.Seal `json:"seal"`
+	N           uint64      `json:"n"` // the seal's ordinal in the chain, from 0
+	LogIndex    uint64      `json:"log_index"`
+	Checkpoint  string      `json:"checkpoint"`
+	Receipt     string      `json:"receipt"`               // base64 RFC 9942 receipt
+	Transparent string      `json:"transparent_statement"` // base64 COSE statement with receipt (header 394)
+}
+
+// ReceiptBytes decodes Receipt.
+func (r *SealResponse) ReceiptBytes() ([]byte, error) {
+	b, err := base64.StdEncoding.DecodeString(r.Receipt)
+	if err != nil {
+		return nil, fmt.Errorf("api: seal receipt: %w", err)
+	}
+	return b, nil
+}
+
+// TransparentStatement decodes Transparent: the seal statement with its receipt.
+func (r *SealResponse) TransparentStatement() ([]byte, error) {
+	b, err := base64.StdEncoding.DecodeString(r.Transparent)
+	if err != nil {
+		return nil, fmt.Errorf("api: transparent statement: %w", err)
+	}
+	return b, nil
+}
+
+// ChainHead answers GET /v1/chains/{chain}: the chain's current state.
+type ChainHead struct {
+	Chain      string      `json:"chain"`
+	Profile    string      `json:"profile"`
+	Size       uint64      `json:"size"`
+	Head       ledger.Link `json:"head"`
+	Root       string      `json:"root"` // "sha256:<hex>" of the chain tree root at Size
+	Closed     bool        `json:"closed"`
+	LastSeal   string      `json:"last_seal,omitempty"`
+	SealedSize uint64      `json:"sealed_size"`
+}
+
+// EntryView is one entry as GET /v1/chains/{chain}/entries shows it.
+type EntryView struct {
+	Seq     uint64      `json:"seq"`
+	Prev    ledger.Link `json:"prev"`
+	Link    ledger.Link `json:"link"`
+	Arrival string      `json:"arrival"`
+	Method  string      `json:"method,omitempty"`
+	Sender  string      `json:"sender,omitempty"`
+	Signed  bool        `json:"signed"`
+	// Attrs are the profile's attributes of the record the attribute filters match
+	// (CHAP: task_id, logical_id, tag, outcome).
+	Attrs  map[string][]string `json:"attrs,omitempty"`
+	Record json.RawMessage     `json:"record"`
+}
+
+// EntriesPage answers GET /v1/chains/{chain}/entries: one page of entries.
+type EntriesPage struct {
+	Chain   string      `json:"chain"`
+	Entries []EntryView `json:"entries"`
+	// Next is the from= of the following page; nil when this page is the last.
+	Next *uint64 `json:"next,omitempty"`
+}
+
+// SealView is one seal of a chain as GET /v1/chains/{chain}/seals shows it.
+type SealView struct {
+	N          uint64 `json:"n"`
+	Size       uint64 `json:"size"`
+	Closed     bool   `json:"closed"`
+	SealedAt   string `json:"sealed_at"`
+	Registered bool   `json:"registered"` // the seal statement is in the log
+	LogIndex   uint64 `json:"log_index,omitempty"`
+	Entry      string `json:"entry"` // "sha256:<hex>" of the seal statement's log entry
+}
+
+// SealsPage answers GET /v1/chains/{chain}/seals: every seal of the chain, oldest first.
+type SealsPage struct {
+	Chain string     `json:"chain"`
+	Seals []SealView `json:"seals"`
+}
+
+// ProblemTypePrefix starts the type URI of every problem detail: the code follows it.
+const ProblemTypePrefix = "urn:evident:problem:"
+
+// Problem is an RFC 9457 problem detail with Evident's extensions: the stable Code and,
+// for a refused record, its Index in the submitted batch.
+type Problem struct {
+	Type   string      `json:"type"`
+	Title  string      `json:"title"`
+	Status int         `json:"status"`
+	Detail string      `json:"detail,omitempty"`
+	Code   ProblemCode `json:"code"`
+	Index  *int        `json:"index,omitempty"` // the refused record's position in the batch
+}

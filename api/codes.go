@@ -1,0 +1,116 @@
+package api
+
+import (
+	"slices"
+
+	"github.com/evident-log/evident/ledger"
+)
+
+// ProblemCode is the stable code of a problem detail: the "code" member of an RFC 9457
+// problem and the last segment of its type URI. Codes never change meaning.
+type ProblemCode string
+
+// Type returns the problem type URI of the code, urn:evident:problem:<code>.
+func (c ProblemCode) Type() string { return ProblemTypePrefix + string(c) }
+
+// Problems of the API itself (docs/errors.md, "Other problems").
+const (
+	CodeBadQuery         ProblemCode = "bad_query"         // a query or path parameter the request cannot have
+	CodeInvalidChainID   ProblemCode = "invalid_chain_id"  // a chain id that is not 1–256 printable ASCII without '/', '\', '%'
+	CodeUnauthorized     ProblemCode = "unauthorized"      // no bearer token (or client certificate) scoped to the chain
+	CodeForbidden        ProblemCode = "forbidden"         // no token configured and a client that is not on loopback
+	CodeNoSuchChain      ProblemCode = "no_such_chain"     // the chain does not exist
+	CodeNoSuchEntry      ProblemCode = "no_such_entry"     // a seq at or beyond the chain's size
+	CodeNotSealed        ProblemCode = "not_sealed"        // the entries are not covered by a registered seal yet
+	CodeUnknownProfile   ProblemCode = "unknown_profile"   // ?profile= names no profile evidentd knows
+	CodeNotCOP           ProblemCode = "not_cop"           // a COP Ledger asked of a chain that is not a COP Topic
+	CodeNoCOPNode        ProblemCode = "no_cop_node"       // a COP Ledger asked of an evidentd without a COP node key
+	CodeNotFound         ProblemCode = "not_found"         // no SCITT registration, or no service key, with this id
+	CodePushback         ProblemCode = "pushback"          // the log is busy: retry after Retry-After
+	CodeConcurrentWriter ProblemCode = "concurrent_writer" // another writer moved the chain: retry after Retry-After
+	CodeTimeout          ProblemCode = "timeout"           // the operation did not finish in time; it completes in the background
+	CodeCanceled         ProblemCode = "canceled"          // the client went away (status 499)
+	CodeInternal         ProblemCode = "internal"          // an internal error, logged by the service
+	CodeNotReady         ProblemCode = "not_ready"         // GET /readyz before the first checkpoint
+)
+
+// Problems of the SCRAPI surface (RFC 9290 concise problem details).
+const (
+	CodeBeyondPublished      ProblemCode = "beyond_published"       // a tree size beyond the latest published checkpoint
+	CodeUnsupportedMediaType ProblemCode = "unsupported_media_type" // a statement that is not application/cose
+	CodeBadID                ProblemCode = "bad_id"                 // a registration id that is not 64 hex digits
+	CodeBadKid               ProblemCode = "bad_kid"                // a kid that is not a 32-byte thumbprint
+)
+
+// Refusals of a signed statement by the registration policy (regpolicy), on the SCRAPI
+// surface. unknown_key and bad_signature are shared with the record refusals.
+const (
+	CodeMalformedStatement    ProblemCode = "malformed_statement"
+	CodeStatementTooLarge     ProblemCode = "statement_too_large"
+	CodeUnknownIssuer         ProblemCode = "unknown_issuer"
+	CodeAlgorithmNotAllowed   ProblemCode = "algorithm_not_allowed"
+	CodeContentTypeNotAllowed ProblemCode = "content_type_not_allowed"
+	CodeMissingClaim          ProblemCode = "missing_claim"
+	CodeNoRegistrationPolicy  ProblemCode = "no_registration_policy"
+	CodeDetachedPayload       ProblemCode = "detached_payload"
+	CodeBadX5Chain            ProblemCode = "bad_x5chain"
+)
+
+// Refusals of a record at ingest: the ledger's codes (ledger.Code), passed through.
+const (
+	CodeMalformedRecord              = ProblemCode(ledger.CodeMalformed)
+	CodeNumberOutOfRange             = ProblemCode(ledger.CodeNumber)
+	CodeRecordTooLarge               = ProblemCode(ledger.CodeTooLarge)
+	CodeBadTimestamp                 = ProblemCode(ledger.CodeBadTimestamp)
+	CodeChainMismatch                = ProblemCode(ledger.CodeWrongChain)
+	CodeBadSignature                 = ProblemCode(ledger.CodeBadSignature)
+	CodeBadSignatureFormat           = ProblemCode(ledger.CodeSignatureFormat)
+	CodeSignatureRequired            = ProblemCode(ledger.CodeSignatureRequired)
+	CodeUnknownKey                   = ProblemCode(ledger.CodeUnknownKey)
+	CodeKeyNotValid                  = ProblemCode(ledger.CodeKeyNotValid)
+	CodeBadKey                       = ProblemCode(ledger.CodeBadKey)
+	CodeUnauthorizedKeyChange        = ProblemCode(ledger.CodeUnauthorized)
+	CodeRoleNotPermitted             = ProblemCode(ledger.CodeRoleDenied)
+	CodePrevHashMismatch             = ProblemCode(ledger.CodePrevMismatch)
+	CodeFork                         = ProblemCode(ledger.CodeFork)
+	CodeIDReused                     = ProblemCode(ledger.CodeIDReused)
+	CodeChainClosed                  = ProblemCode(ledger.CodeClosed)
+	CodeProfileMismatch              = ProblemCode(ledger.CodeProfileMismatch)
+	CodeUnknownEventType             = ProblemCode(ledger.CodeEventType)
+	CodeBadWorkerID                  = ProblemCode(ledger.CodeWorkerID)
+	CodeWorkerRebound                = ProblemCode(ledger.CodeWorkerRebound)
+	CodeLifecycleViolation           = ProblemCode(ledger.CodeLifecycle)
+	CodeKnowledgeReferenceIncomplete = ProblemCode(ledger.CodeKnowledgeRef)
+	CodeDigestMismatch               = ProblemCode(ledger.CodeDigestMismatch)
+	CodeTopicSeqGap                  = ProblemCode(ledger.CodeTopicSeq)
+	CodeParentCycle                  = ProblemCode(ledger.CodeParentCycle)
+	CodeConfirmationReused           = ProblemCode(ledger.CodeConfirmationReused)
+	CodeOperatorMismatch             = ProblemCode(ledger.CodeOperatorMismatch)
+)
+
+var problemCodes = []ProblemCode{
+	CodeBadQuery, CodeInvalidChainID, CodeUnauthorized, CodeForbidden, CodeNoSuchChain, CodeNoSuchEntry,
+	CodeNotSealed, CodeUnknownProfile, CodeNotCOP, CodeNoCOPNode, CodeNotFound, CodePushback,
+	CodeConcurrentWriter, CodeTimeout, CodeCanceled, CodeInternal, CodeNotReady,
+
+	CodeBeyondPublished, CodeUnsupportedMediaType, CodeBadID, CodeBadKid,
+
+	CodeMalformedStatement, CodeStatementTooLarge, CodeUnknownIssuer, CodeAlgorithmNotAllowed,
+	CodeContentTypeNotAllowed, CodeMissingClaim, CodeNoRegistrationPolicy, CodeDetachedPayload, CodeBadX5Chain,
+
+	CodeMalformedRecord, CodeNumberOutOfRange, CodeRecordTooLarge, CodeBadTimestamp, CodeChainMismatch,
+	CodeBadSignature, CodeBadSignatureFormat, CodeSignatureRequired, CodeUnknownKey, CodeKeyNotValid,
+	CodeBadKey, CodeUnauthorizedKeyChange, CodeRoleNotPermitted, CodePrevHashMismatch, CodeFork,
+	CodeIDReused, CodeChainClosed, CodeProfileMismatch, CodeUnknownEventType, CodeBadWorkerID,
+	CodeWorkerRebound, CodeLifecycleViolation, CodeKnowledgeReferenceIncomplete, CodeDigestMismatch,
+	CodeTopicSeqGap, CodeParentCycle, CodeConfirmationReused, CodeOperatorMismatch,
+}
+
+// ProblemCodes returns every code evidentd answers with, each once.
+func ProblemCodes() []ProblemCode { return slices.Clone(problemCodes) }
+
+// Known reports whether c is one of ProblemCodes.
+func (c ProblemCode) Known() bool { return slices.Contains(problemCodes, c) }
+
+// LedgerCode returns the problem code under which the API reports a record refused with c.
+func LedgerCode(c ledger.Code) ProblemCode { return ProblemCode(c) }
