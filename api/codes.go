@@ -58,34 +58,40 @@ const (
 
 // Refusals of a record at ingest: the ledger's codes (ledger.Code), passed through.
 const (
-	CodeMalformedRecord              = ProblemCode(ledger.CodeMalformed)
-	CodeNumberOutOfRange             = ProblemCode(ledger.CodeNumber)
-	CodeRecordTooLarge               = ProblemCode(ledger.CodeTooLarge)
-	CodeBadTimestamp                 = ProblemCode(ledger.CodeBadTimestamp)
-	CodeChainMismatch                = ProblemCode(ledger.CodeWrongChain)
-	CodeBadSignature                 = ProblemCode(ledger.CodeBadSignature)
-	CodeBadSignatureFormat           = ProblemCode(ledger.CodeSignatureFormat)
-	CodeSignatureRequired            = ProblemCode(ledger.CodeSignatureRequired)
-	CodeUnknownKey                   = ProblemCode(ledger.CodeUnknownKey)
-	CodeKeyNotValid                  = ProblemCode(ledger.CodeKeyNotValid)
-	CodeBadKey                       = ProblemCode(ledger.CodeBadKey)
-	CodeUnauthorizedKeyChange        = ProblemCode(ledger.CodeUnauthorized)
-	CodeRoleNotPermitted             = ProblemCode(ledger.CodeRoleDenied)
-	CodePrevHashMismatch             = ProblemCode(ledger.CodePrevMismatch)
-	CodeFork                         = ProblemCode(ledger.CodeFork)
-	CodeIDReused                     = ProblemCode(ledger.CodeIDReused)
-	CodeChainClosed                  = ProblemCode(ledger.CodeClosed)
-	CodeProfileMismatch              = ProblemCode(ledger.CodeProfileMismatch)
-	CodeUnknownEventType             = ProblemCode(ledger.CodeEventType)
-	CodeBadWorkerID                  = ProblemCode(ledger.CodeWorkerID)
-	CodeWorkerRebound                = ProblemCode(ledger.CodeWorkerRebound)
-	CodeLifecycleViolation           = ProblemCode(ledger.CodeLifecycle)
-	CodeKnowledgeReferenceIncomplete = ProblemCode(ledger.CodeKnowledgeRef)
-	CodeDigestMismatch               = ProblemCode(ledger.CodeDigestMismatch)
-	CodeTopicSeqGap                  = ProblemCode(ledger.CodeTopicSeq)
-	CodeParentCycle                  = ProblemCode(ledger.CodeParentCycle)
-	CodeConfirmationReused           = ProblemCode(ledger.CodeConfirmationReused)
-	CodeOperatorMismatch             = ProblemCode(ledger.CodeOperatorMismatch)
+	CodeMalformedRecord       = ProblemCode(ledger.CodeMalformed)
+	CodeNumberOutOfRange      = ProblemCode(ledger.CodeNumber)
+	CodeRecordTooLarge        = ProblemCode(ledger.CodeTooLarge)
+	CodeBadTimestamp          = ProblemCode(ledger.CodeBadTimestamp)
+	CodeChainMismatch         = ProblemCode(ledger.CodeWrongChain)
+	CodeBadSignature          = ProblemCode(ledger.CodeBadSignature)
+	CodeBadSignatureFormat    = ProblemCode(ledger.CodeSignatureFormat)
+	CodeSignatureRequired     = ProblemCode(ledger.CodeSignatureRequired)
+	CodeUnknownKey            = ProblemCode(ledger.CodeUnknownKey)
+	CodeKeyNotValid           = ProblemCode(ledger.CodeKeyNotValid)
+	CodeBadKey                = ProblemCode(ledger.CodeBadKey)
+	CodeUnauthorizedKeyChange = ProblemCode(ledger.CodeUnauthorized)
+	CodeRoleNotPermitted      = ProblemCode(ledger.CodeRoleDenied)
+	CodePrevHashMismatch      = ProblemCode(ledger.CodePrevMismatch)
+	CodeFork                  = ProblemCode(ledger.CodeFork)
+	CodeIDReused              = ProblemCode(ledger.CodeIDReused)
+	CodeChainClosed           = ProblemCode(ledger.CodeClosed)
+	CodeProfileMismatch       = ProblemCode(ledger.CodeProfileMismatch)
+	CodeDigestMismatch        = ProblemCode(ledger.CodeDigestMismatch)
+)
+
+// Refusals defined by one profile (ledger/profile/owp, cop, cheq, chieflab): the same strings as
+// the profile's own codes, written out so that this package depends on no profile; a test keeps
+// them equal.
+const (
+	CodeUnknownEventType             ProblemCode = "unknown_event_type"
+	CodeBadWorkerID                  ProblemCode = "bad_worker_id"
+	CodeWorkerRebound                ProblemCode = "worker_rebound"
+	CodeLifecycleViolation           ProblemCode = "lifecycle_violation"
+	CodeKnowledgeReferenceIncomplete ProblemCode = "knowledge_reference_incomplete"
+	CodeTopicSeqGap                  ProblemCode = "topic_seq_gap"
+	CodeParentCycle                  ProblemCode = "parent_cycle"
+	CodeConfirmationReused           ProblemCode = "confirmation_reused"
+	CodeOperatorMismatch             ProblemCode = "operator_mismatch"
 )
 
 var problemCodes = []ProblemCode{

@@ -9,8 +9,38 @@ import (
 	"testing"
 
 	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/ledger/profile/cheq"
+	"github.com/evident-log/evident/ledger/profile/chieflab"
+	"github.com/evident-log/evident/ledger/profile/cop"
+	"github.com/evident-log/evident/ledger/profile/owp"
 	"github.com/evident-log/evident/regpolicy"
 )
+
+// TestProfileCodes keeps api's copies of the profiles' refusal codes equal to the profiles' own.
+func TestProfileCodes(t *testing.T) {
+	for _, c := range []struct {
+		api     api.ProblemCode
+		profile ledger.Code
+	}{
+		{api.CodeUnknownEventType, owp.CodeEventType},
+		{api.CodeBadWorkerID, owp.CodeWorkerID},
+		{api.CodeWorkerRebound, owp.CodeWorkerRebound},
+		{api.CodeLifecycleViolation, owp.CodeLifecycle},
+		{api.CodeKnowledgeReferenceIncomplete, owp.CodeKnowledgeRef},
+		{api.CodeTopicSeqGap, cop.CodeTopicSeq},
+		{api.CodeParentCycle, cop.CodeParentCycle},
+		{api.CodeConfirmationReused, cheq.CodeConfirmationReused},
+		{api.CodeOperatorMismatch, chieflab.CodeOperatorMismatch},
+	} {
+		if string(c.api) != string(c.profile) {
+			t.Errorf("api code %q, profile code %q", c.api, c.profile)
+		}
+		if api.LedgerCode(c.profile) != c.api {
+			t.Errorf("LedgerCode(%q) = %q", c.profile, api.LedgerCode(c.profile))
+		}
+	}
+}
 
 // documentedCodes returns the HTTP problem codes of docs/errors.md: every row of a table
 // with an HTTP column, and the rows of the profile table whose kind is a refusal.
