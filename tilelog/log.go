@@ -93,7 +93,6 @@ type Options struct {
 // Log is a Tessera POSIX transparency log with signed-note checkpoints.
 // Its methods are safe for concurrent use.
 type Log struct {
-	dir                string
 	origin             string
 	vkey               string
 	verifier           note.Verifier
@@ -117,7 +116,7 @@ type Log struct {
 	closeOnce sync.Once
 	closeErr  error
 	dirKey    string
-	obj       *objectStore // the bucket, on the AWS driver; nil on POSIX
+	tiles     tileStore // the log directory (POSIX) or the bucket (AWS), for Handler
 
 	witnessPolicy *tlogpolicy.Policy // verifier-side witness policy; nil without witnesses
 	pqVKey        string             // ML-DSA-44 verifier key of an additional signer (mldsa.go); "" without
@@ -209,7 +208,7 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 		openDirsMu.Unlock()
 	}
 
-	if err := checkExistingCheckpoint(o.Dir, origin, verifiers); err != nil {
+	if err := checkPublishedCheckpoint(ctx, dirStore(o.Dir), origin, verifiers); err != nil {
 		release()
 		return nil, err
 	}
@@ -225,7 +224,7 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 	if err != nil {
 		return fail(fmt.Errorf("log: posix driver: %w", err))
 	}
-	l, err := start(ctx, bgCtx, bgCancel, driver, o, origin, verifier, vkey, nil)
+	l, err := start(ctx, bgCtx, bgCancel, driver, o, origin, verifier, vkey, dirStore(o.Dir))
 	if err != nil {
 		return fail(err)
 	}
@@ -241,11 +240,7 @@ func openAWS(ctx context.Context, o Options, origin string, verifier note.Verifi
 		bgCancel()
 		return nil, err
 	}
-	raw, err := checkpointInBucket(ctx, obj)
-	if err == nil && raw != nil {
-		err = checkCheckpoint(raw, origin, verifiers)
-	}
-	if err != nil {
+	if err := checkPublishedCheckpoint(ctx, obj, origin, verifiers); err != nil {
 		bgCancel()
 		return nil, err
 	}
@@ -258,7 +253,7 @@ func openAWS(ctx context.Context, o Options, origin string, verifier note.Verifi
 }
 
 // start runs Tessera's appender lifecycle on driver; it is the same for every driver.
-func start(ctx, bgCtx context.Context, bgCancel context.CancelFunc, driver tessera.Driver, o Options, origin string, verifier note.Verifier, vkey string, obj *objectStore) (*Log, error) {
+func start(ctx, bgCtx context.Context, bgCancel context.CancelFunc, driver tessera.Driver, o Options, origin string, verifier note.Verifier, vkey string, tiles tileStore) (*Log, error) {
 	opts := tessera.NewAppendOptions().
 		WithCheckpointSigner(o.Signer, o.AdditionalSigners...).
 		WithCheckpointInterval(o.CheckpointInterval).
@@ -278,12 +273,11 @@ func start(ctx, bgCtx context.Context, bgCancel context.CancelFunc, driver tesse
 	if err != nil {
 		return nil, fmt.Errorf("log: tessera appender: %w", err)
 	}
-	if obj != nil {
+	if _, onBucket := tiles.(*objectStore); onBucket {
 		reader = awsReader{reader}
 	}
 	poll := min(max(o.CheckpointInterval/10, 5*time.Millisecond), 100*time.Millisecond)
 	l := &Log{
-		dir:                o.Dir,
 		origin:             origin,
 		vkey:               vkey,
 		verifier:           verifier,
@@ -296,7 +290,7 @@ func start(ctx, bgCtx context.Context, bgCancel context.CancelFunc, driver tesse
 		bgCtx:              bgCtx,
 		bgCancel:           bgCancel,
 		maxOutstanding:     int64(o.PushbackMaxOutstanding),
-		obj:                obj,
+		tiles:              tiles,
 		witnessPolicy:      wpol,
 		pqVKey:             postQuantumVKey(o.AdditionalSigners),
 	}
@@ -335,10 +329,10 @@ func primaryVerifier(o Options) (note.Verifier, string, error) {
 	return v, vkey, nil
 }
 
-// checkExistingCheckpoint refuses to reuse a log directory whose published
-// checkpoint is for another origin or signed by another key.
-func checkExistingCheckpoint(dir, origin string, verifiers []note.Verifier) error {
-	raw, err := os.ReadFile(filepath.Join(dir, layout.CheckpointPath))
+// checkPublishedCheckpoint refuses to reuse a log whose published checkpoint is for
+// another origin or signed by another key; a log that has published none passes.
+func checkPublishedCheckpoint(ctx context.Context, tiles tileStore, origin string, verifiers []note.Verifier) error {
+	raw, _, err := tiles.read(ctx, layout.CheckpointPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
