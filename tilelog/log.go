@@ -90,7 +90,8 @@ type Options struct {
 	Witnesses *WitnessConfig
 }
 
-// Log is a Tessera POSIX transparency log with signed-note checkpoints.
+// Log is a transparency log on one of Tessera's drivers (POSIX, or S3 and MySQL) with
+// signed-note checkpoints.
 // Its methods are safe for concurrent use.
 type Log struct {
 	origin             string
