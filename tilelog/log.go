@@ -472,7 +472,22 @@ func (l *Log) Size(ctx context.Context) (uint64, error) {
 // current tree: the first nodes of a tile never change, so a wider partial
 // tile serves any narrower tree size that was never an integration point.
 func (l *Log) readTile(ctx context.Context, level, index uint64, p uint8) ([]byte, error) {
-	b, err := l.reader.ReadTile(ctx, level, index, p)
+	return l.readWidening(ctx, level, index, p, func(w uint8) ([]byte, error) {
+		return l.reader.ReadTile(ctx, level, index, w)
+	})
+}
+
+// readEntryBundle is readTile's counterpart for entry bundles.
+func (l *Log) readEntryBundle(ctx context.Context, index uint64, p uint8) ([]byte, error) {
+	return l.readWidening(ctx, 0, index, p, func(w uint8) ([]byte, error) {
+		return l.reader.ReadEntryBundle(ctx, index, w)
+	})
+}
+
+// readWidening returns read(p); when that object does not exist, it reads the wider
+// partial width that tile (level, index) has in the current tree instead.
+func (l *Log) readWidening(ctx context.Context, level, index uint64, p uint8, read func(width uint8) ([]byte, error)) ([]byte, error) {
+	b, err := read(p)
 	if err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return b, err
 	}
@@ -481,23 +496,7 @@ func (l *Log) readTile(ctx context.Context, level, index uint64, p uint8) ([]byt
 		return nil, err
 	}
 	if q := layout.PartialTileSize(level, index, size); q > p {
-		return l.reader.ReadTile(ctx, level, index, q)
-	}
-	return nil, err
-}
-
-// readEntryBundle is readTile's counterpart for entry bundles.
-func (l *Log) readEntryBundle(ctx context.Context, index uint64, p uint8) ([]byte, error) {
-	b, err := l.reader.ReadEntryBundle(ctx, index, p)
-	if err == nil || !errors.Is(err, fs.ErrNotExist) {
-		return b, err
-	}
-	size, serr := l.reader.IntegratedSize(ctx)
-	if serr != nil {
-		return nil, err
-	}
-	if q := layout.PartialTileSize(0, index, size); q > p {
-		return l.reader.ReadEntryBundle(ctx, index, q)
+		return read(q)
 	}
 	return nil, err
 }
