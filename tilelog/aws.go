@@ -1,7 +1,6 @@
 package tilelog
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	"github.com/transparency-dev/tessera"
-	"github.com/transparency-dev/tessera/api/layout"
 	taws "github.com/transparency-dev/tessera/storage/aws"
 )
 
@@ -65,8 +62,8 @@ type AWSOptions struct {
 	HTTPClient *http.Client
 }
 
-// objectStore reads the log's objects from the bucket (for Handler and the open-time
-// checkpoint check).
+// objectStore is the bucket of the AWS driver as a tileStore (for Handler and the
+// open-time checkpoint check).
 type objectStore struct {
 	client *s3.Client
 	bucket string
@@ -80,14 +77,22 @@ func (o *objectStore) key(rel string) string {
 	return path.Join(o.prefix, rel)
 }
 
-// get returns an object; a missing object is an error wrapping fs.ErrNotExist.
-func (o *objectStore) get(ctx context.Context, rel string) ([]byte, error) {
+// read implements tileStore: a missing object wraps fs.ErrNotExist, any other failure
+// errUnavailable.
+func (o *objectStore) read(ctx context.Context, rel string) ([]byte, time.Time, error) {
 	out, err := o.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(o.bucket), Key: aws.String(o.key(rel))})
 	if err != nil {
-		return nil, notExist(err)
+		if err = notExist(err); errors.Is(err, fs.ErrNotExist) {
+			return nil, time.Time{}, err
+		}
+		return nil, time.Time{}, fmt.Errorf("%w: %w", errUnavailable, err)
 	}
 	defer out.Body.Close()
-	return io.ReadAll(out.Body)
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("%w: reading %s: %w", errUnavailable, rel, err)
+	}
+	return b, aws.ToTime(out.LastModified), nil
 }
 
 // notExist makes the object store's "no such key" recognisable as fs.ErrNotExist.
@@ -198,53 +203,4 @@ func (r awsReader) ReadEntryBundle(ctx context.Context, i uint64, p uint8) ([]by
 		}
 	}
 	return b, err
-}
-
-// bucketHandler serves the tlog-tiles read API by proxying GETs to the bucket, for
-// clients that reach evidentd but not the object store.
-type bucketHandler struct {
-	obj *objectStore
-}
-
-func (h *bucketHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	rel, contentType, cacheControl, ok := resolveTilesPath(r.URL.Path)
-	if !ok {
-		w.Header().Set("Cache-Control", cacheMissing)
-		http.NotFound(w, r)
-		return
-	}
-	b, err := h.obj.get(r.Context(), rel)
-	if err != nil {
-		w.Header().Set("Cache-Control", cacheMissing)
-		if errors.Is(err, fs.ErrNotExist) {
-			http.NotFound(w, r)
-			return
-		}
-		http.Error(w, "object store unavailable", http.StatusBadGateway)
-		return
-	}
-	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("Cache-Control", cacheControl)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	if r.Method == http.MethodGet {
-		io.Copy(w, bytes.NewReader(b))
-	}
-}
-
-// checkpointInBucket reads the published checkpoint, if any, for the open-time check.
-func checkpointInBucket(ctx context.Context, obj *objectStore) ([]byte, error) {
-	b, err := obj.get(ctx, layout.CheckpointPath)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("log: reading existing checkpoint from the bucket: %w", err)
-	}
-	return b, nil
 }

@@ -1,12 +1,17 @@
 package tilelog
 
 import (
+	"bytes"
+	"context"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/transparency-dev/tessera/api/layout"
 )
@@ -24,36 +29,73 @@ const (
 	cacheMissing = "no-store"
 )
 
-// Handler returns a read-only http.Handler for the C2SP tlog-tiles read API,
-// served from the log directory:
+// Handler returns a read-only http.Handler for the C2SP tlog-tiles read API of the log,
+// the same on both drivers:
 //
 //	GET /checkpoint                     text/plain; charset=utf-8, no-cache
 //	GET /tile/<L>/<N>[.p/<W>]           application/octet-stream
 //	GET /tile/entries/<N>[.p/<W>]       application/octet-stream
 //
-// Full tiles/bundles are served as immutable; partial ones with a short
-// max-age. HEAD is supported; other methods get 405. Request paths are parsed
-// into integers and re-encoded with Tessera's layout package, and only a path
-// that round-trips exactly is opened, so nothing else in the directory (the
-// .state dir, keys, "..", encoded or doubled slashes) can be reached.
+// Full tiles/bundles are served as immutable; partial ones with a short max-age; a
+// missing one is a 404 with no-store. HEAD, conditional and range requests are
+// supported; other methods get 405. Request paths are parsed into integers and
+// re-encoded with Tessera's layout package, and only a path that round-trips exactly is
+// read, so nothing else in the log directory or bucket (the .state dir, keys, "..",
+// encoded or doubled slashes) can be reached.
+//
+// On POSIX the files come from the log directory; on the AWS driver from the bucket
+// (which any tlog-tiles client may also read directly), and an object store that does
+// not answer is a 502.
 //
 // Mount it with http.StripPrefix, e.g.
 // mux.Handle("/log/", http.StripPrefix("/log", l.Handler())).
-//
-// On the AWS driver the same paths are proxied from the bucket (which any tlog-tiles
-// client may also read directly).
 func (l *Log) Handler() http.Handler {
-	if l.obj != nil {
-		return &bucketHandler{obj: l.obj}
+	return tilesHandler{tiles: l.tiles}
+}
+
+// tileStore is where a driver keeps the log under its C2SP tlog-tiles names: the log
+// directory (POSIX) or the bucket (AWS). Handler serves either, and Open reads the
+// published checkpoint through it.
+type tileStore interface {
+	// read returns the object at rel, a canonical tlog-tiles path (resolveTilesPath),
+	// and when it last changed (zero when unknown). A missing object is an error wrapping
+	// fs.ErrNotExist; a store that did not answer, one wrapping errUnavailable.
+	read(ctx context.Context, rel string) ([]byte, time.Time, error)
+}
+
+// errUnavailable marks a tileStore that did not answer (the object store is down or
+// refused), as opposed to a missing object.
+var errUnavailable = errors.New("tile store unavailable")
+
+// dirStore is the log directory of Tessera's POSIX driver.
+type dirStore string
+
+func (d dirStore) read(_ context.Context, rel string) ([]byte, time.Time, error) {
+	f, err := os.Open(filepath.Join(string(d), filepath.FromSlash(rel)))
+	if err != nil {
+		return nil, time.Time{}, err
 	}
-	return &tilesHandler{dir: l.dir}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file: %w", rel, fs.ErrNotExist)
+	}
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return b, fi.ModTime(), nil
 }
 
+// tilesHandler serves the tlog-tiles read API from a tileStore.
 type tilesHandler struct {
-	dir string
+	tiles tileStore
 }
 
-func (h *tilesHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h tilesHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -65,27 +107,23 @@ func (h *tilesHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	f, err := os.Open(filepath.Join(h.dir, filepath.FromSlash(rel)))
+	b, modTime, err := h.tiles.read(r.Context(), rel)
 	if err != nil {
 		w.Header().Set("Cache-Control", cacheMissing)
-		if errors.Is(err, fs.ErrNotExist) {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			http.NotFound(w, r)
-			return
+		case errors.Is(err, errUnavailable):
+			http.Error(w, "object store unavailable", http.StatusBadGateway)
+		default:
+			http.Error(w, "internal error", http.StatusInternalServerError)
 		}
-		http.Error(w, "internal error", http.StatusInternalServerError)
-		return
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		w.Header().Set("Cache-Control", cacheMissing)
-		http.NotFound(w, r)
 		return
 	}
 	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Cache-Control", cacheControl)
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	http.ServeContent(w, r, "", fi.ModTime(), f)
+	http.ServeContent(w, r, "", modTime, bytes.NewReader(b))
 }
 
 // resolveTilesPath maps a request path to the canonical relative file path,

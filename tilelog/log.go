@@ -90,10 +90,10 @@ type Options struct {
 	Witnesses *WitnessConfig
 }
 
-// Log is a Tessera POSIX transparency log with signed-note checkpoints.
+// Log is a transparency log on one of Tessera's drivers (POSIX, or S3 and MySQL) with
+// signed-note checkpoints.
 // Its methods are safe for concurrent use.
 type Log struct {
-	dir                string
 	origin             string
 	vkey               string
 	verifier           note.Verifier
@@ -117,7 +117,7 @@ type Log struct {
 	closeOnce sync.Once
 	closeErr  error
 	dirKey    string
-	obj       *objectStore // the bucket, on the AWS driver; nil on POSIX
+	tiles     tileStore // the log directory (POSIX) or the bucket (AWS), for Handler
 
 	witnessPolicy *tlogpolicy.Policy // verifier-side witness policy; nil without witnesses
 	pqVKey        string             // ML-DSA-44 verifier key of an additional signer (mldsa.go); "" without
@@ -209,7 +209,7 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 		openDirsMu.Unlock()
 	}
 
-	if err := checkExistingCheckpoint(o.Dir, origin, verifiers); err != nil {
+	if err := checkPublishedCheckpoint(ctx, dirStore(o.Dir), origin, verifiers); err != nil {
 		release()
 		return nil, err
 	}
@@ -225,7 +225,7 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 	if err != nil {
 		return fail(fmt.Errorf("log: posix driver: %w", err))
 	}
-	l, err := start(ctx, bgCtx, bgCancel, driver, o, origin, verifier, vkey, nil)
+	l, err := start(ctx, bgCtx, bgCancel, driver, o, origin, verifier, vkey, dirStore(o.Dir))
 	if err != nil {
 		return fail(err)
 	}
@@ -241,11 +241,7 @@ func openAWS(ctx context.Context, o Options, origin string, verifier note.Verifi
 		bgCancel()
 		return nil, err
 	}
-	raw, err := checkpointInBucket(ctx, obj)
-	if err == nil && raw != nil {
-		err = checkCheckpoint(raw, origin, verifiers)
-	}
-	if err != nil {
+	if err := checkPublishedCheckpoint(ctx, obj, origin, verifiers); err != nil {
 		bgCancel()
 		return nil, err
 	}
@@ -258,7 +254,7 @@ func openAWS(ctx context.Context, o Options, origin string, verifier note.Verifi
 }
 
 // start runs Tessera's appender lifecycle on driver; it is the same for every driver.
-func start(ctx, bgCtx context.Context, bgCancel context.CancelFunc, driver tessera.Driver, o Options, origin string, verifier note.Verifier, vkey string, obj *objectStore) (*Log, error) {
+func start(ctx, bgCtx context.Context, bgCancel context.CancelFunc, driver tessera.Driver, o Options, origin string, verifier note.Verifier, vkey string, tiles tileStore) (*Log, error) {
 	opts := tessera.NewAppendOptions().
 		WithCheckpointSigner(o.Signer, o.AdditionalSigners...).
 		WithCheckpointInterval(o.CheckpointInterval).
@@ -278,12 +274,11 @@ func start(ctx, bgCtx context.Context, bgCancel context.CancelFunc, driver tesse
 	if err != nil {
 		return nil, fmt.Errorf("log: tessera appender: %w", err)
 	}
-	if obj != nil {
+	if _, onBucket := tiles.(*objectStore); onBucket {
 		reader = awsReader{reader}
 	}
 	poll := min(max(o.CheckpointInterval/10, 5*time.Millisecond), 100*time.Millisecond)
 	l := &Log{
-		dir:                o.Dir,
 		origin:             origin,
 		vkey:               vkey,
 		verifier:           verifier,
@@ -296,7 +291,7 @@ func start(ctx, bgCtx context.Context, bgCancel context.CancelFunc, driver tesse
 		bgCtx:              bgCtx,
 		bgCancel:           bgCancel,
 		maxOutstanding:     int64(o.PushbackMaxOutstanding),
-		obj:                obj,
+		tiles:              tiles,
 		witnessPolicy:      wpol,
 		pqVKey:             postQuantumVKey(o.AdditionalSigners),
 	}
@@ -335,10 +330,10 @@ func primaryVerifier(o Options) (note.Verifier, string, error) {
 	return v, vkey, nil
 }
 
-// checkExistingCheckpoint refuses to reuse a log directory whose published
-// checkpoint is for another origin or signed by another key.
-func checkExistingCheckpoint(dir, origin string, verifiers []note.Verifier) error {
-	raw, err := os.ReadFile(filepath.Join(dir, layout.CheckpointPath))
+// checkPublishedCheckpoint refuses to reuse a log whose published checkpoint is for
+// another origin or signed by another key; a log that has published none passes.
+func checkPublishedCheckpoint(ctx context.Context, tiles tileStore, origin string, verifiers []note.Verifier) error {
+	raw, _, err := tiles.read(ctx, layout.CheckpointPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -477,7 +472,22 @@ func (l *Log) Size(ctx context.Context) (uint64, error) {
 // current tree: the first nodes of a tile never change, so a wider partial
 // tile serves any narrower tree size that was never an integration point.
 func (l *Log) readTile(ctx context.Context, level, index uint64, p uint8) ([]byte, error) {
-	b, err := l.reader.ReadTile(ctx, level, index, p)
+	return l.readWidening(ctx, level, index, p, func(w uint8) ([]byte, error) {
+		return l.reader.ReadTile(ctx, level, index, w)
+	})
+}
+
+// readEntryBundle is readTile's counterpart for entry bundles.
+func (l *Log) readEntryBundle(ctx context.Context, index uint64, p uint8) ([]byte, error) {
+	return l.readWidening(ctx, 0, index, p, func(w uint8) ([]byte, error) {
+		return l.reader.ReadEntryBundle(ctx, index, w)
+	})
+}
+
+// readWidening returns read(p); when that object does not exist, it reads the wider
+// partial width that tile (level, index) has in the current tree instead.
+func (l *Log) readWidening(ctx context.Context, level, index uint64, p uint8, read func(width uint8) ([]byte, error)) ([]byte, error) {
+	b, err := read(p)
 	if err == nil || !errors.Is(err, fs.ErrNotExist) {
 		return b, err
 	}
@@ -486,23 +496,7 @@ func (l *Log) readTile(ctx context.Context, level, index uint64, p uint8) ([]byt
 		return nil, err
 	}
 	if q := layout.PartialTileSize(level, index, size); q > p {
-		return l.reader.ReadTile(ctx, level, index, q)
-	}
-	return nil, err
-}
-
-// readEntryBundle is readTile's counterpart for entry bundles.
-func (l *Log) readEntryBundle(ctx context.Context, index uint64, p uint8) ([]byte, error) {
-	b, err := l.reader.ReadEntryBundle(ctx, index, p)
-	if err == nil || !errors.Is(err, fs.ErrNotExist) {
-		return b, err
-	}
-	size, serr := l.reader.IntegratedSize(ctx)
-	if serr != nil {
-		return nil, err
-	}
-	if q := layout.PartialTileSize(0, index, size); q > p {
-		return l.reader.ReadEntryBundle(ctx, index, q)
+		return read(q)
 	}
 	return nil, err
 }

@@ -1,7 +1,9 @@
 // Package store defines the ledger store: where evidentd keeps chains, their entries and
 // their seals. Implementations (the embedded SQLite default in store/sqlite, a
-// MySQL-compatible one for several replicas) are interchangeable below this interface;
-// the ingest pipeline never asks which one it runs on.
+// MySQL-compatible one for several replicas, both the shared SQL of store/sqlstore in
+// their own dialect) are interchangeable below this interface; the ingest pipeline never
+// asks which one it runs on. Every implementation passes the conformance suite of
+// store/storetest.
 //
 // Contract: Commit is durable before it returns (fsync), and atomic: either every entry of
 // the batch and the new chain head are stored, or nothing is. Commit refuses with

@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// Schema versions. The base schema (the constant schema in sqlite.go, created with IF NOT
+// Schema versions. The base schema (the constant schema in schema.go, created with IF NOT
 // EXISTS on every open) is version 1. Every later change is a migration below: additive
 // (new tables, new nullable or defaulted columns, new indexes), applied once, in version
 // order, each in its own transaction together with the PRAGMA user_version that records

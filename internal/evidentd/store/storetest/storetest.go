@@ -6,8 +6,8 @@
 // refuses with store.ErrConflict when the chain moved since prevSize, when a record id or a
 // link is reused, and keeps exactly one writer per chain when several independent handles —
 // standing for several evidentd processes — race on the same chain; filtered reads, seals,
-// pending seals, fork evidence, attribute filters (attrs.go), and persistence across a
-// close and reopen.
+// pending seals, fork evidence, attribute filters (attrs.go), batches larger than one SQL
+// statement holds (batches.go), and persistence across a close and reopen.
 package storetest
 
 import (
@@ -49,7 +49,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"SealNumberTakenOnce", testSealNumberTakenOnce},
 		{"OneWriterPerChain", testOneWriterPerChain},
 		{"Registrations", testRegistrations},
-		{"AttrFilters", testAttrFilters}, // attrs.go
+		{"AttrFilters", testAttrFilters},   // attrs.go
+		{"LargeBatches", testLargeBatches}, // batches.go
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newBackend(t)) })

@@ -1,35 +1,14 @@
-package mysql
+package sqlstore
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
 )
-
-// registrationsSchema holds SCITT registrations made through SCRAPI and the registration
-// policy statements they passed; seq (AUTO_INCREMENT) orders them.
-const registrationsSchema = `CREATE TABLE IF NOT EXISTS ledger_registrations (
-	seq BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
-	id VARBINARY(255) NOT NULL,
-	kind VARBINARY(32) NOT NULL,
-	statement LONGBLOB NOT NULL,
-	issuer VARBINARY(1024) NOT NULL,
-	subject VARBINARY(1024) NOT NULL,
-	policy_id VARBINARY(255) NOT NULL DEFAULT '',
-	received BIGINT NOT NULL,
-	registered BOOLEAN NOT NULL DEFAULT FALSE,
-	log_index BIGINT UNSIGNED NULL,
-	checkpoint LONGBLOB NULL,
-	receipt LONGBLOB NULL,
-	UNIQUE KEY registrations_id (id),
-	KEY registrations_pending (registered, seq),
-	KEY registrations_kind (kind, seq)
-) ENGINE=InnoDB`
-
-var _ store.Registrations = (*Store)(nil)
 
 const registrationCols = `id, kind, statement, issuer, subject, policy_id, received, registered, log_index, checkpoint, receipt`
 
@@ -45,13 +24,17 @@ func scanRegistration(sc interface{ Scan(...any) error }) (*store.Registration, 
 	return &r, nil
 }
 
-// AddRegistration implements store.Registrations. Two replicas adding the same statement
-// at once race on the unique id: the loser reads and returns the winner's row.
+// AddRegistration implements store.Registrations. Two handles adding the same statement at
+// once race on the unique id: the loser reads and returns the winner's row.
 func (s *Store) AddRegistration(ctx context.Context, r *store.Registration) (*store.Registration, bool, error) {
 	if r.Kind != store.KindStatement && r.Kind != store.KindPolicy {
 		return nil, false, fmt.Errorf("registration kind %q", r.Kind)
 	}
-	res, err := s.db.ExecContext(ctx, `INSERT IGNORE INTO ledger_registrations (id, kind, statement, issuer, subject, policy_id, received) VALUES (?,?,?,?,?,?,?)`,
+	cols, vals := `id, kind, statement, issuer, subject, policy_id, received`, `?,?,?,?,?,?,?`
+	if s.d.RegistrationSeq != "" {
+		cols, vals = cols+`, seq`, vals+`, `+s.d.RegistrationSeq
+	}
+	res, err := s.w.ExecContext(ctx, s.d.InsertIgnore+` INTO `+s.d.Tables.Registrations+` (`+cols+`) VALUES (`+vals+`)`,
 		r.ID, r.Kind, r.Statement, r.Issuer, r.Subject, r.PolicyID, ms(r.Received))
 	if err != nil {
 		return nil, false, fmt.Errorf("add registration: %w", err)
@@ -68,18 +51,8 @@ func (s *Store) AddRegistration(ctx context.Context, r *store.Registration) (*st
 
 // CompleteRegistration implements store.Registrations.
 func (s *Store) CompleteRegistration(ctx context.Context, id string, logIndex uint64, checkpoint, receipt []byte) error {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		var one int
-		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM ledger_registrations WHERE id = ? FOR UPDATE`, id).Scan(&one); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return store.ErrNotFound
-			}
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `UPDATE ledger_registrations SET registered = TRUE, log_index = ?, checkpoint = ?, receipt = ? WHERE id = ?`,
-			logIndex, checkpoint, receipt, id)
-		return err
-	})
+	err := s.updateExisting(ctx, s.d.Tables.Registrations, `id=?`, []any{id},
+		`registered=1, log_index=?, checkpoint=?, receipt=?`, logIndex, checkpoint, receipt)
 	if err != nil {
 		return fmt.Errorf("complete registration %.80s: %w", id, err)
 	}
@@ -88,7 +61,7 @@ func (s *Store) CompleteRegistration(ctx context.Context, id string, logIndex ui
 
 // Registration implements store.Registrations.
 func (s *Store) Registration(ctx context.Context, id string) (*store.Registration, error) {
-	r, err := scanRegistration(s.db.QueryRowContext(ctx, `SELECT `+registrationCols+` FROM ledger_registrations WHERE id = ?`, id))
+	r, err := scanRegistration(s.r.QueryRowContext(ctx, `SELECT `+registrationCols+` FROM `+s.d.Tables.Registrations+` WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("registration %.80s: %w", id, store.ErrNotFound)
 	}
@@ -99,7 +72,7 @@ func (s *Store) Registration(ctx context.Context, id string) (*store.Registratio
 }
 
 func (s *Store) registrations(ctx context.Context, where string, args ...any) ([]store.Registration, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+registrationCols+` FROM ledger_registrations WHERE `+where+` ORDER BY seq`, args...)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+registrationCols+` FROM `+s.d.Tables.Registrations+` WHERE `+where+` ORDER BY seq`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("registrations: %w", err)
 	}
@@ -117,10 +90,22 @@ func (s *Store) registrations(ctx context.Context, where string, args ...any) ([
 
 // PendingRegistrations implements store.Registrations.
 func (s *Store) PendingRegistrations(ctx context.Context) ([]store.Registration, error) {
-	return s.registrations(ctx, `registered = FALSE`)
+	return s.registrations(ctx, `registered=0`)
 }
 
 // Policies implements store.Registrations.
 func (s *Store) Policies(ctx context.Context) ([]store.Registration, error) {
-	return s.registrations(ctx, `kind = ?`, store.KindPolicy)
+	return s.registrations(ctx, `kind=?`, store.KindPolicy)
+}
+
+// ListRegistered answers store.RegistrationLister.Registered: the registrations of kind
+// the log holds, in log order, of issuer when it is not empty. A store offers that
+// interface by defining Registered with it.
+func (s *Store) ListRegistered(ctx context.Context, kind, issuer string) ([]store.Registration, error) {
+	regs, err := s.registrations(ctx, `registered=1 AND kind=? AND (?='' OR issuer=?)`, kind, issuer, issuer)
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(regs, func(i, j int) bool { return regs[i].LogIndex < regs[j].LogIndex })
+	return regs, nil
 }

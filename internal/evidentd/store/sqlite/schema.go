@@ -1,0 +1,91 @@
+package sqlite
+
+// schema is the base schema (version 1), created with IF NOT EXISTS on every open; later
+// changes are the migrations of migrate.go.
+const schema = `
+CREATE TABLE IF NOT EXISTS chains (
+	id TEXT PRIMARY KEY,
+	profile TEXT NOT NULL,
+	size INTEGER NOT NULL,
+	head BLOB NOT NULL,
+	tree BLOB NOT NULL,
+	state BLOB NOT NULL,
+	closed INTEGER NOT NULL DEFAULT 0,
+	last_seal TEXT NOT NULL DEFAULT '',
+	sealed_size INTEGER NOT NULL DEFAULT 0,
+	created TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS entries (
+	chain TEXT NOT NULL,
+	seq INTEGER NOT NULL,
+	prev BLOB NOT NULL,
+	link BLOB NOT NULL,
+	arrival INTEGER NOT NULL,
+	record BLOB NOT NULL,
+	record_id TEXT,
+	method TEXT NOT NULL,
+	sender TEXT NOT NULL,
+	ts INTEGER,
+	signed INTEGER NOT NULL,
+	PRIMARY KEY (chain, seq)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS entries_link ON entries(chain, link);
+CREATE UNIQUE INDEX IF NOT EXISTS entries_record_id ON entries(chain, record_id) WHERE record_id IS NOT NULL;
+CREATE TABLE IF NOT EXISTS seals (
+	chain TEXT NOT NULL,
+	n INTEGER NOT NULL,
+	size INTEGER NOT NULL,
+	closed INTEGER NOT NULL,
+	statement BLOB NOT NULL,
+	entry_hash BLOB NOT NULL,
+	sealed_at INTEGER NOT NULL,
+	registered INTEGER NOT NULL DEFAULT 0,
+	log_index INTEGER,
+	checkpoint BLOB,
+	receipt BLOB,
+	PRIMARY KEY (chain, n)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS forks (
+	chain TEXT NOT NULL,
+	seq INTEGER NOT NULL,
+	existing_seq INTEGER NOT NULL,
+	record BLOB NOT NULL,
+	arrival INTEGER NOT NULL
+);
+`
+
+// registrationsSchema is migration 2: SCITT registrations made through SCRAPI and the
+// registration policy statements they passed.
+const registrationsSchema = `
+CREATE TABLE IF NOT EXISTS scitt_registrations (
+	id TEXT PRIMARY KEY,
+	kind TEXT NOT NULL,
+	statement BLOB NOT NULL,
+	issuer TEXT NOT NULL,
+	subject TEXT NOT NULL,
+	policy_id TEXT NOT NULL DEFAULT '',
+	received INTEGER NOT NULL,
+	seq INTEGER NOT NULL,
+	registered INTEGER NOT NULL DEFAULT 0,
+	log_index INTEGER,
+	checkpoint BLOB,
+	receipt BLOB
+);
+CREATE INDEX IF NOT EXISTS scitt_registrations_pending ON scitt_registrations(registered, seq);
+CREATE INDEX IF NOT EXISTS scitt_registrations_kind ON scitt_registrations(kind, seq);
+`
+
+// entryAttrsSchema is migration 3: the profile's attributes of each entry
+// (store.Entry.Attrs), one row per value. The primary key reads an entry's attributes;
+// entry_attrs_lookup finds the entries carrying a value, in chain order. Entries stored
+// before this migration have no rows: attribute filters do not match them.
+const entryAttrsSchema = `
+CREATE TABLE IF NOT EXISTS entry_attrs (
+	chain TEXT NOT NULL,
+	seq INTEGER NOT NULL,
+	name TEXT NOT NULL,
+	value TEXT NOT NULL,
+	PRIMARY KEY (chain, seq, name, value)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS entry_attrs_lookup ON entry_attrs(chain, name, value, seq);
+`

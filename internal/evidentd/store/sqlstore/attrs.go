@@ -1,0 +1,112 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/evident-log/evident/internal/evidentd/store"
+)
+
+// attrNames returns the attribute names of m, sorted (stable SQL and row order).
+func attrNames(m map[string][]string) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// insertAttrs writes the indexable attributes of entries inside tx, in multi-row
+// statements; a value over the bounds of store.Indexable is not stored.
+func (s *Store) insertAttrs(ctx context.Context, tx *sql.Tx, entries []store.Entry) error {
+	var args []any
+	flush := func() error {
+		if len(args) == 0 {
+			return nil
+		}
+		q := s.d.InsertIgnore + ` INTO ` + s.d.Tables.Attrs + ` (chain, seq, name, value) VALUES (?,?,?,?)` + strings.Repeat(`,(?,?,?,?)`, len(args)/4-1)
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return fmt.Errorf("entry attributes: %w", s.conflict(err))
+		}
+		args = args[:0]
+		return nil
+	}
+	for i := range entries {
+		e := &entries[i]
+		for _, name := range attrNames(e.Attrs) {
+			for _, v := range e.Attrs[name] {
+				if !store.Indexable(name, v) {
+					continue
+				}
+				args = append(args, e.Chain, e.Seq, name, v)
+				if len(args) >= 4*insertRows {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return flush()
+}
+
+// loadAttrs fills the attributes of es (entries of chain in seq order), reading only the
+// rows of those entries: a range of seqs where es is one, an IN list where it has gaps.
+func (s *Store) loadAttrs(ctx context.Context, chain string, es []store.Entry) error {
+	for start := 0; start < len(es); start += inChunk {
+		part := es[start:min(start+inChunk, len(es))]
+		first, last := part[0].Seq, part[len(part)-1].Seq
+		var where string
+		var args []any
+		if last-first == uint64(len(part)-1) {
+			where, args = `seq>=? AND seq<=?`, []any{chain, first, last}
+		} else {
+			where = `seq IN ` + placeholders(len(part))
+			args = make([]any, 0, len(part)+1)
+			args = append(args, chain)
+			for _, e := range part {
+				args = append(args, e.Seq)
+			}
+		}
+		rows, err := s.r.QueryContext(ctx, `SELECT seq, name, value FROM `+s.d.Tables.Attrs+` WHERE chain=? AND `+where+` ORDER BY seq, name, value`, args...)
+		if err != nil {
+			return fmt.Errorf("entry attributes of %q: %w", chain, err)
+		}
+		if err := scanAttrs(rows, part); err != nil {
+			return fmt.Errorf("entry attributes of %q: %w", chain, err)
+		}
+	}
+	return nil
+}
+
+// scanAttrs reads rows of (seq, name, value), ordered by seq, into the Attrs of es (sorted
+// by seq); rows of entries not in es are skipped. It closes rows.
+func scanAttrs(rows *sql.Rows, es []store.Entry) error {
+	defer rows.Close()
+	i := 0
+	for rows.Next() {
+		var seq uint64
+		var name, value string
+		if err := rows.Scan(&seq, &name, &value); err != nil {
+			return err
+		}
+		for i < len(es) && es[i].Seq < seq {
+			i++
+		}
+		if i == len(es) {
+			break
+		}
+		if es[i].Seq != seq {
+			continue
+		}
+		if es[i].Attrs == nil {
+			es[i].Attrs = map[string][]string{}
+		}
+		es[i].Attrs[name] = append(es[i].Attrs[name], value)
+	}
+	return rows.Err()
+}

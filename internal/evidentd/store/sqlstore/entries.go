@@ -1,0 +1,115 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/evident-log/evident/internal/evidentd/store"
+)
+
+// insertRows and insertBytes bound one multi-row INSERT: in rows, and in record bytes so a
+// statement stays far below MySQL's max_allowed_packet (16 MiB by default on MariaDB,
+// 64 MiB on MySQL) and SQLite's bound on variables.
+const (
+	insertRows  = 500
+	insertBytes = 4 << 20
+)
+
+// batchLen returns how many of es (at least one) go in the next INSERT.
+func batchLen(es []store.Entry) int {
+	n, size := 0, 0
+	for n < len(es) && n < insertRows && (n == 0 || size+len(es[n].Record) < insertBytes) {
+		size += len(es[n].Record) + 256
+		n++
+	}
+	return n
+}
+
+// insertEntries writes es in one INSERT inside tx; a taken seq, link or record id is
+// store.ErrConflict.
+func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, es []store.Entry) error {
+	const cols = 11
+	q := `INSERT INTO ` + s.d.Tables.Entries + ` (chain, seq, prev, link, arrival, record, record_id, method, sender, ts, signed) VALUES ` +
+		placeholders(cols) + strings.Repeat(","+placeholders(cols), len(es)-1)
+	args := make([]any, 0, cols*len(es))
+	for i := range es {
+		e := &es[i]
+		var rid, ts any
+		if e.RecordID != "" {
+			rid = e.RecordID
+		}
+		if !e.TS.IsZero() {
+			ts = ms(e.TS)
+		}
+		args = append(args, e.Chain, e.Seq, e.Prev[:], e.Link[:], ms(e.Arrival), e.Record, rid, e.Method, e.Sender, ts, e.Signed)
+	}
+	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+		return fmt.Errorf("entries %d..%d: %w", es[0].Seq, es[len(es)-1].Seq, s.conflict(err))
+	}
+	return nil
+}
+
+// entriesQuery returns the SELECT answering Entries(chain, f), so a filter means the same
+// thing on every dialect. Times are Unix milliseconds.
+func entriesQuery(t Tables, chain string, f store.Filter) (string, []any) {
+	q := `SELECT seq, prev, link, arrival, record, record_id, method, sender, ts, signed FROM ` + t.Entries + ` WHERE chain=? AND seq>=?`
+	args := []any{chain, f.From}
+	if f.Method != "" {
+		q += ` AND method=?`
+		args = append(args, f.Method)
+	}
+	if f.Sender != "" {
+		q += ` AND sender=?`
+		args = append(args, f.Sender)
+	}
+	if !f.Since.IsZero() {
+		q += ` AND arrival>=?`
+		args = append(args, f.Since.UnixMilli())
+	}
+	if !f.Until.IsZero() {
+		q += ` AND arrival<?`
+		args = append(args, f.Until.UnixMilli())
+	}
+	// Every listed value of every listed attribute, driven by the attributes' lookup index.
+	for _, name := range attrNames(f.Attrs) {
+		for _, v := range f.Attrs[name] {
+			q += ` AND seq IN (SELECT seq FROM ` + t.Attrs + ` WHERE chain=? AND name=? AND value=?)`
+			args = append(args, chain, name, v)
+		}
+	}
+	q += ` ORDER BY seq`
+	if f.Limit > 0 {
+		q += fmt.Sprintf(` LIMIT %d`, f.Limit)
+	}
+	return q, args
+}
+
+// scanEntries reads the rows of an entriesQuery (without attributes) and closes them.
+func scanEntries(rows *sql.Rows, chain string) ([]store.Entry, error) {
+	defer rows.Close()
+	var out []store.Entry
+	for rows.Next() {
+		e := store.Entry{Chain: chain}
+		var prev, link []byte
+		var arrival int64
+		var rid sql.NullString
+		var ts sql.NullInt64
+		if err := rows.Scan(&e.Seq, &prev, &link, &arrival, &e.Record, &rid, &e.Method, &e.Sender, &ts, &e.Signed); err != nil {
+			return nil, fmt.Errorf("entries of %q: %w", chain, err)
+		}
+		copy(e.Prev[:], prev)
+		copy(e.Link[:], link)
+		e.Arrival = fromMS(arrival)
+		e.RecordID = rid.String
+		if ts.Valid {
+			e.TS = fromMS(ts.Int64)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("entries of %q: %w", chain, err)
+	}
+	return out, nil
+}

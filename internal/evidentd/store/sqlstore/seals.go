@@ -1,0 +1,116 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/evident-log/evident/internal/evidentd/store"
+)
+
+// AddSeal implements store.Store. Seal numbers are a unique key, so of two handles that
+// prepared the same seal number only one stores it; the other gets store.ErrConflict.
+func (s *Store) AddSeal(ctx context.Context, c *store.ChainRecord, sl *store.Seal) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if err := s.putChain(ctx, tx, c, c.Size); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO `+s.d.Tables.Seals+` (chain, n, size, closed, statement, entry_hash, sealed_at) VALUES (?,?,?,?,?,?,?)`,
+			sl.Chain, sl.N, sl.Size, sl.Closed, sl.Statement, sl.EntryHash[:], ms(sl.SealedAt))
+		return s.conflict(err)
+	})
+	if err != nil {
+		return fmt.Errorf("add seal %s/%d: %w", sl.Chain, sl.N, err)
+	}
+	return nil
+}
+
+// CompleteSeal implements store.Store.
+func (s *Store) CompleteSeal(ctx context.Context, chain string, n, logIndex uint64, checkpoint, receipt []byte) error {
+	err := s.updateExisting(ctx, s.d.Tables.Seals, `chain=? AND n=?`, []any{chain, n},
+		`registered=1, log_index=?, checkpoint=?, receipt=?`, logIndex, checkpoint, receipt)
+	if err != nil {
+		return fmt.Errorf("complete seal %s/%d: %w", chain, n, err)
+	}
+	return nil
+}
+
+// updateExisting runs UPDATE table SET set WHERE where in a transaction that first locks
+// the row, and returns store.ErrNotFound when there is none. (MySQL counts changed rows,
+// not matched ones, so RowsAffected cannot tell a missing row from an unchanged one.)
+func (s *Store) updateExisting(ctx context.Context, table, where string, whereArgs []any, set string, setArgs ...any) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		var one int
+		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM `+table+` WHERE `+where+s.d.Lock, whereArgs...).Scan(&one); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return store.ErrNotFound
+			}
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE `+table+` SET `+set+` WHERE `+where, append(setArgs, whereArgs...)...)
+		return err
+	})
+}
+
+func (s *Store) seals(ctx context.Context, where string, args ...any) ([]store.Seal, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT chain, n, size, closed, statement, entry_hash, sealed_at, registered, log_index, checkpoint, receipt FROM `+s.d.Tables.Seals+` WHERE `+where+` ORDER BY chain, n`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("seals: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Seal
+	for rows.Next() {
+		var sl store.Seal
+		var eh []byte
+		var at int64
+		var idx sql.NullInt64
+		if err := rows.Scan(&sl.Chain, &sl.N, &sl.Size, &sl.Closed, &sl.Statement, &eh, &at, &sl.Registered, &idx, &sl.Checkpoint, &sl.Receipt); err != nil {
+			return nil, fmt.Errorf("seals: %w", err)
+		}
+		copy(sl.EntryHash[:], eh)
+		sl.SealedAt = fromMS(at)
+		sl.LogIndex = uint64(idx.Int64)
+		out = append(out, sl)
+	}
+	return out, rows.Err()
+}
+
+// Seals implements store.Store.
+func (s *Store) Seals(ctx context.Context, chain string) ([]store.Seal, error) {
+	return s.seals(ctx, `chain=?`, chain)
+}
+
+// PendingSeals implements store.Store.
+func (s *Store) PendingSeals(ctx context.Context) ([]store.Seal, error) {
+	return s.seals(ctx, `registered=0`)
+}
+
+// RecordFork implements store.Store.
+func (s *Store) RecordFork(ctx context.Context, f *store.Fork) error {
+	_, err := s.w.ExecContext(ctx, `INSERT INTO `+s.d.Tables.Forks+` (chain, seq, existing_seq, record, arrival) VALUES (?,?,?,?,?)`, f.Chain, f.Seq, f.ExistingSeq, f.Record, ms(f.Arrival))
+	if err != nil {
+		return fmt.Errorf("record fork: %w", err)
+	}
+	return nil
+}
+
+// Forks implements store.Store.
+func (s *Store) Forks(ctx context.Context, chain string) ([]store.Fork, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, existing_seq, record, arrival FROM `+s.d.Tables.Forks+` WHERE chain=? ORDER BY `+s.d.ForkOrder, chain)
+	if err != nil {
+		return nil, fmt.Errorf("forks: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Fork
+	for rows.Next() {
+		f := store.Fork{Chain: chain}
+		var at int64
+		if err := rows.Scan(&f.Seq, &f.ExistingSeq, &f.Record, &at); err != nil {
+			return nil, fmt.Errorf("forks: %w", err)
+		}
+		f.Arrival = fromMS(at)
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,287 @@
+// Package sqlstore is the ledger store (store.Store and store.Registrations) written once
+// for the SQL databases evidentd runs on. The embedded SQLite store (store/sqlite) and the
+// MySQL-compatible one (store/mysql) each create their own tables and open their own
+// connections, then hand them to New with the Dialect that says how their SQL differs:
+// table names, the row-locking clause, the INSERT that skips duplicates, how a chain's
+// creation time and a registration's order are kept, and which errors mean that a
+// concurrent writer got there first.
+//
+// Times are stored as Unix milliseconds, booleans as 0 and 1, links and hashes as 32-byte
+// blobs; placeholders are "?" on every dialect.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/ledger"
+)
+
+// Tables names the tables of one store.
+type Tables struct {
+	Chains        string // one row per chain: its head, tree and state
+	Entries       string // the accepted records
+	Attrs         string // the entries' attributes, one row per value
+	Seals         string // the chains' seals
+	Forks         string // the evidence of refused forks
+	Registrations string // SCITT registrations and registration policies
+}
+
+// Dialect is what differs between the SQL of two databases.
+type Dialect struct {
+	// Tables names the tables.
+	Tables Tables
+	// Lock ends a SELECT of a row the transaction goes on to update: " FOR UPDATE", or ""
+	// where a write transaction already shuts out every other writer (SQLite).
+	Lock string
+	// InsertIgnore begins an INSERT whose rows colliding with a unique key are skipped:
+	// "INSERT OR IGNORE" (SQLite) or "INSERT IGNORE" (MySQL).
+	InsertIgnore string
+	// CreatedText keeps a chain's creation time as RFC 3339 text instead of Unix
+	// milliseconds.
+	CreatedText bool
+	// ForkOrder is the column giving the order forks were recorded in ("rowid", "id").
+	ForkOrder string
+	// RegistrationSeq is the SQL expression numbering a new registration (column seq), or
+	// "" when the database numbers them itself (AUTO_INCREMENT).
+	RegistrationSeq string
+	// Conflict returns err wrapping store.ErrConflict when it means that a concurrent
+	// writer got there first (a unique key taken, a deadlock); other errors unchanged.
+	Conflict func(err error) error
+}
+
+// Store is the ledger store on one SQL database.
+type Store struct {
+	d Dialect
+	w *sql.DB // writes (and the reads of write transactions)
+	r *sql.DB // reads
+}
+
+// New returns the store on the tables of d, writing through w and reading through r
+// (which may be w). Close closes both.
+func New(d Dialect, w, r *sql.DB) *Store {
+	if d.Conflict == nil {
+		d.Conflict = func(err error) error { return err }
+	}
+	return &Store{d: d, w: w, r: r}
+}
+
+var (
+	_ store.Store         = (*Store)(nil)
+	_ store.Registrations = (*Store)(nil)
+)
+
+// Close closes the database handles.
+func (s *Store) Close() error {
+	if s.r == s.w {
+		return s.w.Close()
+	}
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+// conflict applies the dialect's conflict mapping; nil stays nil.
+func (s *Store) conflict(err error) error {
+	if err == nil {
+		return nil
+	}
+	return s.d.Conflict(err)
+}
+
+func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", s.conflict(err))
+	}
+	return nil
+}
+
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// LoadChain implements store.Store.
+func (s *Store) LoadChain(ctx context.Context, id string) (*store.ChainRecord, error) {
+	return s.loadChain(ctx, s.r, id, "")
+}
+
+// loadChain reads chain id through q; lock ends the SELECT (Dialect.Lock or "").
+func (s *Store) loadChain(ctx context.Context, q queryer, id, lock string) (*store.ChainRecord, error) {
+	c := &store.ChainRecord{ID: id}
+	var head []byte
+	var createdMS int64
+	var createdText string
+	created := any(&createdMS)
+	if s.d.CreatedText {
+		created = &createdText
+	}
+	err := q.QueryRowContext(ctx, `SELECT profile, size, head, tree, state, closed, last_seal, sealed_size, created FROM `+s.d.Tables.Chains+` WHERE id = ?`+lock, id).
+		Scan(&c.Profile, &c.Size, &head, &c.Tree, &c.State, &c.Closed, &c.LastSeal, &c.SealedSize, created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("chain %q: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load chain %q: %w", id, s.conflict(err))
+	}
+	copy(c.Head[:], head)
+	if s.d.CreatedText {
+		c.Created, _ = time.Parse(time.RFC3339Nano, createdText)
+	} else {
+		c.Created = fromMS(createdMS)
+	}
+	return c, nil
+}
+
+// putChain writes c provided the stored chain has size prevSize (or is absent and
+// prevSize is 0). The chain's row stays locked until the transaction ends.
+func (s *Store) putChain(ctx context.Context, tx *sql.Tx, c *store.ChainRecord, prevSize uint64) error {
+	cur, err := s.loadChain(ctx, tx, c.ID, s.d.Lock)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		if prevSize != 0 {
+			return fmt.Errorf("chain %q: %w", c.ID, store.ErrConflict)
+		}
+		var created any = ms(time.Now())
+		if s.d.CreatedText {
+			created = time.Now().UTC().Format(time.RFC3339Nano)
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO `+s.d.Tables.Chains+` (id, profile, size, head, tree, state, closed, last_seal, sealed_size, created) VALUES (?,?,?,?,?,?,?,?,?,?)`,
+			c.ID, c.Profile, c.Size, c.Head[:], c.Tree, c.State, c.Closed, c.LastSeal, c.SealedSize, created)
+		return s.conflict(err)
+	case err != nil:
+		return err
+	}
+	if cur.Size != prevSize {
+		return fmt.Errorf("chain %q at size %d, expected %d: %w", c.ID, cur.Size, prevSize, store.ErrConflict)
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE `+s.d.Tables.Chains+` SET size=?, head=?, tree=?, state=?, closed=?, last_seal=?, sealed_size=? WHERE id=?`,
+		c.Size, c.Head[:], c.Tree, c.State, c.Closed, c.LastSeal, c.SealedSize, c.ID)
+	return err
+}
+
+// Commit implements store.Store.
+func (s *Store) Commit(ctx context.Context, c *store.ChainRecord, prevSize uint64, entries []store.Entry) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if err := s.putChain(ctx, tx, c, prevSize); err != nil {
+			return err
+		}
+		for len(entries) > 0 {
+			n := batchLen(entries)
+			if err := s.insertEntries(ctx, tx, entries[:n]); err != nil {
+				return err
+			}
+			if err := s.insertAttrs(ctx, tx, entries[:n]); err != nil { // attrs.go
+				return err
+			}
+			entries = entries[n:]
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("commit chain %q: %w", c.ID, err)
+	}
+	return nil
+}
+
+// FindLink implements store.Store.
+func (s *Store) FindLink(ctx context.Context, chain string, l ledger.Link) (uint64, bool, error) {
+	var seq uint64
+	err := s.r.QueryRowContext(ctx, `SELECT seq FROM `+s.d.Tables.Entries+` WHERE chain=? AND link=?`, chain, l[:]).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("find link: %w", err)
+	}
+	return seq, true, nil
+}
+
+// FindRecordIDs implements store.Store.
+func (s *Store) FindRecordIDs(ctx context.Context, chain string, ids []string) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	for len(ids) > 0 {
+		n := min(inChunk, len(ids))
+		part := ids[:n]
+		ids = ids[n:]
+		args := make([]any, 0, n+1)
+		args = append(args, chain)
+		for _, id := range part {
+			args = append(args, id)
+		}
+		rows, err := s.r.QueryContext(ctx, `SELECT record_id, seq FROM `+s.d.Tables.Entries+` WHERE chain=? AND record_id IN `+placeholders(n), args...)
+		if err != nil {
+			return nil, fmt.Errorf("find record ids: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			var seq uint64
+			if err := rows.Scan(&id, &seq); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("find record ids: %w", err)
+			}
+			out[id] = seq
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("find record ids: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// Entries implements store.Store.
+func (s *Store) Entries(ctx context.Context, chain string, f store.Filter) ([]store.Entry, error) {
+	q, args := entriesQuery(s.d.Tables, chain, f)
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("entries of %q: %w", chain, err)
+	}
+	out, err := scanEntries(rows, chain)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.loadAttrs(ctx, chain, out); err != nil { // attrs.go
+		return nil, err
+	}
+	return out, nil
+}
+
+// Chains implements store.Store.
+func (s *Store) Chains(ctx context.Context) ([]string, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id FROM `+s.d.Tables.Chains+` ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("chains: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("chains: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// inChunk bounds the values of one IN (…) list.
+const inChunk = 500
+
+// placeholders returns "(?,?,…)" with n placeholders (n > 0).
+func placeholders(n int) string {
+	return "(?" + strings.Repeat(",?", n-1) + ")"
+}

@@ -1,0 +1,76 @@
+package sqlstore
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evident-log/evident/internal/evidentd/store"
+)
+
+func TestBatchLen(t *testing.T) {
+	sized := func(n, size int) []store.Entry {
+		es := make([]store.Entry, n)
+		for i := range es {
+			es[i].Record = make([]byte, size)
+		}
+		return es
+	}
+	for _, tc := range []struct {
+		name string
+		es   []store.Entry
+		want int
+	}{
+		{"one", sized(1, 10), 1},
+		{"few", sized(7, 10), 7},
+		{"rows bound", sized(insertRows+1, 10), insertRows},
+		{"bytes bound", sized(10, 1<<20), 3},
+		{"one larger than the bound", sized(2, insertBytes*2), 1},
+	} {
+		if got := batchLen(tc.es); got != tc.want {
+			t.Errorf("%s: batchLen = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestEntriesQuery(t *testing.T) {
+	tables := Tables{Entries: "e", Attrs: "a"}
+	since := time.UnixMilli(1000)
+	for _, tc := range []struct {
+		name     string
+		f        store.Filter
+		where    string // what follows the fixed chain and seq conditions
+		wantArgs []any
+	}{
+		{"none", store.Filter{}, ` ORDER BY seq`, []any{"c", uint64(0)}},
+		{"from and limit", store.Filter{From: 5, Limit: 3}, ` ORDER BY seq LIMIT 3`, []any{"c", uint64(5)}},
+		{"method sender since until", store.Filter{Method: "m", Sender: "s", Since: since, Until: since.Add(time.Second)},
+			` AND method=? AND sender=? AND arrival>=? AND arrival<? ORDER BY seq`, []any{"c", uint64(0), "m", "s", int64(1000), int64(2000)}},
+		{"attributes in name order", store.Filter{Attrs: map[string][]string{"z": {"1"}, "a": {"2", "3"}}},
+			strings.Repeat(` AND seq IN (SELECT seq FROM a WHERE chain=? AND name=? AND value=?)`, 3) + ` ORDER BY seq`,
+			[]any{"c", uint64(0), "c", "a", "2", "c", "a", "3", "c", "z", "1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q, args := entriesQuery(tables, "c", tc.f)
+			want := `SELECT seq, prev, link, arrival, record, record_id, method, sender, ts, signed FROM e WHERE chain=? AND seq>=?` + tc.where
+			if q != want {
+				t.Errorf("query\n%s\nwant\n%s", q, want)
+			}
+			if !slices.Equal(args, tc.wantArgs) {
+				t.Errorf("args %v, want %v", args, tc.wantArgs)
+			}
+			if n := strings.Count(q, "?"); n != len(args) {
+				t.Errorf("%d placeholders, %d args", n, len(args))
+			}
+		})
+	}
+}
+
+func TestPlaceholders(t *testing.T) {
+	for n, want := range map[int]string{1: "(?)", 3: "(?,?,?)"} {
+		if got := placeholders(n); got != want {
+			t.Errorf("placeholders(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
