@@ -13,18 +13,9 @@ import (
 )
 
 // This file adds to an export what lets a verifier link the bundle's views of a tree to
-// each other (docs/bundle.md): the log's post-quantum checkpoint key, a chain consistency
-// receipt between every two successive seals, and the log checkpoints each seal's receipt
-// was first cut from with a consistency proof from each to the latest checkpoint.
-
-// exportPQKey writes trust/log-mldsa.vkey when the log signs checkpoints with ML-DSA-44.
-func (x *Exporter) exportPQKey(bw *bundle.Writer) error {
-	vk := x.c.Service.Log().PostQuantumVerifierKey()
-	if vk == "" {
-		return nil
-	}
-	return bw.WriteFile(bundle.LogPQKeyFile, []byte(vk+"\n"))
-}
+// each other (docs/bundle.md): a chain consistency receipt between every two successive
+// seals, and the log checkpoints each seal's receipt was first cut from with a consistency
+// proof from each to the latest checkpoint. The log's post-quantum key is in trust.go.
 
 // sealProofs are the consistency proofs between successive seals of a chain, computed by a
 // ledger.Prover during the one pass the export makes over the chain's links: it keeps only

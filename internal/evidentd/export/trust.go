@@ -34,7 +34,7 @@ func (x *Exporter) writeTrust(bw *bundle.Writer) error {
 			return err
 		}
 	}
-	if err := x.exportPQKey(bw); err != nil { // trust/log-mldsa.vkey (proofs.go)
+	if err := x.exportPQKey(bw); err != nil { // trust/log-mldsa.vkey
 		return err
 	}
 	ck, err := receipts.COSEKey(x.c.Service.Signer().Public())
@@ -49,6 +49,15 @@ func (x *Exporter) writeTrust(bw *bundle.Writer) error {
 		return err
 	}
 	return bw.WriteFile(bundle.IssuersFile, ks)
+}
+
+// exportPQKey writes trust/log-mldsa.vkey when the log signs checkpoints with ML-DSA-44.
+func (x *Exporter) exportPQKey(bw *bundle.Writer) error {
+	vk := x.c.Service.Log().PostQuantumVerifierKey()
+	if vk == "" {
+		return nil
+	}
+	return bw.WriteFile(bundle.LogPQKeyFile, []byte(vk+"\n"))
 }
 
 // latestCheckpoint returns the log's latest checkpoint, verified, with its parsed form.
