@@ -34,7 +34,7 @@ type fixture struct {
 	x        *Exporter
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -73,7 +73,7 @@ func newFixture(t *testing.T) *fixture {
 }
 
 // records returns n signed CHAP envelopes of chain.
-func records(t *testing.T, chain string, n int) [][]byte {
+func records(t testing.TB, chain string, n int) [][]byte {
 	t.Helper()
 	var out [][]byte
 	_, err := scenario.Long(chain, n, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC), func(b []byte) error {
@@ -86,14 +86,14 @@ func records(t *testing.T, chain string, n int) [][]byte {
 	return out
 }
 
-func (f *fixture) ingest(t *testing.T, chain string, recs [][]byte) {
+func (f *fixture) ingest(t testing.TB, chain string, recs [][]byte) {
 	t.Helper()
 	if _, err := f.pipeline.Ingest(context.Background(), chain, chap.Profile, recs); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (f *fixture) seal(t *testing.T, chain string) *ingest.SealResult {
+func (f *fixture) seal(t testing.TB, chain string) *ingest.SealResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -263,5 +263,37 @@ func TestChainsBundleVerifies(t *testing.T) {
 	}
 	if err := f.x.Chains(context.Background(), io.Discard, nil); err == nil {
 		t.Error("a bundle of no chain was written")
+	}
+}
+
+// BenchmarkChains exports a chain of 2000 signed CHAP envelopes sealed three times: the
+// entries, three seal receipts, two chain consistency receipts and the trust files.
+func BenchmarkChains(b *testing.B) {
+	f := newFixture(b)
+	const chain = "wsp_bench"
+	recs := records(b, chain, 2000)
+	for _, r := range [][2]int{{0, 500}, {500, 1300}, {1300, 2000}} {
+		f.ingest(b, chain, recs[r[0]:r[1]])
+		f.seal(b, chain)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := f.x.Chains(context.Background(), io.Discard, []Chain{{Chain: chain, Size: 2000}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkChainConsistencyReceipt cuts the consistency receipt from size 700 to 2000 of a
+// chain of 2000 signed CHAP envelopes (SCRAPI GET /v1/chains/{chain}/consistency).
+func BenchmarkChainConsistencyReceipt(b *testing.B) {
+	f := newFixture(b)
+	const chain = "wsp_bench"
+	f.ingest(b, chain, records(b, chain, 2000))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.x.ChainConsistencyReceipt(context.Background(), chain, 700, 2000); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
