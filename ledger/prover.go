@@ -129,9 +129,9 @@ func (p *Prover) Append(l Link) error {
 	return nil
 }
 
-// Run takes links from the iterator, which yields the chain's links from seq 0 (after any
-// already appended), until Need links are in; it stops reading there. It returns the
-// iterator's first error, ctx's error when ctx ends, or ErrShortChain when the links end early.
+// Run takes the chain's next links (from seq Size(), 0 on a fresh Prover) from the iterator
+// until Need links are in, and stops reading there. It returns the iterator's first error,
+// ctx's error when ctx ends, or ErrShortChain when the links end early.
 func (p *Prover) Run(ctx context.Context, links iter.Seq2[Link, error]) error {
 	if err := ctx.Err(); err != nil {
 		return err
