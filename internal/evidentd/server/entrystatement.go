@@ -65,7 +65,7 @@ func (s *Server) handleEntryStatement(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sealed := "false"
-	rc, top, sp, err := s.entryReceipt(r.Context(), chain, seq)
+	rc, top, sp, err := s.ex.EntryReceipt(r.Context(), chain, seq)
 	switch {
 	case errors.Is(err, errNotSealed):
 	case err != nil:

@@ -16,6 +16,7 @@ import (
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/internal/evidentd/scitt"
 	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/regpolicy"
 	"github.com/evident-log/evident/tilelog"
@@ -395,64 +396,9 @@ func (s *Server) handleChainConsistency(w http.ResponseWriter, r *http.Request) 
 
 // ChainConsistencyReceipt builds the consistency receipt of chain between sizes from and to.
 func (s *Server) ChainConsistencyReceipt(ctx context.Context, chain string, from, to uint64) ([]byte, error) {
-	leaves := make([][]byte, 0, to)
-	for uint64(len(leaves)) < to {
-		es, err := s.c.Store.Entries(ctx, chain, store.Filter{From: uint64(len(leaves)), Limit: 5000})
-		if err != nil {
-			return nil, err
-		}
-		if len(es) == 0 {
-			return nil, fmt.Errorf("%w: chain %q has fewer than %d entries", errBadQuery, chain, to)
-		}
-		for _, e := range es {
-			if uint64(len(leaves)) == to {
-				break
-			}
-			leaves = append(leaves, rfc6962.DefaultHasher.HashLeaf(e.Link[:]))
-		}
+	rc, err := s.ex.ChainConsistencyReceipt(ctx, chain, from, to)
+	if errors.Is(err, ledger.ErrShortChain) {
+		return nil, fmt.Errorf("%w: chain %q has fewer than %d entries", errBadQuery, chain, to)
 	}
-	root := treeHash(leaves)
-	path := consistencyPath(int(from), leaves, true)
-	rs, err := receipts.SignRoot(s.c.Service.Signer(), receipts.Claims{Issuer: s.c.Service.Issuer(), Subject: chain, IssuedAt: time.Now().Unix()}, root)
-	if err != nil {
-		return nil, err
-	}
-	return receipts.NewConsistencyReceipt(rs, receipts.ConsistencyProof{Size1: from, Size2: to, Path: path}, nil)
-}
-
-// treeHash is RFC 9162 MTH over leaf hashes.
-func treeHash(leaves [][]byte) []byte {
-	switch len(leaves) {
-	case 0:
-		return rfc6962.DefaultHasher.EmptyRoot()
-	case 1:
-		return leaves[0]
-	}
-	k := split(len(leaves))
-	return rfc6962.DefaultHasher.HashChildren(treeHash(leaves[:k]), treeHash(leaves[k:]))
-}
-
-// split is the largest power of two smaller than n (n > 1).
-func split(n int) int {
-	k := 1
-	for k<<1 < n {
-		k <<= 1
-	}
-	return k
-}
-
-// consistencyPath is RFC 9162 section 2.1.4.1 SUBPROOF(m, D[n], b).
-func consistencyPath(m int, leaves [][]byte, b bool) [][]byte {
-	n := len(leaves)
-	if m == n {
-		if b {
-			return [][]byte{}
-		}
-		return [][]byte{treeHash(leaves)}
-	}
-	k := split(n)
-	if m <= k {
-		return append(consistencyPath(m, leaves[:k], b), treeHash(leaves[k:]))
-	}
-	return append(consistencyPath(m-k, leaves[k:], false), treeHash(leaves[:k]))
+	return rc, err
 }

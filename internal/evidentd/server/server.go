@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/internal/evidentd/export"
 	"github.com/evident-log/evident/internal/evidentd/ingest"
 	"github.com/evident-log/evident/internal/evidentd/scitt"
 	"github.com/evident-log/evident/internal/evidentd/store"
@@ -75,6 +76,7 @@ type Server struct {
 	c   Config
 	mux *http.ServeMux
 	m   metrics
+	ex  *export.Exporter
 }
 
 type metrics struct {
@@ -100,7 +102,12 @@ func New(c Config) *Server {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	s := &Server{c: c, mux: http.NewServeMux()}
+	var keys *scitt.KeyRing
+	if c.SCITT != nil {
+		keys = c.SCITT.Keys
+	}
+	ex := export.New(export.Config{Pipeline: c.Pipeline, Store: c.Store, Service: c.Service, Keys: keys, COPNode: c.COPNode, Producer: c.Producer})
+	s := &Server{c: c, mux: http.NewServeMux(), ex: ex}
 	s.mux.HandleFunc("POST /v1/chains/{chain}/entries", s.write(s.handleIngest))
 	s.mux.HandleFunc("POST /v1/chains/{chain}/seal", s.write(s.handleSeal))
 	s.mux.HandleFunc("GET /v1/chains/{chain}", s.handleHead)

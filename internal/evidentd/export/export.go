@@ -1,0 +1,191 @@
+// Package export writes offline bundles (bundle/) of chains, case slices and registrations
+// from the store and the log. It also cuts, from the same stored links, the chain receipts
+// a bundle carries and the service hands out on their own: entry receipts and chain
+// consistency receipts.
+package export
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/internal/evidentd/ingest"
+	"github.com/evident-log/evident/internal/evidentd/scitt"
+	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/ledger/profile/cop"
+	"github.com/evident-log/evident/receipts"
+)
+
+// pageSize is how many entries one store read returns.
+const pageSize = 5000
+
+// Config names what an Exporter reads from.
+type Config struct {
+	// Pipeline gives each chain's head (size and profile).
+	Pipeline *ingest.Pipeline
+	// Store holds the entries, seals and SCITT registrations.
+	Store store.Store
+	// Service is the log and the service key that signs receipts.
+	Service *scitt.Service
+	// Keys, when set, is the service's key history: bundles then carry every key, retired
+	// ones kept. Nil carries the current key only.
+	Keys *scitt.KeyRing
+	// COPNode, when set, writes the COP Ledger of every cop/1.0 chain into its bundle.
+	COPNode *cop.Node
+	// Producer is written into every manifest, e.g. "evidentd v0.1.0".
+	Producer string
+}
+
+// Exporter writes bundles and chain receipts. It is safe for concurrent use.
+type Exporter struct {
+	c Config
+}
+
+// New returns an Exporter reading from c.
+func New(c Config) *Exporter { return &Exporter{c: c} }
+
+// Chain names a chain to export and how many of its entries.
+type Chain struct {
+	Chain string
+	Size  uint64
+}
+
+// Chains writes one offline bundle holding several chains (each up to its size) to w:
+// one set of trust files and one checkpoint for all of them, so that references between the
+// chains (OWP provenance) can be checked offline.
+func (x *Exporter) Chains(ctx context.Context, w io.Writer, chains []Chain) error {
+	if len(chains) == 0 {
+		return errors.New("export: no chain named")
+	}
+	bw := bundle.NewWriter(w)
+	l := x.c.Service.Log()
+	if err := x.writeTrust(bw); err != nil { // trust/ files (trust.go)
+		return err
+	}
+	// Every receipt is cut afresh from the latest checkpoint, so one checkpoint anchors all
+	// the seals of the bundle and no consistency proof between checkpoints is needed.
+	cp, c, err := x.latestCheckpoint(ctx)
+	if err != nil {
+		return err
+	}
+	var refs []bundle.ChainRef
+	wroteCP, wroteCOPKeys := false, false
+	for _, ec := range chains {
+		ref, wrote, err := x.exportChain(ctx, bw, ec.Chain, ec.Size, cp, c.Size)
+		if err != nil {
+			return err
+		}
+		if err := x.exportCOPLedger(ctx, bw, ref.ID, ref.Profile, ref.Size, &wroteCOPKeys); err != nil {
+			return err
+		}
+		refs = append(refs, ref)
+		wroteCP = wroteCP || wrote
+	}
+	if wroteCP {
+		if err := bw.WriteFile(bundle.CheckpointFile(c.Size), cp); err != nil {
+			return err
+		}
+		// The seals' first checkpoints and their consistency with cp (proofs.go).
+		if err := x.writeLogConsistency(ctx, bw, refs, c.Size); err != nil {
+			return err
+		}
+	}
+	scope := bundle.Scope{Chain: chains[0].Chain}
+	if len(chains) > 1 {
+		scope = bundle.Scope{}
+		for _, ec := range chains {
+			scope.Chains = append(scope.Chains, ec.Chain)
+		}
+	}
+	return bw.Close(bundle.Manifest{
+		Producer: x.c.Producer,
+		Created:  ledger.Timestamp(time.Now()),
+		Scope:    scope,
+		Log:      bundle.LogInfo{Origin: l.Origin()},
+		Chains:   refs,
+	})
+}
+
+// exportChain writes one chain's entries (up to size) and its seals, with receipts cut from
+// the checkpoint cp of tree size cpSize, and returns the chain's manifest entry and whether a
+// receipt was written.
+func (x *Exporter) exportChain(ctx context.Context, bw *bundle.Writer, chain string, size uint64, cp []byte, cpSize uint64) (bundle.ChainRef, bool, error) {
+	h, err := x.c.Pipeline.Head(ctx, chain)
+	if err != nil {
+		return bundle.ChainRef{}, false, err
+	}
+	dir := bundle.ChainDir(chain)
+	ew, err := bw.Create(bundle.EntriesFile(dir))
+	if err != nil {
+		return bundle.ChainRef{}, false, err
+	}
+	buf := bufio.NewWriterSize(ew, 1<<16)
+	enc := json.NewEncoder(buf)
+	var n uint64
+	var head ledger.Link
+	tree := ledger.NewTree()
+	seals, err := x.c.Store.Seals(ctx, chain)
+	if err != nil {
+		return bundle.ChainRef{}, false, err
+	}
+	proofs, err := planSealProofs(seals, size) // consistency between successive seals (proofs.go)
+	if err != nil {
+		return bundle.ChainRef{}, false, err
+	}
+	for n < size {
+		es, err := x.c.Store.Entries(ctx, chain, store.Filter{From: n, Limit: pageSize})
+		if err != nil {
+			return bundle.ChainRef{}, false, err
+		}
+		if len(es) == 0 {
+			break
+		}
+		for _, e := range es {
+			if e.Seq >= size {
+				break
+			}
+			if err := enc.Encode(bundle.EntryLine{Seq: e.Seq, Prev: e.Prev, Link: e.Link, Arrival: ledger.Timestamp(e.Arrival), Record: e.Record}); err != nil {
+				return bundle.ChainRef{}, false, err
+			}
+			head = e.Link
+			tree.Append(e.Link)
+			if err := proofs.prover.Append(e.Link); err != nil {
+				return bundle.ChainRef{}, false, err
+			}
+			n = e.Seq + 1
+		}
+	}
+	if err := buf.Flush(); err != nil {
+		return bundle.ChainRef{}, false, err
+	}
+	wroteCP := false
+	written := map[uint64]bool{}
+	for _, sl := range seals {
+		if !sl.Registered || sl.Size > n || sl.LogIndex >= cpSize {
+			continue
+		}
+		rcpt, err := x.c.Service.Receipt(ctx, sl.LogIndex, cp)
+		if err != nil {
+			return bundle.ChainRef{}, false, fmt.Errorf("seal %d: %w", sl.N, err)
+		}
+		ts, err := receipts.AttachReceipts(sl.Statement, rcpt)
+		if err != nil {
+			return bundle.ChainRef{}, false, fmt.Errorf("seal %d: %w", sl.N, err)
+		}
+		if err := bw.WriteFile(bundle.SealFile(dir, sl.N), ts); err != nil {
+			return bundle.ChainRef{}, false, err
+		}
+		wroteCP = true
+		written[sl.N] = true
+	}
+	if err := x.writeSealProofs(bw, proofs, dir, chain, written); err != nil {
+		return bundle.ChainRef{}, false, err
+	}
+	return bundle.ChainRef{ID: chain, Dir: dir, Profile: h.Profile, Size: n, Head: head, Root: ledger.RootString(tree.Root())}, wroteCP, nil
+}
