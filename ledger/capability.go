@@ -44,9 +44,11 @@ type Linked interface {
 
 // Sliceable is implemented by a Profile whose chains can be exported as case slices: the
 // selected entries plus every record that shapes the key history, so that the included
-// signatures can be checked without the rest of the chain. KeyRecord reports whether an
-// admitted record is such a key record.
+// signatures can be checked without the rest of the chain. KeyMethods names the methods
+// (Admission.Method) of the records that may be key records, so an exporter can find them;
+// KeyRecord reports whether an admitted record is one.
 type Sliceable interface {
+	KeyMethods() []string
 	KeyRecord(a *Admission) bool
 }
 

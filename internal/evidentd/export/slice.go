@@ -2,7 +2,6 @@ package export
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +13,7 @@ import (
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/profile/chap"
+	"github.com/evident-log/evident/ledger/profile"
 	"github.com/evident-log/evident/receipts"
 )
 
@@ -26,18 +25,14 @@ type Slice struct {
 
 // Errors of Exporter.Slice a caller answers with 4xx.
 var (
-	// ErrSliceProfile: slices are defined for chap/0.3 chains only (the context records a
-	// verifier needs are the profile's key records).
+	// ErrSliceProfile: slices are defined for the profiles that name their key records
+	// (ledger.Sliceable), the context a verifier needs to check the included signatures.
 	ErrSliceProfile = errors.New("case slices are defined for chap/0.3 chains")
 	// ErrSliceUnsealed: the chain has no registered seal to prove inclusion against; seal it first.
 	ErrSliceUnsealed = errors.New("the chain has no registered seal: seal it, then export the slice")
 	// ErrSliceEmpty: no entry of the sealed chain matches.
 	ErrSliceEmpty = errors.New("no sealed entry matches the slice")
 )
-
-// keyMethods are the CHAP records that shape the key history; every one of them travels
-// with a slice so the verifier can check the included signatures.
-var keyMethods = []string{"participant.join", "participant.rotate_key", "participant.revoke_key"}
 
 // maxSliceEntries bounds the entries of one slice (each carries an O(log n) receipt).
 const maxSliceEntries = 100000
@@ -53,7 +48,9 @@ func (x *Exporter) Slice(ctx context.Context, w io.Writer, chain string, sl Slic
 	if err != nil {
 		return err
 	}
-	if h.Profile != chap.Profile {
+	prof, _ := profile.Lookup(h.Profile)
+	keys, ok := prof.(ledger.Sliceable)
+	if !ok {
 		return fmt.Errorf("chain %q is %s: %w", chain, h.Profile, ErrSliceProfile)
 	}
 	l := x.c.Service.Log()
@@ -126,7 +123,7 @@ func (x *Exporter) Slice(ctx context.Context, w io.Writer, chain string, sl Slic
 	if selected == 0 {
 		return ErrSliceEmpty
 	}
-	for _, m := range keyMethods {
+	for _, m := range keys.KeyMethods() {
 		if err := collect(store.Filter{Method: m}, true); err != nil {
 			return err
 		}
@@ -136,7 +133,7 @@ func (x *Exporter) Slice(ctx context.Context, w io.Writer, chain string, sl Slic
 		seqs = append(seqs, q)
 		// Context counts the included key records that took effect (a recorded refusal,
 		// {"outcome",…} in canonical form, did not), whether or not they also match.
-		if slices.Contains(keyMethods, e.Method) && !bytes.HasPrefix(e.Record, []byte(`{"outcome"`)) {
+		if keys.KeyRecord(&ledger.Admission{Method: e.Method, Canonical: e.Record}) {
 			context++
 		}
 	}

@@ -2,6 +2,7 @@ package chap
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/evident-log/evident/ledger"
 )
@@ -18,14 +19,18 @@ var (
 // predecessor in the Coordinator's evidence chain.
 func (Adapter) PredecessorField() string { return "evidence.prev_hash" }
 
+// KeyMethods names the methods of the records that can shape the key history.
+func (Adapter) KeyMethods() []string {
+	return []string{"participant.join", "participant.rotate_key", "participant.revoke_key"}
+}
+
 // KeyRecord reports whether an admitted record shapes the key history (a join, key rotation
 // or revocation, not the recorded refusal of one): a case slice carries every such record.
 func (Adapter) KeyRecord(a *ledger.Admission) bool {
-	switch a.Method {
-	case "participant.join", "participant.rotate_key", "participant.revoke_key":
-		return !bytes.HasPrefix(a.Canonical, []byte(`{"outcome"`))
+	if !slices.Contains(Adapter{}.KeyMethods(), a.Method) {
+		return false
 	}
-	return false
+	return !bytes.HasPrefix(a.Canonical, []byte(`{"outcome"`))
 }
 
 // Participants returns the key history replayed so far, sorted by URI; nil when there is none.
