@@ -8,6 +8,7 @@ import (
 
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/internal/evidentd/export"
+	"github.com/evident-log/evident/internal/evidentd/ingest"
 )
 
 // errNotSealed means no registered seal covers the entry yet.
@@ -18,19 +19,8 @@ var errNotSealed = export.ErrNotSealed
 // the chain tree whose root the chain's latest registered seal commits to. An entry after the
 // latest seal answers 409 not_sealed: seal, then ask again.
 func (s *Server) handleEntryReceipt(w http.ResponseWriter, r *http.Request) {
-	chain := r.PathValue("chain")
-	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
-	if err != nil {
-		problem(w, http.StatusBadRequest, api.CodeBadQuery, "seq must be a non-negative integer", -1)
-		return
-	}
-	h, err := s.c.Pipeline.Head(r.Context(), chain)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if seq >= h.Size {
-		problem(w, http.StatusNotFound, api.CodeNoSuchEntry, fmt.Sprintf("chain %s has %d entries", chain, h.Size), -1)
+	chain, seq, _, ok := s.entryAt(w, r)
+	if !ok {
 		return
 	}
 	rc, top, sealed, err := s.ex.EntryReceipt(r.Context(), chain, seq)
@@ -47,4 +37,24 @@ func (s *Server) handleEntryReceipt(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Evident-Seal-Root", sealed.Root)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write(rc)
+}
+
+// entryAt reads the {chain} and {seq} of an entry's path and the chain's head. When seq is not
+// a number, or the chain does not hold that entry, it answers the problem itself and ok is false.
+func (s *Server) entryAt(w http.ResponseWriter, r *http.Request) (chain string, seq uint64, h ingest.Head, ok bool) {
+	chain = r.PathValue("chain")
+	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
+	if err != nil {
+		problem(w, http.StatusBadRequest, api.CodeBadQuery, "seq must be a non-negative integer", -1)
+		return chain, 0, h, false
+	}
+	if h, err = s.c.Pipeline.Head(r.Context(), chain); err != nil {
+		s.fail(w, r, err)
+		return chain, seq, h, false
+	}
+	if seq >= h.Size {
+		problem(w, http.StatusNotFound, api.CodeNoSuchEntry, fmt.Sprintf("chain %s has %d entries", chain, h.Size), -1)
+		return chain, seq, h, false
+	}
+	return chain, seq, h, true
 }

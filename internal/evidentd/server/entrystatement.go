@@ -38,15 +38,8 @@ func (s *Server) EntryStatement(chain, profile string, e store.Entry) ([]byte, e
 // the transparent statement: the chain receipt of the entry's link against that seal's root
 // rides in header 394 (Evident-Sealed: true); otherwise the bare statement (Evident-Sealed: false).
 func (s *Server) handleEntryStatement(w http.ResponseWriter, r *http.Request) {
-	chain := r.PathValue("chain")
-	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
-	if err != nil {
-		problem(w, http.StatusBadRequest, api.CodeBadQuery, "seq must be a non-negative integer", -1)
-		return
-	}
-	h, err := s.c.Pipeline.Head(r.Context(), chain)
-	if err != nil {
-		s.fail(w, r, err)
+	chain, seq, h, ok := s.entryAt(w, r)
+	if !ok {
 		return
 	}
 	es, err := s.c.Store.Entries(r.Context(), chain, store.Filter{From: seq, Limit: 1})
@@ -54,7 +47,7 @@ func (s *Server) handleEntryStatement(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if seq >= h.Size || len(es) == 0 || es[0].Seq != seq {
+	if len(es) == 0 || es[0].Seq != seq {
 		problem(w, http.StatusNotFound, api.CodeNoSuchEntry, fmt.Sprintf("chain %s has %d entries", chain, h.Size), -1)
 		return
 	}
