@@ -163,8 +163,12 @@ func TestHandlerWithTesseraClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyB64 := strings.TrimSpace(string(key))
-	keyB64 = keyB64[strings.LastIndex(keyB64, "+")+1:]
+	// PRIVATE+KEY+<name>+<hash>+<base64>: the base64 may itself hold '+', so cut at the fourth.
+	keyFields := strings.SplitN(strings.TrimSpace(string(key)), "+", 5)
+	if len(keyFields) != 5 || len(keyFields[4]) < 40 {
+		t.Fatalf("unexpected key file %q", keyFields[:min(len(keyFields), 3)])
+	}
+	keyB64 := keyFields[4]
 	for _, p := range []string{
 		"/log/log.key",
 		"/log/log.vkey",

@@ -1,8 +1,10 @@
-// Package testinfra gives tests of the distributed mode a fresh database on the
-// MySQL-compatible server named by EVIDENT_TEST_MYSQL_DSN and a fresh bucket on the
-// S3-compatible server named by EVIDENT_TEST_S3_ENDPOINT (with EVIDENT_TEST_S3_ACCESS_KEY
-// and EVIDENT_TEST_S3_SECRET_KEY). Without those variables the tests skip and say how to
-// get them: .ci/distributed-services starts MariaDB and MinIO on loopback and exports them.
+// Package testinfra holds what integration tests share: a temporary directory that outlives
+// a closed Tessera log's last write (TempDir), and for tests of the distributed mode a fresh
+// database on the MySQL-compatible server named by EVIDENT_TEST_MYSQL_DSN and a fresh bucket
+// on the S3-compatible server named by EVIDENT_TEST_S3_ENDPOINT (with
+// EVIDENT_TEST_S3_ACCESS_KEY and EVIDENT_TEST_S3_SECRET_KEY). Without those variables the
+// distributed tests skip and say how to get them: .ci/distributed-services starts MariaDB and
+// MinIO on loopback and exports them.
 package testinfra
 
 import (
@@ -94,3 +96,27 @@ func randomHex(n int) string {
 
 // String is for failure messages.
 func (s S3) String() string { return fmt.Sprintf("%s/%s", s.Endpoint, s.Bucket) }
+
+// TempDir returns a fresh directory that is removed when the test and its cleanups are done.
+// Unlike t.TempDir it retries the removal for a few seconds: a Tessera log's background
+// goroutines stop asynchronously after Close and may still write a file or two, which makes
+// t.TempDir's single RemoveAll fail the test with "directory not empty".
+func TempDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "evident-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		var err error
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if err = os.RemoveAll(dir); err == nil || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil {
+			t.Errorf("removing %s: %v", dir, err)
+		}
+	})
+	return dir
+}

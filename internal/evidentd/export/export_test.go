@@ -16,6 +16,7 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/scitt"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/internal/evidentd/store/sqlite"
+	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/profile"
 	"github.com/evident-log/evident/ledger/profile/chap"
@@ -37,7 +38,7 @@ type fixture struct {
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
+	dir := testinfra.TempDir(t)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if err := os.MkdirAll(filepath.Join(dir, "keys"), 0o700); err != nil {
 		t.Fatal(err)
