@@ -72,7 +72,7 @@ type Referrer interface {
 // chains the bundle holds and reports them under ReferenceCheck, e.g. "owp.provenance".
 // ReferencedID returns the id a reference names a record by, read from the record alone.
 type CrossChain interface {
-	ReferenceCheck() string
+	ReferenceCheck() CheckName
 	ReferencedID(record []byte) (string, error)
 }
 
@@ -132,7 +132,7 @@ type EntryReader interface {
 
 // Verdict is what a BundleChecker concludes for one check.
 type Verdict struct {
-	Check    string
+	Check    CheckName
 	Severity Severity // "" when the check holds; Notice when it is not evaluated; Critical when broken
 	Code     Code     // "" when the check holds
 	Where    string   // "file:line", a file name, or ""

@@ -1,5 +1,10 @@
 package ledger
 
+// CheckName is the stable dotted name of a verifier check, e.g. "chain.entries". It is defined
+// here so that profiles can name the checks they run (Verdict.Check, CrossChain.ReferenceCheck,
+// Finding.Check) without importing the verifier.
+type CheckName string
+
 // Severity ranks a Finding.
 type Severity string
 
@@ -15,11 +20,11 @@ const (
 // settle (COP: a parent event in another topic). Evidence of a violation is itself evidence:
 // such records are accepted and kept, and the verifier reports the finding.
 type Finding struct {
-	Check    string   `json:"check"`    // the verifier check it belongs to, e.g. "chieflab.approval"
-	Severity Severity `json:"severity"` // critical or notice
-	Code     Code     `json:"code"`     // stable code (docs/errors.md)
-	Seq      uint64   `json:"seq"`      // the entry that shows it
-	Detail   string   `json:"detail"`   // for a person
+	Check    CheckName `json:"check"`    // the verifier check it belongs to, e.g. "chieflab.approval"
+	Severity Severity  `json:"severity"` // critical or notice
+	Code     Code      `json:"code"`     // stable code (docs/errors.md)
+	Seq      uint64    `json:"seq"`      // the entry that shows it
+	Detail   string    `json:"detail"`   // for a person
 }
 
 // Auditor is implemented by a ProfileState that draws findings from the records it admitted.
@@ -27,7 +32,7 @@ type Finding struct {
 // without findings can be reported verified for each.
 type Auditor interface {
 	Findings() []Finding
-	Checks() []string
+	Checks() []CheckName
 }
 
 // MaxFindings bounds the findings a profile state keeps per check (the count goes on).

@@ -23,7 +23,7 @@ func (v *verifier) bundleChecks(ref bundle.ChainRef) []Check {
 	}
 	var checks []Check
 	for _, vd := range bc.CheckBundle(v.ctx, &bundleChain{v: v, ref: ref}) {
-		c := Check{Name: vd.Check, Chain: ref.ID, Status: Verified, Code: string(vd.Code), Where: vd.Where, Detail: vd.Detail, Evidence: vd.Evidence}
+		c := Check{Name: vd.Check, Chain: ref.ID, Status: Verified, Code: vd.Code, Where: vd.Where, Detail: vd.Detail, Evidence: vd.Evidence}
 		switch vd.Severity {
 		case ledger.Critical:
 			c.Status = Broken

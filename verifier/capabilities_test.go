@@ -21,14 +21,14 @@ func TestProfileCapabilities(t *testing.T) {
 	tests := []struct {
 		profile string
 		want    caps
-		checks  []string // checks the profile runs
+		checks  []ledger.CheckName // checks the profile runs
 	}{
 		{chap.Profile, caps{keyHolder: true, linked: true, sliceable: true}, nil},
-		{owp.Profile, caps{referrer: true, crossChain: true}, []string{owp.CheckProvenance}},
-		{cop.Profile, caps{bundleChecker: true, auditor: true}, []string{cop.CheckParents, cop.CheckLedger}},
+		{owp.Profile, caps{referrer: true, crossChain: true}, []ledger.CheckName{owp.CheckProvenance}},
+		{cop.Profile, caps{bundleChecker: true, auditor: true}, []ledger.CheckName{cop.CheckParents, cop.CheckLedger}},
 		{cheq.Profile, caps{}, nil},
 		{chieflab.Profile, caps{auditor: true, attested: true},
-			[]string{chieflab.CheckApproval, chieflab.CheckIdempotency, chieflab.CheckWorkspace, chieflab.CheckOperator}},
+			[]ledger.CheckName{chieflab.CheckApproval, chieflab.CheckIdempotency, chieflab.CheckWorkspace, chieflab.CheckOperator}},
 	}
 	if len(tests) != len(profile.All()) {
 		t.Fatalf("%d profiles served, %d in this table", len(profile.All()), len(tests))
@@ -58,7 +58,7 @@ func TestProfileCapabilities(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("capabilities %+v, want %+v", got, tc.want)
 			}
-			var runs []string
+			var runs []ledger.CheckName
 			if isAu {
 				runs = append(runs, au.Checks()...)
 			}
@@ -93,7 +93,7 @@ func TestSharedCodes(t *testing.T) {
 		{verifier.CodeTrust, ledger.CodeTrustInvalid},
 		{verifier.CodeNotReplayed, ledger.CodeNotReplayed},
 	} {
-		if tc.verifier != string(tc.source) {
+		if tc.verifier != tc.source {
 			t.Errorf("verifier code %q, source %q", tc.verifier, tc.source)
 		}
 		if !slices.Contains(verifier.Codes(), tc.verifier) {

@@ -23,7 +23,7 @@ type chainState struct {
 // sigFail is a record signature that did not verify.
 type sigFail struct {
 	seq  uint64
-	code string
+	code Code
 	msg  string
 }
 
@@ -65,10 +65,10 @@ func newSigPool(workers int) *sigPool {
 }
 
 func (p *sigPool) fail(seq uint64, err error) {
-	code := string(ledger.CodeBadSignature)
+	code := ledger.CodeBadSignature
 	var re *ledger.RecordError
 	if errors.As(err, &re) {
-		code = string(re.Code)
+		code = re.Code
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -155,7 +155,7 @@ func (v *verifier) replay(ref bundle.ChainRef, prof ledger.Profile, claimed map[
 	ids := map[[16]byte]uint64{}
 	br := bufio.NewReaderSize(f, MaxLineSize)
 	stage := "entries " + ref.ID
-	breakAt := func(code, where, format string, args ...any) {
+	breakAt := func(code Code, where, format string, args ...any) {
 		res.brk = &Check{Code: code, Where: where, Detail: fmt.Sprintf(format, args...)}
 		res.brkSeq = res.total - 1
 		res.checked = res.total
@@ -210,7 +210,7 @@ func (v *verifier) replay(ref bundle.ChainRef, prof ledger.Profile, claimed map[
 
 // replayLine checks one line; on the first break it calls breakAt and the replay only counts from then on.
 func (v *verifier) replayLine(res *replayResult, chain *ledger.Chain, pool *sigPool, ids map[[16]byte]uint64,
-	line []byte, where string, breakAt func(code, where, format string, args ...any), claimed map[uint64]bool) {
+	line []byte, where string, breakAt func(code Code, where, format string, args ...any), claimed map[uint64]bool) {
 	if n := len(line); n > 0 && line[n-1] == '\n' {
 		line = line[:n-1]
 	}
@@ -228,10 +228,10 @@ func (v *verifier) replayLine(res *replayResult, chain *ledger.Chain, pool *sigP
 	// (e.g. inside Admission.Verify, which runs later on the pool), so it gets a copy.
 	a, err := chain.Append(append([]byte(nil), e.Record...), e.Arrival)
 	if err != nil {
-		code := string(ledger.CodeMalformed)
+		code := ledger.CodeMalformed
 		var re *ledger.RecordError
 		if errors.As(err, &re) {
-			code = string(re.Code)
+			code = re.Code
 		}
 		breakAt(code, where, "seq %d: record refused by %s: %v", seq, chain.Profile, err)
 		return
@@ -249,7 +249,7 @@ func (v *verifier) replayLine(res *replayResult, chain *ledger.Chain, pool *sigP
 		var k [16]byte
 		copy(k[:], h[:])
 		if first, dup := ids[k]; dup {
-			breakAt(string(ledger.CodeIDReused), where, "seq %d: record id %.80q was already used at seq %d", seq, id, first)
+			breakAt(ledger.CodeIDReused, where, "seq %d: record id %.80q was already used at seq %d", seq, id, first)
 			return
 		}
 		ids[k] = seq

@@ -1,10 +1,13 @@
 package verifier
 
+import "github.com/evident-log/evident/ledger"
+
 // CheckName names a Check: a dotted "area.property" such as "chain.entries". Names are
 // stable; a report may hold several checks of one name (one per chain, seal or file).
-// It is a string so that profiles can name the checks they run (ledger.Auditor,
-// ledger.CrossChain, ledger.BundleChecker) without importing the verifier.
-type CheckName = string
+// It is ledger.CheckName, so that profiles can name the checks they run (ledger.Auditor,
+// ledger.CrossChain, ledger.BundleChecker) without importing the verifier, and a name is
+// never confused with another string.
+type CheckName = ledger.CheckName
 
 // Checks of the manifest and the files.
 const (

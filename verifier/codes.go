@@ -3,41 +3,41 @@ package verifier
 import "github.com/evident-log/evident/ledger"
 
 // Code is the stable, machine-readable reason a Check gives for a broken or not evaluated
-// verdict. It is a string so that Check.Code can carry a verifier code (the Code* constants
-// below), a ledger refusal code (ledger.Code, e.g. "prev_hash_mismatch") or a profile's
-// finding code (docs/errors.md) alike. Codes never change meaning; docs/report.md lists the
-// verifier's own.
-type Code = string
+// verdict. It is ledger.Code, so that Check.Code carries a verifier code (the Code* constants
+// below), a ledger refusal code (e.g. ledger.CodePrevMismatch) or a profile's finding code
+// (docs/errors.md) alike, with no conversion. Codes never change meaning; docs/report.md lists
+// the verifier's own.
+type Code = ledger.Code
 
 // Codes of the manifest and file checks (bundle.*).
 const (
-	CodeManifest       Code = "manifest_invalid"           // the manifest contradicts itself
-	CodeDigest         Code = "digest_mismatch"            // a file differs from its manifest digest
-	CodeMissing        Code = Code(ledger.CodeFileMissing) // a file the manifest lists or the format needs is absent
-	CodeRead           Code = "read_error"                 // a file cannot be read
-	CodeUnlisted       Code = "unlisted_file"              // a file in the bundle the manifest does not list
-	CodeNotInterpreted Code = "not_interpreted"            // a listed file no check reads
+	CodeManifest       Code = "manifest_invalid"     // the manifest contradicts itself
+	CodeDigest         Code = "digest_mismatch"      // a file differs from its manifest digest
+	CodeMissing        Code = ledger.CodeFileMissing // a file the manifest lists or the format needs is absent
+	CodeRead           Code = "read_error"           // a file cannot be read
+	CodeUnlisted       Code = "unlisted_file"        // a file in the bundle the manifest does not list
+	CodeNotInterpreted Code = "not_interpreted"      // a listed file no check reads
 )
 
 // Codes of the trust material (trust.*).
 const (
-	CodeTrust          Code = Code(ledger.CodeTrustInvalid) // a trust file (trust/log.vkey, trust/issuers.cbor, trust/key-history.json, trust/cop-nodes.json) unusable
-	CodeTrustNotPinned Code = "trust_not_pinned"            // the bundle's keys are not the ones the verifier was told to trust
-	CodeKeyWindow      Code = "key_outside_window"          // a signature by a service key outside the key's validity window in trust/key-history.json
-	CodePQKeyMissing   Code = "pq_key_missing"              // --require-pq, but the bundle names no ML-DSA-44 log key
+	CodeTrust          Code = ledger.CodeTrustInvalid // a trust file (trust/log.vkey, trust/issuers.cbor, trust/key-history.json, trust/cop-nodes.json) unusable
+	CodeTrustNotPinned Code = "trust_not_pinned"      // the bundle's keys are not the ones the verifier was told to trust
+	CodeKeyWindow      Code = "key_outside_window"    // a signature by a service key outside the key's validity window in trust/key-history.json
+	CodePQKeyMissing   Code = "pq_key_missing"        // --require-pq, but the bundle names no ML-DSA-44 log key
 )
 
 // Codes of a chain's replay (chain.entries, chain.signatures, chain.state, …).
 const (
-	CodeEntryMalformed Code = "entry_malformed"            // an entries.jsonl line that is not an entry
-	CodeEntryTooLong   Code = "entry_too_long"             // an entries.jsonl line over MaxLineSize
-	CodeEntrySeq       Code = "entry_seq"                  // seq is not the line's position (gap, reorder, duplicate)
-	CodeEntryPrev      Code = "entry_prev_mismatch"        // the line's prev is not the recomputed chain head
-	CodeEntryLink      Code = "entry_link_mismatch"        // the line's link is not the recomputed link
-	CodeStateMismatch  Code = "state_mismatch"             // a recomputed size/head/root differs from a claimed one
-	CodeUnknownProfile Code = "unknown_profile"            // no adapter for the chain's profile
-	CodeUnsigned       Code = "unsigned"                   // records without a signature
-	CodeNotReplayed    Code = Code(ledger.CodeNotReplayed) // a comparison needing a replay that did not reach that far
+	CodeEntryMalformed Code = "entry_malformed"      // an entries.jsonl line that is not an entry
+	CodeEntryTooLong   Code = "entry_too_long"       // an entries.jsonl line over MaxLineSize
+	CodeEntrySeq       Code = "entry_seq"            // seq is not the line's position (gap, reorder, duplicate)
+	CodeEntryPrev      Code = "entry_prev_mismatch"  // the line's prev is not the recomputed chain head
+	CodeEntryLink      Code = "entry_link_mismatch"  // the line's link is not the recomputed link
+	CodeStateMismatch  Code = "state_mismatch"       // a recomputed size/head/root differs from a claimed one
+	CodeUnknownProfile Code = "unknown_profile"      // no adapter for the chain's profile
+	CodeUnsigned       Code = "unsigned"             // records without a signature
+	CodeNotReplayed    Code = ledger.CodeNotReplayed // a comparison needing a replay that did not reach that far
 )
 
 // Codes of the linkage and timeline checks (docs/profiles/chap.md, "Verification").

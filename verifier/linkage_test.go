@@ -13,9 +13,9 @@ import (
 // failing fixture, built with real signatures, seals and receipts.
 func TestLinkageRules(t *testing.T) {
 	type want struct {
-		check  string
+		check  verifier.CheckName
 		status verifier.Status
-		code   string
+		code   verifier.Code
 	}
 	tests := []struct {
 		name    string

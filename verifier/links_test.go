@@ -93,7 +93,7 @@ func fmtSscan(s string, v *uint64) (int, error) {
 	return 1, nil
 }
 
-func one(t *testing.T, rep *verifier.Report, name string, st verifier.Status, code string) verifier.Check {
+func one(t *testing.T, rep *verifier.Report, name verifier.CheckName, st verifier.Status, code verifier.Code) verifier.Check {
 	t.Helper()
 	for _, c := range checksNamed(rep, name) {
 		if c.Status == st && c.Code == code {
@@ -120,7 +120,7 @@ func TestLogConsistencyProofs(t *testing.T) {
 		name   string
 		tamper func(b *testbundle.Bundle)
 		status verifier.Status
-		code   string
+		code   verifier.Code
 	}{
 		{"proof removed", func(b *testbundle.Bundle) {
 			for n := range b.Files {
@@ -318,9 +318,9 @@ func TestPostQuantumLogSignature(t *testing.T) {
 		b       *testbundle.Bundle
 		require bool
 		verdict verifier.Status
-		check   string
+		check   verifier.CheckName
 		status  verifier.Status
-		code    string
+		code    verifier.Code
 	}{
 		{"signed", signed, false, verifier.Verified, "log.pq_signature", verifier.Verified, ""},
 		{"signed, required", signed, true, verifier.Verified, "log.pq_signature", verifier.Verified, ""},

@@ -28,7 +28,7 @@ func TestPinnedTrust(t *testing.T) {
 		name    string
 		o       verifier.Options
 		verdict verifier.Status
-		failing string
+		failing verifier.CheckName
 	}{
 		{"nothing pinned", verifier.Options{}, verifier.Verified, ""},
 		{"right keys pinned", verifier.Options{TrustedLogKeys: []string{otherVkey, vkey}, TrustedIssuers: []crypto.PublicKey{otherPub, b.Issuer.Public()}}, verifier.Verified, ""},

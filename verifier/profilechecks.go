@@ -16,7 +16,7 @@ func profileChecks(ref bundle.ChainRef, res *replayResult, seals []*sealInfo) []
 	}
 	var checks []Check
 	if au, ok := res.chain.State.(ledger.Auditor); ok {
-		byCheck := map[string][]ledger.Finding{}
+		byCheck := map[CheckName][]ledger.Finding{}
 		for _, f := range au.Findings() {
 			byCheck[f.Check] = append(byCheck[f.Check], f)
 		}
@@ -32,11 +32,11 @@ func profileChecks(ref bundle.ChainRef, res *replayResult, seals []*sealInfo) []
 				}
 				fallthrough
 			case len(fs) > 0:
-				c.Status, c.Code, c.Where = NotEvaluated, string(fs[0].Code), fmt.Sprintf("seq %d", fs[0].Seq)
+				c.Status, c.Code, c.Where = NotEvaluated, fs[0].Code, fmt.Sprintf("seq %d", fs[0].Seq)
 				c.Detail = fs[0].Detail
 				for _, f := range fs {
 					if f.Severity == ledger.Critical && c.Status != Broken {
-						c.Status, c.Code, c.Where, c.Detail = Broken, string(f.Code), fmt.Sprintf("seq %d", f.Seq), "critical: "+f.Detail
+						c.Status, c.Code, c.Where, c.Detail = Broken, f.Code, fmt.Sprintf("seq %d", f.Seq), "critical: "+f.Detail
 					}
 					c.Evidence = append(c.Evidence, fmt.Sprintf("seq %d: %s (%s): %s", f.Seq, f.Code, f.Severity, f.Detail))
 				}
@@ -49,14 +49,14 @@ func profileChecks(ref bundle.ChainRef, res *replayResult, seals []*sealInfo) []
 	}
 	for _, s := range seals {
 		if s.hasSeal && s.seal.Closed && res.total > s.seal.Size {
-			checks = append(checks, Check{Name: CheckChainClosure, Chain: ref.ID, Status: Broken, Code: string(ledger.CodeAfterClosure),
+			checks = append(checks, Check{Name: CheckChainClosure, Chain: ref.ID, Status: Broken, Code: ledger.CodeAfterClosure,
 				Where: fmt.Sprintf("seq %d", s.seal.Size), Evidence: []string{s.file},
 				Detail: fmt.Sprintf("seal %d closed the chain at size %d, but the bundle holds %d entries: nothing may follow closure", s.n, s.seal.Size, res.total)})
 			return checks
 		}
 	}
-	if res.brk != nil && res.brk.Code == string(ledger.CodeClosed) {
-		checks = append(checks, Check{Name: CheckChainClosure, Chain: ref.ID, Status: Broken, Code: string(ledger.CodeAfterClosure), Where: res.brk.Where,
+	if res.brk != nil && res.brk.Code == ledger.CodeClosed {
+		checks = append(checks, Check{Name: CheckChainClosure, Chain: ref.ID, Status: Broken, Code: ledger.CodeAfterClosure, Where: res.brk.Where,
 			Detail: fmt.Sprintf("an entry follows the record that closed the chain (seq %d)", res.brkSeq)})
 	} else if res.complete() && res.chain.Closed {
 		checks = append(checks, Check{Name: CheckChainClosure, Chain: ref.ID, Status: Verified,

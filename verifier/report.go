@@ -25,13 +25,13 @@ const (
 
 // Check is one named verdict (docs/report.md).
 type Check struct {
-	Name   string `json:"name"` // a CheckName
-	Chain  string `json:"chain,omitempty"`
-	Status Status `json:"status"`
+	Name   CheckName `json:"name"`
+	Chain  string    `json:"chain,omitempty"`
+	Status Status    `json:"status"`
 	// Code is a stable machine-readable reason for a broken or not evaluated check
 	// (a ledger refusal code such as "prev_hash_mismatch", a profile's code, or one of the
 	// verifier's Code constants).
-	Code   string `json:"code,omitempty"`
+	Code   Code   `json:"code,omitempty"`
 	Detail string `json:"detail"`
 	// Where locates the finding: "file:line", "seq N", "seal N", a file name.
 	Where    string   `json:"where,omitempty"`
@@ -207,7 +207,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	ew.printf("bundle: %s\n", safe(r.Bundle))
 	ew.printf("generated: %s\n\n", safe(r.Generated))
 	for _, c := range r.Checks {
-		ew.printf("%s %s", mark(c.Status), safe(c.Name))
+		ew.printf("%s %s", mark(c.Status), safe(string(c.Name)))
 		if c.Chain != "" {
 			ew.printf(" [%s]", safe(c.Chain))
 		}
@@ -215,7 +215,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			ew.printf(" @ %s", safe(c.Where))
 		}
 		if c.Code != "" {
-			ew.printf(" (%s)", safe(c.Code))
+			ew.printf(" (%s)", safe(string(c.Code)))
 		}
 		ew.printf(": %s\n", safe(c.Detail))
 		for _, e := range c.Evidence {

@@ -51,6 +51,15 @@ func column(rows [][]string) []string {
 	return out
 }
 
+// columnOf is column typed as the check names or codes it lists.
+func columnOf[S ~string](rows [][]string) []S {
+	var out []S
+	for _, c := range column(rows) {
+		out = append(out, S(c))
+	}
+	return out
+}
+
 // jsonFields returns a struct's JSON member names in field order.
 func jsonFields(typ reflect.Type) []string {
 	var out []string
@@ -68,10 +77,10 @@ func jsonFields(typ reflect.Type) []string {
 func TestReportDocMatchesCode(t *testing.T) {
 	tables := docTables(t, "../docs/report.md")
 
-	if got, want := column(tables["Checks"]), verifier.CheckNames(); !slices.Equal(got, want) {
+	if got, want := columnOf[verifier.CheckName](tables["Checks"]), verifier.CheckNames(); !slices.Equal(got, want) {
 		t.Errorf("docs/report.md check table:\n got %q\nwant %q", got, want)
 	}
-	if got, want := column(tables["Codes"]), verifier.Codes(); !slices.Equal(got, want) {
+	if got, want := columnOf[verifier.Code](tables["Codes"]), verifier.Codes(); !slices.Equal(got, want) {
 		t.Errorf("docs/report.md code table:\n got %q\nwant %q", got, want)
 	}
 
@@ -119,13 +128,18 @@ func TestReportDocMatchesCode(t *testing.T) {
 
 // TestNamesAndCodesUnique keeps the exported lists free of repeats and empty values.
 func TestNamesAndCodesUnique(t *testing.T) {
-	for what, list := range map[string][]string{"CheckNames": verifier.CheckNames(), "Codes": verifier.Codes()} {
-		seen := map[string]bool{}
-		for _, s := range list {
-			if s == "" || seen[s] {
-				t.Errorf("%s: %q empty or repeated", what, s)
-			}
-			seen[s] = true
+	unique(t, "CheckNames", verifier.CheckNames())
+	unique(t, "Codes", verifier.Codes())
+}
+
+// unique reports an empty or repeated value of list.
+func unique[S ~string](t *testing.T, what string, list []S) {
+	t.Helper()
+	seen := map[S]bool{}
+	for _, s := range list {
+		if s == "" || seen[s] {
+			t.Errorf("%s: %q empty or repeated", what, s)
 		}
+		seen[s] = true
 	}
 }

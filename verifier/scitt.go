@@ -112,7 +112,7 @@ func (v *verifier) scittTransparent(name, id string) ([]byte, [][]byte, error) {
 }
 
 func (v *verifier) scittPolicyFile(i int, p bundle.SCITTPolicy) (*scittPolicy, *Check) {
-	fail := func(st Status, code, format string, a ...any) (*scittPolicy, *Check) {
+	fail := func(st Status, code Code, format string, a ...any) (*scittPolicy, *Check) {
 		return nil, &Check{Name: CheckSCITTPolicies, Status: st, Code: code, Where: p.File, Detail: fmt.Sprintf(format, a...)}
 	}
 	stmt, rcpts, err := v.scittTransparent(p.File, p.ID)
@@ -152,7 +152,7 @@ func (v *verifier) scittPolicyFile(i int, p bundle.SCITTPolicy) (*scittPolicy, *
 }
 
 func (v *verifier) scittStatementFile(s bundle.SCITTStatement, pols map[string]*scittPolicy, order []*scittPolicy) *Check {
-	fail := func(st Status, code, format string, a ...any) *Check {
+	fail := func(st Status, code Code, format string, a ...any) *Check {
 		return &Check{Name: CheckSCITTRegistrations, Status: st, Code: code, Where: s.File, Detail: fmt.Sprintf(format, a...)}
 	}
 	stmt, rcpts, err := v.scittTransparent(s.File, s.ID)
@@ -201,8 +201,8 @@ func (v *verifier) scittStatementFile(s bundle.SCITTStatement, pols map[string]*
 // scittReceipts verifies the receipts of a registration: each proves the statement's
 // leaf at index in a tree whose root the service signed (inside its key's window) and
 // whose checkpoint the log signed.
-func (v *verifier) scittReceipts(rcpts [][]byte, stmt []byte, index uint64, name, where string) *Check {
-	fail := func(st Status, code, format string, a ...any) *Check {
+func (v *verifier) scittReceipts(rcpts [][]byte, stmt []byte, index uint64, name CheckName, where string) *Check {
+	fail := func(st Status, code Code, format string, a ...any) *Check {
 		return &Check{Name: name, Status: st, Code: code, Where: where, Detail: fmt.Sprintf(format, a...)}
 	}
 	entry, err := receipts.EntryHash(stmt)

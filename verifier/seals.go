@@ -25,7 +25,7 @@ type sealInfo struct {
 	problems []Check // broken or not evaluated findings
 }
 
-func (s *sealInfo) add(status Status, name, code, format string, args ...any) *Check {
+func (s *sealInfo) add(status Status, name CheckName, code Code, format string, args ...any) *Check {
 	s.problems = append(s.problems, Check{Name: name, Status: status, Code: code, Where: fmt.Sprintf("seal %d", s.n),
 		Detail: fmt.Sprintf(format, args...), Evidence: []string{s.file}})
 	return &s.problems[len(s.problems)-1]
@@ -196,7 +196,7 @@ func (v *verifier) readSeal(ref bundle.ChainRef, s, prev *sealInfo) {
 			c.Evidence = []string{prev.file, s.file}
 		}
 		if prev.hasSeal && prev.seal.Closed {
-			c := s.add(Broken, CheckSealLineage, string(ledger.CodeClosed), "the previous seal closed the chain, yet another seal follows")
+			c := s.add(Broken, CheckSealLineage, ledger.CodeClosed, "the previous seal closed the chain, yet another seal follows")
 			c.Evidence = []string{prev.file, s.file}
 		}
 	}
@@ -317,7 +317,7 @@ func (v *verifier) sealStates(ref bundle.ChainRef, seals []*sealInfo, res *repla
 					fmt.Sprintf("recomputed: head %s root %s", st.head, ledger.RootString(st.root)))
 			}
 			if s.seal.Closed && res.total > s.seal.Size {
-				s.add(Broken, CheckSealState, string(ledger.CodeClosed), "the seal closed the chain at size %d, yet the bundle holds %d entries", s.seal.Size, res.total)
+				s.add(Broken, CheckSealState, ledger.CodeClosed, "the seal closed the chain at size %d, yet the bundle holds %d entries", s.seal.Size, res.total)
 			}
 		}
 	}

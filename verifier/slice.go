@@ -138,7 +138,7 @@ func (v *verifier) sliceEntries(ref bundle.ChainRef, root []byte) sliceResult {
 	file := bundle.SliceFile(ref.Dir)
 	entries := Check{Name: CheckSliceEntries, Chain: ref.ID, Where: file}
 	sigs := Check{Name: CheckSliceSignatures, Chain: ref.ID}
-	fail := func(c *Check, code, where, format string, args ...any) {
+	fail := func(c *Check, code Code, where, format string, args ...any) {
 		if c.Status != Broken {
 			c.Status, c.Code, c.Where, c.Detail = Broken, code, where, fmt.Sprintf(format, args...)
 		}
@@ -199,10 +199,10 @@ func (v *verifier) sliceEntries(ref bundle.ChainRef, root []byte) sliceResult {
 		// prev_hash, the workspace, and the key history built from the included key records.
 		adm, err := st.Admit(ledger.Position{Chain: ref.ID, Head: e.Prev, Seq: e.Seq}, append([]byte(nil), e.Record...))
 		if err != nil {
-			code := string(ledger.CodeMalformed)
+			code := ledger.CodeMalformed
 			var re *ledger.RecordError
 			if errors.As(err, &re) {
-				code = string(re.Code)
+				code = re.Code
 			}
 			fail(&entries, code, where, "seq %d: record refused by %s: %v", e.Seq, ref.Profile, err)
 			break
@@ -226,7 +226,7 @@ func (v *verifier) sliceEntries(ref bundle.ChainRef, root []byte) sliceResult {
 		if adm.Verify == nil {
 			res.unsigned++
 		} else if err := adm.Verify(); err != nil {
-			fail(&sigs, string(ledger.CodeBadSignature), fmt.Sprintf("seq %d", e.Seq), "seq %d: %v", e.Seq, err)
+			fail(&sigs, ledger.CodeBadSignature, fmt.Sprintf("seq %d", e.Seq), "seq %d: %v", e.Seq, err)
 		} else {
 			res.sigOK++
 		}

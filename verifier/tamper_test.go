@@ -356,7 +356,7 @@ func TestTamperSealResigned(t *testing.T) {
 	var names []string
 	for _, c := range rep.Checks {
 		if c.Status == verifier.Broken {
-			names = append(names, c.Name)
+			names = append(names, string(c.Name))
 		}
 	}
 	if !strings.Contains(strings.Join(names, " "), "seal.state") || !strings.Contains(strings.Join(names, " "), "seal.receipt") {

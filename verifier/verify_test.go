@@ -33,7 +33,7 @@ func text(t testing.TB, rep *verifier.Report) string {
 	return buf.String()
 }
 
-func checksNamed(rep *verifier.Report, name string) []verifier.Check {
+func checksNamed(rep *verifier.Report, name verifier.CheckName) []verifier.Check {
 	var out []verifier.Check
 	for _, c := range rep.Checks {
 		if c.Name == name {

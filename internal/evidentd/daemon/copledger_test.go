@@ -81,7 +81,7 @@ func rezip(t *testing.T, files map[string][]byte) []byte {
 	return out.Bytes()
 }
 
-func checkOf(rep *verifier.Report, name, chain string) *verifier.Check {
+func checkOf(rep *verifier.Report, name verifier.CheckName, chain string) *verifier.Check {
 	for i, c := range rep.Checks {
 		if c.Name == name && (chain == "" || c.Chain == chain) {
 			return &rep.Checks[i]
@@ -151,8 +151,9 @@ func TestCOPLedgerOverHTTP(t *testing.T) {
 	}
 	lf := bundle.COPLedgerFile(bundle.ChainDir(topic))
 	for _, tc := range []struct {
-		name, code string
-		edit       func([]byte) []byte
+		name string
+		code verifier.Code
+		edit func([]byte) []byte
 	}{
 		{"altered createdAt", verifier.CodeCOPLedgerBroken, func(b []byte) []byte {
 			return bytes.Replace(b, []byte(`"createdAt":"20`), []byte(`"createdAt":"19`), 1)

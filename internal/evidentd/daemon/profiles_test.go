@@ -60,10 +60,10 @@ func TestSeedProfilesEndToEnd(t *testing.T) {
 		records        [][]byte
 		closed         bool
 		tamper         func(lines []bundle.EntryLine) // alters a record, links left as they were
-		tamperCode     string
+		tamperCode     verifier.Code
 		breakRule      func(t *testing.T, lines []bundle.EntryLine) []bundle.EntryLine // breaks a rule, links recomputed
-		ruleCheck      string
-		ruleCode       string
+		ruleCheck      verifier.CheckName
+		ruleCode       verifier.Code
 	}{
 		{profile: "owp/2", chain: owpEnv, records: owpB.Records(), closed: true,
 			tamper: func(l []bundle.EntryLine) {
@@ -73,18 +73,18 @@ func TestSeedProfilesEndToEnd(t *testing.T) {
 			breakRule: func(t *testing.T, l []bundle.EntryLine) []bundle.EntryLine {
 				return append(l, bundle.EntryLine{Seq: uint64(len(l)), Arrival: l[len(l)-1].Arrival, Record: late})
 			},
-			ruleCheck: "chain.closure", ruleCode: string(ledger.CodeAfterClosure)},
+			ruleCheck: "chain.closure", ruleCode: ledger.CodeAfterClosure},
 		{profile: "cop/1.0", chain: "urn:cop:topic:claim-4711", records: copRecs,
 			tamper: func(l []bundle.EntryLine) {
 				l[4].Record = bytes.Replace(l[4].Record, []byte(`"cap_eur":1800`), []byte(`"cap_eur":8100`), 1)
 			},
 			// copHash catches the altered event before the link does (§9.2: a mismatch is tampering).
-			tamperCode: string(ledger.CodeDigestMismatch),
+			tamperCode: ledger.CodeDigestMismatch,
 			breakRule: func(t *testing.T, l []bundle.EntryLine) []bundle.EntryLine {
 				l[3].Record = bytes.Replace(l[3].Record, []byte(`"topicSeq":3`), []byte(`"topicSeq":4`), 1)
 				return l
 			},
-			ruleCheck: "chain.entries", ruleCode: string(cop.CodeTopicSeq)},
+			ruleCheck: "chain.entries", ruleCode: cop.CodeTopicSeq},
 		{profile: "cheq/0", chain: "cheq-travel-alice", records: cheqRecs,
 			tamper: func(l []bundle.EntryLine) {
 				l[2].Record = bytes.Replace(l[2].Record, []byte(`"reject"`), []byte(`"accept"`), 1)
@@ -99,7 +99,7 @@ func TestSeedProfilesEndToEnd(t *testing.T) {
 				l[1].Record, _ = json.Marshal(a)
 				return l
 			},
-			ruleCheck: "chain.entries", ruleCode: string(ledger.CodeDigestMismatch)},
+			ruleCheck: "chain.entries", ruleCode: ledger.CodeDigestMismatch},
 		{profile: "chieflab/0.1", chain: "run-5d1c2e7a-launch", records: clscenario.Records("run-5d1c2e7a-launch", "ws-acme", start, clscenario.Launch),
 			tamper: func(l []bundle.EntryLine) {
 				l[4].Record = bytes.Replace(l[4].Record, []byte(`maria@acme`), []byte(`mallory@acme`), 1)
@@ -109,7 +109,7 @@ func TestSeedProfilesEndToEnd(t *testing.T) {
 				// Drop the approval: the execution that follows has none before it.
 				return append(l[:4:4], l[5:]...)
 			},
-			ruleCheck: "chieflab.approval", ruleCode: string(chieflab.CodeUnapprovedExecution)},
+			ruleCheck: "chieflab.approval", ruleCode: chieflab.CodeUnapprovedExecution},
 	}
 	for _, tc := range cases {
 		t.Run(tc.profile, func(t *testing.T) {
@@ -178,8 +178,8 @@ func TestSeedProfilesEndToEnd(t *testing.T) {
 
 	// A rule-breaking ChiefLab run goes through evidentd itself (a record of a violation is
 	// evidence and is accepted) and the offline verdict flags it as critical.
-	for name, want := range map[string]string{"executed_after_rejection": string(chieflab.CodeExecutedAfterReject), "cross_workspace_access": string(chieflab.CodeCrossWorkspace),
-		"duplicate_execution": string(chieflab.CodeDuplicateExecution)} {
+	for name, want := range map[string]ledger.Code{"executed_after_rejection": chieflab.CodeExecutedAfterReject, "cross_workspace_access": chieflab.CodeCrossWorkspace,
+		"duplicate_execution": chieflab.CodeDuplicateExecution} {
 		t.Run("chieflab violation "+name, func(t *testing.T) {
 			run := "run-violation-" + strings.ReplaceAll(name, "_", "-")
 			recs := clscenario.Records(run, "ws-acme", start, clscenario.Violations[name])
@@ -198,11 +198,11 @@ func TestSeedProfilesEndToEnd(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, zipBytes := get(t, srv.URL+"/v1/export?chain="+run)
-			check := "chieflab.approval"
+			check := chieflab.CheckApproval
 			if name == "cross_workspace_access" {
-				check = "chieflab.workspace"
+				check = chieflab.CheckWorkspace
 			} else if name == "duplicate_execution" {
-				check = "chieflab.idempotency"
+				check = chieflab.CheckIdempotency
 			}
 			expectProfileBroken(t, name, verifyProfileZip(t, zipBytes), check, want)
 		})
@@ -242,7 +242,7 @@ func profileReportText(rep *verifier.Report) string {
 	return buf.String()
 }
 
-func expectProfileBroken(t *testing.T, what string, rep *verifier.Report, check, code string) {
+func expectProfileBroken(t *testing.T, what string, rep *verifier.Report, check verifier.CheckName, code verifier.Code) {
 	t.Helper()
 	if rep.Verdict != verifier.Broken {
 		t.Fatalf("%s: verdict %s, want broken\n%s", what, rep.Verdict, profileReportText(rep))

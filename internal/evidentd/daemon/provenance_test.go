@@ -74,7 +74,7 @@ func TestOWPProvenanceAcrossEnvelopes(t *testing.T) {
 		verdict verifier.Status
 		check   string
 		status  verifier.Status
-		code    string
+		code    verifier.Code
 	}{
 		{"both envelopes", []string{good, prior}, verifier.Verified, good, verifier.Verified, ""},
 		{"follow-up alone", []string{good}, verifier.NotEvaluated, good, verifier.NotEvaluated, verifier.CodeProvenanceAbsent},

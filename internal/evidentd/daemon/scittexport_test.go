@@ -22,7 +22,7 @@ import (
 	"github.com/veraison/go-cose"
 )
 
-func checkNamed(rep *verifier.Report, name string) *verifier.Check {
+func checkNamed(rep *verifier.Report, name verifier.CheckName) *verifier.Check {
 	for i := range rep.Checks {
 		if rep.Checks[i].Name == name {
 			return &rep.Checks[i]
@@ -167,8 +167,8 @@ func TestSCITTExportReplaysPolicies(t *testing.T) {
 		name     string
 		file     string
 		data     []byte
-		check    string
-		wantCode string
+		check    verifier.CheckName
+		wantCode verifier.Code
 	}{
 		{"registration moved to a later policy", bundle.SCITTIndexFile, idxBytes(func(y *bundle.SCITTIndex) { y.Statements[scannerIdx].Policy = v2 }), "scitt.registrations", verifier.CodePolicyNotInForce},
 		{"policy statement swapped", bundle.SCITTPolicyFile(1), pol0, "scitt.policies", verifier.CodeSCITTPolicy},

@@ -55,7 +55,7 @@ func rewriteZip(t *testing.T, zipBytes []byte, name string, f func([]byte) []byt
 	return buf.Bytes()
 }
 
-func sliceCheck(rep *verifier.Report, name string) *verifier.Check {
+func sliceCheck(rep *verifier.Report, name verifier.CheckName) *verifier.Check {
 	for i := range rep.Checks {
 		if rep.Checks[i].Name == name {
 			return &rep.Checks[i]
@@ -161,7 +161,7 @@ func TestCaseSlice(t *testing.T) {
 			if bs := broken(rep); len(bs) > 0 {
 				t.Fatalf("broken: %+v", bs)
 			}
-			for _, name := range []string{"slice.entries", "slice.signatures", "slice.seal", "seals"} {
+			for _, name := range []verifier.CheckName{verifier.CheckSliceEntries, verifier.CheckSliceSignatures, verifier.CheckSliceSeal, verifier.CheckSeals} {
 				if c := sliceCheck(rep, name); c == nil || c.Status != verifier.Verified {
 					t.Errorf("%s: %+v", name, c)
 				}
@@ -179,8 +179,10 @@ func TestCaseSlice(t *testing.T) {
 
 			// Tampering: the verifier must say broken, with the reason.
 			tampers := []struct {
-				name, check, code string
-				f                 func([]byte) []byte
+				name  string
+				check verifier.CheckName
+				code  verifier.Code
+				f     func([]byte) []byte
 			}{
 				{"altered record", "slice.entries", verifier.CodeEntryLink, func(b []byte) []byte {
 					return bytes.Replace(b, []byte(`"task_id":"`+j.Task+`"`), []byte(`"task_id":"`+j.Task+`X"`), 1)

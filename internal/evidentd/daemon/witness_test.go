@@ -131,7 +131,7 @@ func reportText(rep *verifier.Report) string {
 	return buf.String()
 }
 
-func findCheck(rep *verifier.Report, name string, status verifier.Status) *verifier.Check {
+func findCheck(rep *verifier.Report, name verifier.CheckName, status verifier.Status) *verifier.Check {
 	for i, c := range rep.Checks {
 		if c.Name == name && c.Status == status {
 			return &rep.Checks[i]

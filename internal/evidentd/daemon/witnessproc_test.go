@@ -156,7 +156,7 @@ func TestWitnessProcessesPostQuantum(t *testing.T) {
 	if rep.Verdict != verifier.Verified {
 		t.Fatalf("verdict %s\n%s", rep.Verdict, reportText(rep))
 	}
-	for _, name := range []string{"trust.log_pq_key", "log.pq_signature", "witness.quorum", "witness.pq_quorum", "chain.consistency", "log.consistency"} {
+	for _, name := range []verifier.CheckName{"trust.log_pq_key", "log.pq_signature", "witness.quorum", "witness.pq_quorum", "chain.consistency", "log.consistency"} {
 		if findCheck(rep, name, verifier.Verified) == nil {
 			t.Errorf("no verified %s\n%s", name, reportText(rep))
 		}

@@ -39,10 +39,10 @@ var Statuses = []string{"awaiting_approval", "approved", "rejected", "edited", "
 
 // Check names of the replay.
 const (
-	CheckApproval    = "chieflab.approval"
-	CheckIdempotency = "chieflab.idempotency"
-	CheckWorkspace   = "chieflab.workspace"
-	CheckOperator    = "chieflab.operator"
+	CheckApproval    ledger.CheckName = "chieflab.approval"
+	CheckIdempotency ledger.CheckName = "chieflab.idempotency"
+	CheckWorkspace   ledger.CheckName = "chieflab.workspace"
+	CheckOperator    ledger.CheckName = "chieflab.operator"
 )
 
 // Adapter is the ChiefLab profile adapter.
@@ -108,8 +108,8 @@ func (s *State) MarshalJSON() ([]byte, error) {
 }
 
 // Checks names the replay checks.
-func (s *State) Checks() []string {
-	return []string{CheckApproval, CheckIdempotency, CheckWorkspace, CheckOperator}
+func (s *State) Checks() []ledger.CheckName {
+	return []ledger.CheckName{CheckApproval, CheckIdempotency, CheckWorkspace, CheckOperator}
 }
 
 // Findings returns the critical findings in seq order, and a notice for unauthenticated records.
@@ -122,7 +122,7 @@ func (s *State) Findings() []ledger.Finding {
 	return out
 }
 
-func (s *State) flag(check string, code ledger.Code, seq uint64, format string, args ...any) {
+func (s *State) flag(check ledger.CheckName, code ledger.Code, seq uint64, format string, args ...any) {
 	s.NFound++
 	if len(s.Found) < 4*ledger.MaxFindings {
 		s.Found = append(s.Found, ledger.Finding{Check: check, Severity: ledger.Critical, Code: code, Seq: seq, Detail: fmt.Sprintf(format, args...)})

@@ -16,8 +16,8 @@ var _ ledger.BundleChecker = Adapter{}
 
 // Names of the verifier checks the COP profile runs.
 const (
-	CheckLedger  = "cop.ledger"  // the node ledger beside the chain (CheckBundle)
-	CheckParents = "cop.parents" // parentEventIds: no cycle, parents the evidence holds (State.Findings)
+	CheckLedger  ledger.CheckName = "cop.ledger"  // the node ledger beside the chain (CheckBundle)
+	CheckParents ledger.CheckName = "cop.parents" // parentEventIds: no cycle, parents the evidence holds (State.Findings)
 )
 
 // maxNodeKeyFile bounds the size of the bundle's node key file.

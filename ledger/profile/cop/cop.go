@@ -229,7 +229,7 @@ func (s *State) MarshalJSON() ([]byte, error) {
 }
 
 // Checks names the replay checks of the profile.
-func (s *State) Checks() []string { return []string{CheckParents} }
+func (s *State) Checks() []ledger.CheckName { return []ledger.CheckName{CheckParents} }
 
 // Findings returns forward references (critical) and parents absent from the chain (notice).
 func (s *State) Findings() []ledger.Finding {

@@ -10,10 +10,10 @@ var (
 )
 
 // CheckProvenance is the verifier check that resolves an envelope's provenance references.
-const CheckProvenance = "owp.provenance"
+const CheckProvenance ledger.CheckName = "owp.provenance"
 
 // ReferenceCheck returns CheckProvenance.
-func (Adapter) ReferenceCheck() string { return CheckProvenance }
+func (Adapter) ReferenceCheck() ledger.CheckName { return CheckProvenance }
 
 // ReferencedID returns the event_id of an OWP event, which provenance.prior_event names.
 func (Adapter) ReferencedID(record []byte) (string, error) {
