@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/evident-log/evident/client"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
 
@@ -105,33 +105,26 @@ func demo(ctx context.Context, work, daemonPath string, stdout, stderr io.Writer
 	for _, p := range []*scenario.Participant{cast.Coordinator, cast.Alice, cast.Bob, cast.Bot} {
 		fmt.Fprintf(stdout, "   %-34s %-12s key %s\n", p.URI, p.Role, p.Kid)
 	}
+	ec, err := client.New(base, client.WithHTTPClient(c))
+	if err != nil {
+		return 0, err
+	}
 	for _, rec := range b.Records() {
-		var resp struct {
-			Accepted []struct {
-				Seq  uint64 `json:"seq"`
-				Link string `json:"link"`
-			} `json:"accepted"`
-		}
-		if err := postJSON(ctx, c, base+"/v1/chains/"+ws+"/entries", rec, http.StatusCreated, &resp); err != nil {
+		// One envelope per request, as a Coordinator sends them.
+		res, err := ec.Submit(ctx, ws, [][]byte{rec})
+		if err != nil {
 			return 0, err
 		}
 		var env struct {
 			From, Method string
 		}
 		json.Unmarshal(rec, &env)
-		fmt.Fprintf(stdout, "   seq %2d  %-34s %-22s %s…\n", resp.Accepted[0].Seq, env.From, env.Method, resp.Accepted[0].Link[:23])
+		fmt.Fprintf(stdout, "   seq %2d  %-34s %-22s %s…\n", res.Accepted[0].Seq, env.From, env.Method, res.Accepted[0].Link.String()[:23])
 	}
 
-	var seal struct {
-		Seal struct {
-			Size uint64 `json:"size"`
-			Root string `json:"root"`
-		} `json:"seal"`
-		LogIndex   uint64 `json:"log_index"`
-		Checkpoint string `json:"checkpoint"`
-	}
 	start := time.Now()
-	if err := postJSON(ctx, c, base+"/v1/chains/"+ws+"/seal", nil, http.StatusCreated, &seal); err != nil {
+	seal, err := ec.Seal(ctx, ws, false)
+	if err != nil {
 		return 0, err
 	}
 	fmt.Fprintf(stdout, "\n3. Sealed: chain size %d, root %s\n   registered at log index %d, receipt after %v, checkpoint:\n", seal.Seal.Size, seal.Seal.Root, seal.LogIndex, time.Since(start).Round(time.Millisecond))
@@ -140,7 +133,7 @@ func demo(ctx context.Context, work, daemonPath string, stdout, stderr io.Writer
 	}
 
 	bundlePath := filepath.Join(work, ws+".evident.zip")
-	if err := download(ctx, c, base+"/v1/export?chain="+ws, bundlePath); err != nil {
+	if _, err := exportTo(ctx, ec, client.ExportQuery{Chains: []string{ws}}, bundlePath); err != nil {
 		return 0, err
 	}
 	fmt.Fprintf(stdout, "\n4. Exported the offline bundle: %s\n", bundlePath)
@@ -222,50 +215,4 @@ func waitReady(ctx context.Context, c *http.Client, url string, limit time.Durat
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-func postJSON(ctx context.Context, c *http.Client, url string, body []byte, want int, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != want {
-		return fmt.Errorf("POST %s: %s: %s", url, resp.Status, strings.TrimSpace(string(b)))
-	}
-	return json.Unmarshal(b, out)
-}
-
-func download(ctx context.Context, c *http.Client, url, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(b)))
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }
