@@ -401,9 +401,11 @@ func (l *Log) Append(ctx context.Context, entry []byte) (index uint64, checkpoin
 	}
 	done := make(chan result, 1)
 	go func() {
-		defer l.inflight.Done()
-		defer l.outstanding.Add(-1)
 		idx, cp, err := l.awaiter.Await(ctx, future)
+		// Release the slot before answering: a caller that gets its answer and appends again
+		// must not be pushed back by its own finished append.
+		l.outstanding.Add(-1)
+		l.inflight.Done()
 		done <- result{idx, cp, err}
 	}()
 
