@@ -106,6 +106,11 @@ func (p *Prover) Need() uint64 { return p.need }
 // Size returns the number of links taken so far.
 func (p *Prover) Size() uint64 { return p.rng.End() }
 
+// CurrentRoot returns the root of the tree of the links taken so far (Size of them), as
+// Tree.Root would: with a root planned at the chain's size, one pass gives the proofs and
+// the chain's root without hashing any link twice.
+func (p *Prover) CurrentRoot() [32]byte { return rangeRoot(p.rng) }
+
 // Append takes the chain's next link. Links past Need are not needed and are ignored.
 func (p *Prover) Append(l Link) error {
 	if p.rng.End() >= p.need {

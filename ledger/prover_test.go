@@ -388,6 +388,43 @@ func TestProverEmptyRoot(t *testing.T) {
 	}
 }
 
+// TestProverCurrentRoot checks the root of the links taken so far against Tree's, at every
+// size up to the planned one and for a chain that ends before it.
+func TestProverCurrentRoot(t *testing.T) {
+	p := NewProver()
+	if err := p.PlanRoot(40); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.CurrentRoot(); got != treeRoot(0) {
+		t.Fatalf("empty: %x, want %x", got, treeRoot(0))
+	}
+	for i := uint64(0); i < 40; i++ {
+		if err := p.Append(testLink(i)); err != nil {
+			t.Fatal(err)
+		}
+		if got := p.CurrentRoot(); got != treeRoot(i+1) {
+			t.Fatalf("after %d links: %x, want %x", i+1, got, treeRoot(i+1))
+		}
+	}
+	if r, err := p.Root(40); err != nil || r != p.CurrentRoot() {
+		t.Fatalf("Root(40) = %x, %v; CurrentRoot %x", r, err, p.CurrentRoot())
+	}
+	// Past the planned size a Prover takes no more links, and its root stays put.
+	if err := p.Append(testLink(40)); err != nil || p.CurrentRoot() != treeRoot(40) {
+		t.Fatalf("a link past the plan changed the root: %v", err)
+	}
+	short := NewProver()
+	if err := short.PlanRoot(40); err != nil {
+		t.Fatal(err)
+	}
+	if err := short.Run(context.Background(), testLinks(23, nil)); !errors.Is(err, ErrShortChain) {
+		t.Fatalf("Run over 23 links = %v, want ErrShortChain", err)
+	}
+	if got := short.CurrentRoot(); got != treeRoot(23) {
+		t.Fatalf("short chain: %x, want %x", got, treeRoot(23))
+	}
+}
+
 // FuzzProver checks one inclusion and one consistency proof at arbitrary sizes against the
 // reference verifier.
 func FuzzProver(f *testing.F) {

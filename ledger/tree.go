@@ -36,13 +36,16 @@ func (t *Tree) Append(l Link) {
 func (t *Tree) Size() uint64 { return t.r.End() }
 
 // Root returns the RFC 6962 root of the tree; the empty tree's root is SHA-256 of the empty string.
-func (t *Tree) Root() [32]byte {
+func (t *Tree) Root() [32]byte { return rangeRoot(t.r) }
+
+// rangeRoot returns the RFC 6962 root of the tree a compact range from 0 covers.
+func rangeRoot(r *compact.Range) [32]byte {
 	var out [32]byte
-	if t.r.End() == 0 {
+	if r.End() == 0 {
 		copy(out[:], Hasher.EmptyRoot())
 		return out
 	}
-	h, err := t.r.GetRootHash(nil)
+	h, err := r.GetRootHash(nil)
 	if err != nil {
 		panic(fmt.Sprintf("ledger: compact range root: %v", err))
 	}

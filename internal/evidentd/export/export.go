@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/profile/cop"
-	"github.com/evident-log/evident/receipts"
 )
 
 // pageSize is how many entries one store read returns.
@@ -129,7 +127,6 @@ func (x *Exporter) exportChain(ctx context.Context, bw *bundle.Writer, chain str
 	enc := json.NewEncoder(buf)
 	var n uint64
 	var head ledger.Link
-	tree := ledger.NewTree()
 	seals, err := x.c.Store.Seals(ctx, chain)
 	if err != nil {
 		return bundle.ChainRef{}, false, err
@@ -154,8 +151,7 @@ func (x *Exporter) exportChain(ctx context.Context, bw *bundle.Writer, chain str
 				return bundle.ChainRef{}, false, err
 			}
 			head = e.Link
-			tree.Append(e.Link)
-			if err := proofs.prover.Append(e.Link); err != nil {
+			if err := proofs.prover.Append(e.Link); err != nil { // the chain's root and the seal proofs
 				return bundle.ChainRef{}, false, err
 			}
 			n = e.Seq + 1
@@ -170,15 +166,7 @@ func (x *Exporter) exportChain(ctx context.Context, bw *bundle.Writer, chain str
 		if !sl.Registered || sl.Size > n || sl.LogIndex >= cpSize {
 			continue
 		}
-		rcpt, err := x.c.Service.Receipt(ctx, sl.LogIndex, cp)
-		if err != nil {
-			return bundle.ChainRef{}, false, fmt.Errorf("seal %d: %w", sl.N, err)
-		}
-		ts, err := receipts.AttachReceipts(sl.Statement, rcpt)
-		if err != nil {
-			return bundle.ChainRef{}, false, fmt.Errorf("seal %d: %w", sl.N, err)
-		}
-		if err := bw.WriteFile(bundle.SealFile(dir, sl.N), ts); err != nil {
+		if err := x.writeSeal(ctx, bw, dir, sl, cp); err != nil {
 			return bundle.ChainRef{}, false, err
 		}
 		wroteCP = true
@@ -187,5 +175,5 @@ func (x *Exporter) exportChain(ctx context.Context, bw *bundle.Writer, chain str
 	if err := x.writeSealProofs(bw, proofs, dir, chain, written); err != nil {
 		return bundle.ChainRef{}, false, err
 	}
-	return bundle.ChainRef{ID: chain, Dir: dir, Profile: h.Profile, Size: n, Head: head, Root: ledger.RootString(tree.Root())}, wroteCP, nil
+	return bundle.ChainRef{ID: chain, Dir: dir, Profile: h.Profile, Size: n, Head: head, Root: ledger.RootString(proofs.prover.CurrentRoot())}, wroteCP, nil
 }

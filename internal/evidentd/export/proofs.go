@@ -28,9 +28,13 @@ type sealProofs struct {
 
 // planSealProofs plans the proofs between successive seals (by number) that both lie
 // within the first size entries and grow the chain (equal sizes need no proof: the roots
-// must be equal, which the verifier checks directly).
+// must be equal, which the verifier checks directly), and the root at size, so that the
+// prover takes every exported link and its CurrentRoot is the exported chain's root.
 func planSealProofs(seals []store.Seal, size uint64) (*sealProofs, error) {
 	p := &sealProofs{prover: ledger.NewProver()}
+	if err := p.prover.PlanRoot(size); err != nil {
+		return nil, err
+	}
 	for i := 1; i < len(seals); i++ {
 		a, b := seals[i-1], seals[i]
 		if b.N != a.N+1 || a.Size == 0 || a.Size >= b.Size || b.Size > size {
@@ -74,11 +78,31 @@ func (x *Exporter) writeSealProofs(bw *bundle.Writer, p *sealProofs, dir, chain 
 // consistencyReceipt signs the consistency receipt of chain from size1 to size2, whose
 // tree root at size2 is root.
 func (x *Exporter) consistencyReceipt(chain string, root [32]byte, size1, size2 uint64, path [][]byte) ([]byte, error) {
-	rs, err := receipts.SignRoot(x.c.Service.Signer(), receipts.Claims{Issuer: x.c.Service.Issuer(), Subject: chain, IssuedAt: time.Now().Unix()}, root[:])
+	rs, err := x.signChainRoot(chain, root)
 	if err != nil {
 		return nil, err
 	}
 	return receipts.NewConsistencyReceipt(rs, receipts.ConsistencyProof{Size1: size1, Size2: size2, Path: path}, nil)
+}
+
+// signChainRoot signs a root of chain's tree as the service (CWT subject = the chain): the
+// one signature every chain receipt cut from that tree carries.
+func (x *Exporter) signChainRoot(chain string, root [32]byte) (receipts.RootSignature, error) {
+	return receipts.SignRoot(x.c.Service.Signer(), receipts.Claims{Issuer: x.c.Service.Issuer(), Subject: chain, IssuedAt: time.Now().Unix()}, root[:])
+}
+
+// writeSeal writes seal statement se into the chain directory dir of a bundle with its log
+// receipt, cut from checkpoint cp, attached (a transparent statement).
+func (x *Exporter) writeSeal(ctx context.Context, bw *bundle.Writer, dir string, se store.Seal, cp []byte) error {
+	rcpt, err := x.c.Service.Receipt(ctx, se.LogIndex, cp)
+	if err != nil {
+		return fmt.Errorf("seal %d: %w", se.N, err)
+	}
+	ts, err := receipts.AttachReceipts(se.Statement, rcpt)
+	if err != nil {
+		return fmt.Errorf("seal %d: %w", se.N, err)
+	}
+	return bw.WriteFile(bundle.SealFile(dir, se.N), ts)
 }
 
 // writeLogConsistency writes, for every seal the bundle holds (the same selection as

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"time"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
@@ -97,7 +96,7 @@ func (x *Exporter) EntryReceipt(ctx context.Context, chain string, seq uint64) (
 	if err != nil {
 		return nil, nil, ledger.Seal{}, err
 	}
-	rs, err := receipts.SignRoot(x.c.Service.Signer(), receipts.Claims{Issuer: x.c.Service.Issuer(), Subject: chain, IssuedAt: time.Now().Unix()}, root[:])
+	rs, err := x.signChainRoot(chain, root)
 	if err != nil {
 		return nil, nil, ledger.Seal{}, err
 	}

@@ -144,7 +144,7 @@ func (x *Exporter) Slice(ctx context.Context, w io.Writer, chain string, sl Slic
 	if err != nil {
 		return err
 	}
-	rs, err := receipts.SignRoot(x.c.Service.Signer(), receipts.Claims{Issuer: x.c.Service.Issuer(), Subject: chain, IssuedAt: time.Now().Unix()}, root[:])
+	rs, err := x.signChainRoot(chain, root)
 	if err != nil {
 		return err
 	}
@@ -179,15 +179,7 @@ func (x *Exporter) Slice(ctx context.Context, w io.Writer, chain string, sl Slic
 		}
 	}
 	for _, se := range written {
-		rcpt, err := x.c.Service.Receipt(ctx, se.LogIndex, cp)
-		if err != nil {
-			return fmt.Errorf("seal %d: %w", se.N, err)
-		}
-		ts, err := receipts.AttachReceipts(se.Statement, rcpt)
-		if err != nil {
-			return fmt.Errorf("seal %d: %w", se.N, err)
-		}
-		if err := bw.WriteFile(bundle.SealFile(dir, se.N), ts); err != nil {
+		if err := x.writeSeal(ctx, bw, dir, se, cp); err != nil {
 			return err
 		}
 	}
