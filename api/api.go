@@ -43,6 +43,31 @@ type IngestResponse struct {
 	Head     ledger.Link     `json:"head"`
 }
 
+// EvidenceHeadRequest is the body of POST /v1/chains/{chain}/evidence-head: the head a
+// chain's sender reported for its own evidence chain. A CHAP Coordinator's workspace.describe
+// result (or the JSON-RPC response carrying it in result) is such a body as it stands.
+type EvidenceHeadRequest struct {
+	EvidenceHead ledger.Link `json:"evidence_head"`
+	// AuditCount is the number of entries the sender had recorded; absent or 0: the head is
+	// found in the chain and the count taken from where it is.
+	AuditCount uint64 `json:"audit_count,omitempty"`
+}
+
+// EvidenceHeadResponse answers an accepted POST /v1/chains/{chain}/evidence-head (201): the
+// head kept, and how it compares with the chain.
+type EvidenceHeadResponse struct {
+	Chain        string      `json:"chain"`
+	EvidenceHead ledger.Link `json:"evidence_head"`
+	AuditCount   uint64      `json:"audit_count"`
+	Size         uint64      `json:"size"` // the chain's entries when it was reported
+	// Status is "matches" (the chain's head after audit_count entries is evidence_head),
+	// "ahead" (the sender has recorded entries the chain does not hold yet: the offline
+	// verifier says so until they arrive) or "unchecked" (an earlier head of a sender chain
+	// that began after an unchained prefix: the offline verifier checks it).
+	Status     string `json:"status"`
+	ReportedAt string `json:"reported_at"`
+}
+
 // SealResponse answers POST /v1/chains/{chain}/seal (201) asked for JSON.
 type SealResponse struct {
 	Seal        ledger.Seal `json:"seal"`
@@ -96,6 +121,9 @@ type EntryView struct {
 	// (CHAP: task_id, logical_id, tag, outcome).
 	Attrs  map[string][]string `json:"attrs,omitempty"`
 	Record json.RawMessage     `json:"record"`
+	// Meta is what the submitter sent beside the record, unhashed (a CHAP Coordinator's
+	// audit-entry seq, arrived and prev_hash); absent when nothing was.
+	Meta json.RawMessage `json:"meta,omitempty"`
 }
 
 // EntriesPage answers GET /v1/chains/{chain}/entries: one page of entries.

@@ -77,6 +77,7 @@ const (
 	CodeChainClosed           = ProblemCode(ledger.CodeClosed)
 	CodeProfileMismatch       = ProblemCode(ledger.CodeProfileMismatch)
 	CodeDigestMismatch        = ProblemCode(ledger.CodeDigestMismatch)
+	CodeEvidenceHeadMismatch  = ProblemCode(ledger.CodeEvidenceHeadMismatch)
 )
 
 // Refusals defined by one profile (ledger/profile/owp, cop, cheq, chieflab): the same strings as
@@ -107,7 +108,7 @@ var problemCodes = []ProblemCode{
 	CodeMalformedRecord, CodeNumberOutOfRange, CodeRecordTooLarge, CodeBadTimestamp, CodeChainMismatch,
 	CodeBadSignature, CodeBadSignatureFormat, CodeSignatureRequired, CodeUnknownKey, CodeKeyNotValid,
 	CodeBadKey, CodeUnauthorizedKeyChange, CodeRoleNotPermitted, CodePrevHashMismatch, CodeFork,
-	CodeIDReused, CodeChainClosed, CodeProfileMismatch, CodeUnknownEventType, CodeBadWorkerID,
+	CodeIDReused, CodeChainClosed, CodeProfileMismatch, CodeEvidenceHeadMismatch, CodeUnknownEventType, CodeBadWorkerID,
 	CodeWorkerRebound, CodeLifecycleViolation, CodeKnowledgeReferenceIncomplete, CodeDigestMismatch,
 	CodeTopicSeqGap, CodeParentCycle, CodeConfirmationReused, CodeOperatorMismatch,
 }

@@ -91,6 +91,9 @@ type ChainRef struct {
 	// evidence_head, e.g. from workspace.describe), when the exporter was given one. The
 	// verifier compares it with the replayed head.
 	EvidenceHead *ledger.Link `json:"evidence_head,omitempty"`
+	// AuditCount is the Coordinator's audit_count reported with EvidenceHead: the head is
+	// then the one after entry AuditCount-1. Absent when the Coordinator gave none.
+	AuditCount *uint64 `json:"audit_count,omitempty"`
 	// Slice, when set, says the bundle holds a case slice of the chain (slice.go): Size,
 	// Head and Root are then the sealed state the slice's chain receipts prove against.
 	Slice *SliceRef `json:"slice,omitempty"`
@@ -103,6 +106,9 @@ type EntryLine struct {
 	Link    ledger.Link     `json:"link"`
 	Arrival string          `json:"arrival"`
 	Record  json.RawMessage `json:"record"`
+	// Meta is what the submitter sent beside the record, unhashed (a CHAP Coordinator's
+	// audit-entry seq, arrived and prev_hash); absent when nothing was.
+	Meta json.RawMessage `json:"meta,omitempty"`
 }
 
 // ChainDir returns the directory name of a chain id.

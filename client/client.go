@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/ledger"
 )
 
 // DefaultTimeout bounds every request of the default http.Client, body included. Give
@@ -159,6 +160,22 @@ func (c *Client) Seal(ctx context.Context, chain string, close bool) (*api.SealR
 	}
 	var out api.SealResponse
 	if err := c.doJSON(ctx, http.MethodPost, chainPath(chain, "seal"), q, "", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ReportEvidenceHead hands evidentd the head the chain's sender reported for its own
+// evidence chain, such as a CHAP Coordinator's workspace.describe evidence_head with its
+// audit_count (0: none given). evidentd checks it against the chain and keeps it for export;
+// a head the chain does not have is refused with api.CodeEvidenceHeadMismatch.
+func (c *Client) ReportEvidenceHead(ctx context.Context, chain string, head ledger.Link, auditCount uint64) (*api.EvidenceHeadResponse, error) {
+	body, err := json.Marshal(api.EvidenceHeadRequest{EvidenceHead: head, AuditCount: auditCount})
+	if err != nil {
+		return nil, err
+	}
+	var out api.EvidenceHeadResponse
+	if err := c.doJSON(ctx, http.MethodPost, chainPath(chain, "evidence-head"), nil, "application/json", body, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

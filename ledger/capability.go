@@ -42,6 +42,14 @@ type Linked interface {
 	PredecessorField() string
 }
 
+// OwnHeader is implemented by the ProfileState of a Linked profile, which follows its sender's
+// own evidence chain. OwnHead returns that chain's head after the last admitted record and
+// true when it differs from Evident's head (the sender's chain began after an unchained
+// prefix); false when the two are the same.
+type OwnHeader interface {
+	OwnHead() (Link, bool)
+}
+
 // Sliceable is implemented by a Profile whose chains can be exported as case slices: the
 // selected entries plus every record that shapes the key history, so that the included
 // signatures can be checked without the rest of the chain. KeyMethods names the methods

@@ -64,6 +64,30 @@ func (c *Chain) AppendBy(record []byte, arrival time.Time, submitter string) (*A
 	if err != nil {
 		return nil, err
 	}
+	return c.append(adm, arrival), nil
+}
+
+// AppendStored is Append for a record read back from storage or a bundle together with the
+// metadata split off it at ingest (Admission.Meta; nil when none).
+func (c *Chain) AppendStored(record, meta []byte, arrival time.Time) (*Appended, error) {
+	if meta == nil {
+		return c.Append(record, arrival)
+	}
+	if c.Closed {
+		return nil, Refuse(CodeClosed, "chain %.80q was sealed closed", c.ID)
+	}
+	ma, ok := c.State.(MetaAdmitter)
+	if !ok {
+		return nil, Refuse(CodeMalformed, "profile %s keeps no metadata beside its records", c.Profile)
+	}
+	adm, err := ma.AdmitMeta(Position{Chain: c.ID, Head: c.Head, Seq: c.Size}, record, meta)
+	if err != nil {
+		return nil, err
+	}
+	return c.append(adm, arrival), nil
+}
+
+func (c *Chain) append(adm *Admission, arrival time.Time) *Appended {
 	l := NextLink(adm.Canonical, c.Head)
 	a := &Appended{Seq: c.Size, Prev: c.Head, Link: l, Arrival: arrival, Admission: adm}
 	c.Head = l
@@ -72,5 +96,5 @@ func (c *Chain) AppendBy(record []byte, arrival time.Time, submitter string) (*A
 	if adm.Closes {
 		c.Closed = true
 	}
-	return a, nil
+	return a
 }

@@ -16,7 +16,7 @@ const (
 	CodeNumber            Code = "number_out_of_range"     // a number outside the profile's canonical number rule
 	CodeTooLarge          Code = "record_too_large"        // over the record size limit
 	CodeBadTimestamp      Code = "bad_timestamp"           // a timestamp that is not RFC 3339
-	CodeWrongChain        Code = "chain_mismatch"          // the record names another chain (CHAP workspace)
+	CodeWrongChain        Code = "chain_mismatch"          // the record does not continue this chain: it names another (CHAP workspace), or its audit-entry seq or prev_hash is not the chain's
 	CodeBadSignature      Code = "bad_signature"           // the signature does not verify
 	CodeSignatureFormat   Code = "bad_signature_format"    // a signature field that cannot be parsed
 	CodeSignatureRequired Code = "signature_required"      // unsigned record from a sender with a registered key
@@ -37,6 +37,9 @@ const (
 const (
 	CodeDigestMismatch Code = "digest_mismatch"      // a named hash (COP copHash, CHEQ cheq_hash) is not the recomputed one
 	CodeAfterClosure   Code = "events_after_closure" // entries beyond a closing seal or closing record
+	// CodeEvidenceHeadMismatch: the head a sender reported for its own evidence chain (CHAP
+	// evidence_head) is not the chain's, at evidentd when reported and offline in a bundle.
+	CodeEvidenceHeadMismatch Code = "evidence_head_mismatch"
 )
 
 // Codes of the offline verifier that a profile's bundle check (BundleChecker) reports too.

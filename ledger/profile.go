@@ -16,6 +16,18 @@ type Admission struct {
 	Signed    bool         // the record carries a signature (checked by Verify)
 	Verify    func() error // checks the signature; nil when unsigned. Safe to run on any goroutine.
 	Closes    bool         // the record ends the chain (e.g. an OWP root Intent resolving)
+	// Meta is metadata the submitter sent with the record, kept beside it and never hashed:
+	// canonical JSON of an object (a CHAP Coordinator's audit entry: seq, arrived, prev_hash),
+	// nil when none. It is stored and exported with the entry, and the replay hands it back
+	// (MetaAdmitter), so the checks it carries are repeated offline.
+	Meta []byte
+	// Unchained reports that the submitter states the record is outside its own evidence
+	// chain (a CHAP audit entry recorded before the Coordinator switched chaining on).
+	Unchained bool
+	// OwnHead is the head of the sender's own evidence chain after this record when it is
+	// not the link Evident computes (Linked profiles: the sender's chain began after an
+	// unchained prefix); nil when the two are the same, or the record is outside it.
+	OwnHead *Link
 	// Attrs are profile-defined attributes the read API filters on (audit.read): name →
 	// values, e.g. CHAP's task_id, logical_id, tag and outcome (the Attr* names). They are
 	// read from the record, not hashed beside it, and may be nil.
@@ -49,6 +61,14 @@ type ProfileState interface {
 	Admit(at Position, record []byte) (*Admission, error)
 	Clone() ProfileState
 	MarshalJSON() ([]byte, error)
+}
+
+// MetaAdmitter is implemented by a ProfileState whose records may arrive with metadata that
+// is kept beside them unhashed (Admission.Meta). AdmitMeta admits a stored record together
+// with the metadata split off at ingest, as a replay reads them back; it applies the same
+// rules as Admit of the record and its metadata submitted together.
+type MetaAdmitter interface {
+	AdmitMeta(at Position, record, meta []byte) (*Admission, error)
 }
 
 // Profile is a protocol adapter: it admits one protocol's records into chains (docs/chains.md, "Profiles").

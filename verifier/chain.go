@@ -226,7 +226,11 @@ func (v *verifier) replayLine(res *replayResult, chain *ledger.Chain, pool *sigP
 	}
 	// The line's bytes live in the reader's buffer; a profile may keep what it is given
 	// (e.g. inside Admission.Verify, which runs later on the pool), so it gets a copy.
-	a, err := chain.Append(append([]byte(nil), e.Record...), e.Arrival)
+	var meta []byte
+	if e.Meta != nil {
+		meta = append([]byte(nil), e.Meta...)
+	}
+	a, err := chain.AppendStored(append([]byte(nil), e.Record...), meta, e.Arrival)
 	if err != nil {
 		code := ledger.CodeMalformed
 		var re *ledger.RecordError

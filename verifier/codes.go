@@ -42,10 +42,10 @@ const (
 
 // Codes of the linkage and timeline checks (docs/profiles/chap.md, "Verification").
 const (
-	CodeUnchainedPrefix  Code = "unchained_prefix"       // the chain's first records name no predecessor
-	CodeUnchainedRecords Code = "unchained_records"      // records after the first linked one that name no predecessor
-	CodeTSRegression     Code = "ts_not_monotonic"       // a sender's ts earlier than its previous record's (a warning)
-	CodeEvidenceHead     Code = "evidence_head_mismatch" // the Coordinator's evidence_head is not the replayed head
+	CodeUnchainedPrefix   Code = "unchained_prefix"              // the chain's first records name no predecessor
+	CodeTSRegression      Code = "ts_not_monotonic"              // a sender's ts earlier than its previous record's (a warning)
+	CodeEvidenceHead      Code = ledger.CodeEvidenceHeadMismatch // the Coordinator's evidence_head is not the replayed head
+	CodeEvidenceHeadAhead Code = "evidence_head_ahead"           // the Coordinator reported more entries than the bundle holds
 )
 
 // Codes of the seal, anchoring and chain consistency checks.
@@ -119,7 +119,7 @@ func Codes() []Code {
 		CodeManifest, CodeDigest, CodeMissing, CodeRead, CodeUnlisted, CodeNotInterpreted,
 		CodeTrust, CodeTrustNotPinned, CodeKeyWindow, CodePQKeyMissing,
 		CodeEntryMalformed, CodeEntryTooLong, CodeEntrySeq, CodeEntryPrev, CodeEntryLink, CodeStateMismatch, CodeUnknownProfile, CodeUnsigned, CodeNotReplayed,
-		CodeUnchainedPrefix, CodeUnchainedRecords, CodeTSRegression, CodeEvidenceHead,
+		CodeUnchainedPrefix, CodeTSRegression, CodeEvidenceHead, CodeEvidenceHeadAhead,
 		CodeSealFormat, CodeSealSignature, CodeSealPayload, CodeSealLineage, CodeSealNumbering, CodeReceipt, CodeNotAnchored, CodeChainFork, CodeChainProof,
 		CodeCheckpoint, CodeNoCheckpoint, CodeFork, CodeNoConsistency, CodeLogProof, CodeInconsistent, CodeExtraCheckpoint, CodePQSigMissing, CodePQSigInvalid,
 		CodeWitnessPolicy, CodeCosignatureInvalid, CodeQuorumUnmet, CodePQWitnessUnmet,

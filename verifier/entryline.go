@@ -19,9 +19,11 @@ type entryLine struct {
 	Link    ledger.Link
 	Arrival time.Time
 	Record  []byte
+	Meta    []byte // nil when the line has no meta member
 }
 
-// parseEntryLine splits one line of entries.jsonl ({"seq","prev","link","arrival","record"})
+// parseEntryLine splits one line of entries.jsonl ({"seq","prev","link","arrival","record"}
+// and an optional "meta")
 // without decoding the record: the record's bytes go to the profile's own strict parser, which
 // decides what they mean. The line itself is held to strict rules: every member exactly once,
 // no other member, seq a plain decimal integer, links in their only spelling, arrival RFC 3339,
@@ -43,6 +45,7 @@ func parseEntryLine(line []byte) (entryLine, error) {
 		hasLink
 		hasArrival
 		hasRecord
+		hasMeta
 		hasAll = hasSeq | hasPrev | hasLink | hasArrival | hasRecord
 	)
 	seen := 0
@@ -105,6 +108,12 @@ func parseEntryLine(line []byte) (entryLine, error) {
 				err = errors.New("record must be a JSON object")
 			}
 			e.Record = val
+		case "meta":
+			bit = hasMeta
+			if len(val) == 0 || val[0] != '{' {
+				err = errors.New("meta must be a JSON object")
+			}
+			e.Meta = val
 		default:
 			return e, fmt.Errorf("unknown member %.40q", key)
 		}
@@ -119,7 +128,7 @@ func parseEntryLine(line []byte) (entryLine, error) {
 	if skipWS(line, i) != len(line) {
 		return e, errors.New("data after the entry object")
 	}
-	if seen != hasAll {
+	if seen&hasAll != hasAll {
 		var missing []string
 		for j, n := range []string{"seq", "prev", "link", "arrival", "record"} {
 			if seen&(1<<j) == 0 {

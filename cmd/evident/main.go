@@ -29,6 +29,7 @@ Commands:
   keys            generate, show, thumbprint and rotate service keys
   cop-ledger verify LEDGER --key K   verify a COP Ledger (§9.6) offline: Evident's or another COP node's
   submit -chain C FILE...   send records (JSON, JSON array or JSON Lines) to evidentd in atomic batches
+  import -chain C FILE...   take a CHAP Coordinator's audit.read dump into a chain (resumes; -describe checks its evidence_head)
   seal -chain C             seal a chain into the transparency log now and print the seal
   export -chain C [-task T] download a chain's (or one case's) offline bundle
   demo            run a CHAP support triage through a local evidentd, seal, export and verify it
@@ -60,6 +61,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cmdDemo(ctx, args[1:], stdout, stderr)
 	case "submit":
 		return cmdSubmit(ctx, args[1:], stdout, stderr)
+	case "import":
+		return cmdImport(ctx, args[1:], stdout, stderr)
 	case "seal":
 		return cmdSeal(ctx, args[1:], stdout, stderr)
 	case "export":

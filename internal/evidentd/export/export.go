@@ -147,7 +147,7 @@ func (x *Exporter) exportChain(ctx context.Context, bw *bundle.Writer, chain str
 			if e.Seq >= size {
 				break
 			}
-			if err := enc.Encode(bundle.EntryLine{Seq: e.Seq, Prev: e.Prev, Link: e.Link, Arrival: ledger.Timestamp(e.Arrival), Record: e.Record}); err != nil {
+			if err := enc.Encode(bundle.EntryLine{Seq: e.Seq, Prev: e.Prev, Link: e.Link, Arrival: ledger.Timestamp(e.Arrival), Record: e.Record, Meta: e.Meta}); err != nil {
 				return bundle.ChainRef{}, false, err
 			}
 			head = e.Link
@@ -175,5 +175,16 @@ func (x *Exporter) exportChain(ctx context.Context, bw *bundle.Writer, chain str
 	if err := x.writeSealProofs(bw, proofs, dir, chain, written); err != nil {
 		return bundle.ChainRef{}, false, err
 	}
-	return bundle.ChainRef{ID: chain, Dir: dir, Profile: h.Profile, Size: n, Head: head, Root: ledger.RootString(proofs.prover.CurrentRoot())}, wroteCP, nil
+	ref := bundle.ChainRef{ID: chain, Dir: dir, Profile: h.Profile, Size: n, Head: head, Root: ledger.RootString(proofs.prover.CurrentRoot())}
+	switch eh, err := x.c.Store.EvidenceHead(ctx, chain); {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return bundle.ChainRef{}, false, err
+	default:
+		ref.EvidenceHead = &eh.Head
+		if eh.AuditCount > 0 {
+			ref.AuditCount = &eh.AuditCount
+		}
+	}
+	return ref, wroteCP, nil
 }

@@ -162,7 +162,7 @@ func (x *Exporter) Slice(ctx context.Context, w io.Writer, chain string, sl Slic
 	enc := json.NewEncoder(buf)
 	for _, q := range seqs {
 		e := picked[q]
-		if err := enc.Encode(bundle.EntryLine{Seq: e.Seq, Prev: e.Prev, Link: e.Link, Arrival: ledger.Timestamp(e.Arrival), Record: e.Record}); err != nil {
+		if err := enc.Encode(bundle.EntryLine{Seq: e.Seq, Prev: e.Prev, Link: e.Link, Arrival: ledger.Timestamp(e.Arrival), Record: e.Record, Meta: e.Meta}); err != nil {
 			return err
 		}
 	}

@@ -272,7 +272,7 @@ func (p *Pipeline) ingestLocked(ctx context.Context, s *chainSlot, id, profile s
 	for i, a := range apps {
 		entries[i] = store.Entry{Chain: id, Seq: a.Seq, Prev: a.Prev, Link: a.Link, Arrival: now, Record: a.Admission.Canonical,
 			RecordID: a.Admission.RecordID, Method: a.Admission.Method, Sender: a.Admission.Sender, TS: a.Admission.TS, Signed: a.Admission.Signed,
-			Attrs: a.Admission.Attrs}
+			Meta: a.Admission.Meta, Attrs: a.Admission.Attrs}
 		acc[i] = Accepted{Seq: a.Seq, Prev: a.Prev, Link: a.Link, Arrival: arrival}
 	}
 	rec, err := record(next)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/evident-log/evident/api"
@@ -47,8 +48,10 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 }
 
 // splitBody returns the records of an ingest body: one JSON object, a JSON array of
-// objects, or JSON Lines (Content-Type application/jsonl or application/x-ndjson, or
-// several newline-separated objects). Strict per-record parsing is the profile's job.
+// objects, JSON Lines (Content-Type application/jsonl or application/x-ndjson, or several
+// newline-separated objects), or the result of a CHAP Coordinator's audit.read
+// ({"entries": [...], "next_seq": n}), whose entries are the records. Strict per-record
+// parsing is the profile's job.
 func splitBody(body io.Reader, contentType string, maxBatch int) ([][]byte, error) {
 	b, err := io.ReadAll(body)
 	if err != nil {
@@ -60,29 +63,16 @@ func splitBody(body io.Reader, contentType string, maxBatch int) ([][]byte, erro
 		return nil, ledger.Refuse(ledger.CodeMalformed, "empty body")
 	}
 	var out [][]byte
+	jsonl := mt == "application/jsonl" || mt == "application/x-ndjson"
+	if !jsonl && trimmed[0] == '{' && bytes.Contains(trimmed, []byte(`"next_seq"`)) {
+		if page, ok := auditPage(trimmed); ok {
+			trimmed = page // an audit.read result: its entries are the records
+		}
+	}
 	switch {
-	case trimmed[0] == '[' && mt != "application/jsonl" && mt != "application/x-ndjson":
-		dec := json.NewDecoder(bytes.NewReader(trimmed))
-		if _, err := dec.Token(); err != nil {
-			return nil, ledger.Refuse(ledger.CodeMalformed, "batch: %v", err)
-		}
-		for dec.More() {
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				return nil, &ledger.RecordError{Index: len(out), Code: ledger.CodeMalformed, Detail: fmt.Sprintf("batch element: %v", err)}
-			}
-			out = append(out, raw)
-			if len(out) > maxBatch {
-				return nil, ledger.Refuse(ledger.CodeTooLarge, "batch over %d records", maxBatch)
-			}
-		}
-		if _, err := dec.Token(); err != nil {
-			return nil, ledger.Refuse(ledger.CodeMalformed, "batch: %v", err)
-		}
-		if rest := bytes.TrimSpace(b[len(b)-len(trimmed)+int(dec.InputOffset()):]); len(rest) > 0 {
-			return nil, ledger.Refuse(ledger.CodeMalformed, "trailing data after the batch array")
-		}
-	case mt != "application/jsonl" && mt != "application/x-ndjson" && json.Valid(trimmed):
+	case trimmed[0] == '[' && !jsonl:
+		return splitArray(trimmed, maxBatch)
+	case !jsonl && json.Valid(trimmed):
 		out = append(out, bytes.TrimSpace(trimmed)) // one record, possibly pretty-printed
 	default:
 		for line := range bytes.SplitSeq(trimmed, []byte("\n")) {
@@ -95,6 +85,107 @@ func splitBody(body io.Reader, contentType string, maxBatch int) ([][]byte, erro
 				return nil, ledger.Refuse(ledger.CodeTooLarge, "batch over %d records", maxBatch)
 			}
 		}
+	}
+	if len(out) == 0 {
+		return nil, ledger.Refuse(ledger.CodeMalformed, "no records in the body")
+	}
+	return out, nil
+}
+
+// handleEvidenceHead keeps the head a chain's sender reported for its own evidence chain: a
+// body {evidence_head, audit_count?}, such as a CHAP workspace.describe result, bare or in a
+// JSON-RPC response's result.
+func (s *Server) handleEvidenceHead(w http.ResponseWriter, r *http.Request) {
+	chain := r.PathValue("chain")
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	if err != nil {
+		problem(w, http.StatusRequestEntityTooLarge, api.CodeRecordTooLarge, "request body over 1 MiB", -1)
+		return
+	}
+	req, err := parseEvidenceHead(body)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	rep, err := s.c.Pipeline.ReportEvidenceHead(r.Context(), chain, req.EvidenceHead, req.AuditCount)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, api.EvidenceHeadResponse{Chain: chain, EvidenceHead: rep.Head, AuditCount: rep.AuditCount, Size: rep.Size,
+		Status: rep.Status, ReportedAt: ledger.Timestamp(rep.ReportedAt)})
+}
+
+// parseEvidenceHead reads {evidence_head, audit_count?}, or a JSON-RPC response whose result
+// is one; other members (the rest of a workspace.describe result) are ignored.
+func parseEvidenceHead(body []byte) (api.EvidenceHeadRequest, error) {
+	var req api.EvidenceHeadRequest
+	var top struct {
+		Result       json.RawMessage `json:"result"`
+		EvidenceHead *string         `json:"evidence_head"`
+		AuditCount   *json.Number    `json:"audit_count"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&top); err != nil {
+		return req, ledger.Refuse(ledger.CodeMalformed, "evidence head: not a JSON object: %v", err)
+	}
+	if top.EvidenceHead == nil && len(top.Result) > 0 {
+		return parseEvidenceHead(top.Result)
+	}
+	if top.EvidenceHead == nil {
+		return req, ledger.Refuse(ledger.CodeMalformed, "evidence head: no evidence_head member (the Coordinator's workspace.describe gives one once its evidence chain is on)")
+	}
+	l, err := ledger.ParseLink(*top.EvidenceHead)
+	if err != nil {
+		return req, ledger.Refuse(ledger.CodeMalformed, "evidence_head: %v", err)
+	}
+	req.EvidenceHead = l
+	if top.AuditCount != nil {
+		n, err := strconv.ParseUint(top.AuditCount.String(), 10, 64)
+		if err != nil {
+			return req, ledger.Refuse(ledger.CodeMalformed, "audit_count must be a non-negative integer, not %.40s", top.AuditCount.String())
+		}
+		req.AuditCount = n
+	}
+	return req, nil
+}
+
+// auditPage returns the entries array of an audit.read result {"entries": [...], "next_seq": n}
+// (both members present, entries an array), and false for any other object.
+func auditPage(b []byte) ([]byte, bool) {
+	var page struct {
+		Entries json.RawMessage `json:"entries"`
+		NextSeq json.RawMessage `json:"next_seq"`
+	}
+	if json.Unmarshal(b, &page) != nil || page.NextSeq == nil || len(page.Entries) == 0 || page.Entries[0] != '[' {
+		return nil, false
+	}
+	return page.Entries, true
+}
+
+// splitArray returns the elements of a JSON array of records.
+func splitArray(b []byte, maxBatch int) ([][]byte, error) {
+	var out [][]byte
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if _, err := dec.Token(); err != nil {
+		return nil, ledger.Refuse(ledger.CodeMalformed, "batch: %v", err)
+	}
+	for dec.More() {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, &ledger.RecordError{Index: len(out), Code: ledger.CodeMalformed, Detail: fmt.Sprintf("batch element: %v", err)}
+		}
+		out = append(out, raw)
+		if len(out) > maxBatch {
+			return nil, ledger.Refuse(ledger.CodeTooLarge, "batch over %d records", maxBatch)
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, ledger.Refuse(ledger.CodeMalformed, "batch: %v", err)
+	}
+	if rest := bytes.TrimSpace(b[dec.InputOffset():]); len(rest) > 0 {
+		return nil, ledger.Refuse(ledger.CodeMalformed, "trailing data after the batch array")
 	}
 	if len(out) == 0 {
 		return nil, ledger.Refuse(ledger.CodeMalformed, "no records in the body")
@@ -158,7 +249,7 @@ func (s *Server) handleEntries(w http.ResponseWriter, r *http.Request) {
 	}
 	out := api.EntriesPage{Chain: chain, Entries: make([]api.EntryView, len(es))}
 	for i, e := range es {
-		out.Entries[i] = api.EntryView{Seq: e.Seq, Prev: e.Prev, Link: e.Link, Arrival: ledger.Timestamp(e.Arrival), Method: e.Method, Sender: e.Sender, Signed: e.Signed, Attrs: e.Attrs, Record: e.Record}
+		out.Entries[i] = api.EntryView{Seq: e.Seq, Prev: e.Prev, Link: e.Link, Arrival: ledger.Timestamp(e.Arrival), Method: e.Method, Sender: e.Sender, Signed: e.Signed, Attrs: e.Attrs, Record: e.Record, Meta: e.Meta}
 	}
 	if len(es) == int(limit) {
 		n := es[len(es)-1].Seq + 1

@@ -110,6 +110,7 @@ func New(c Config) *Server {
 	s := &Server{c: c, mux: http.NewServeMux(), ex: ex}
 	s.mux.HandleFunc("POST /v1/chains/{chain}/entries", s.write(s.handleIngest))
 	s.mux.HandleFunc("POST /v1/chains/{chain}/seal", s.write(s.handleSeal))
+	s.mux.HandleFunc("POST /v1/chains/{chain}/evidence-head", s.write(s.handleEvidenceHead))
 	s.mux.HandleFunc("GET /v1/chains/{chain}", s.handleHead)
 	s.mux.HandleFunc("GET /v1/chains/{chain}/entries", s.handleEntries)
 	s.mux.HandleFunc("GET /v1/chains/{chain}/entries/{seq}/receipt", s.handleEntryReceipt)

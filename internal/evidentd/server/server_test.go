@@ -26,6 +26,12 @@ func TestSplitBody(t *testing.T) {
 		{"trailing after array", "application/json", `[{"a":1}] x`, nil, ledger.CodeMalformed},
 		{"too many", "application/jsonl", "{}\n{}\n{}\n{}", nil, ledger.CodeTooLarge},
 		{"too many in array", "application/json", "[{},{},{},{}]", nil, ledger.CodeTooLarge},
+		{"audit.read result", "application/json", `{"entries":[{"seq":0,"envelope":{}}, {"seq":1,"envelope":{}}],"next_seq":2}`,
+			[]string{`{"seq":0,"envelope":{}}`, `{"seq":1,"envelope":{}}`}, ""},
+		{"empty audit.read page", "application/json", `{"entries":[],"next_seq":2}`, nil, ledger.CodeMalformed},
+		{"entries without next_seq is a record", "application/json", `{"entries":[1]}`, []string{`{"entries":[1]}`}, ""},
+		{"next_seq with entries not an array is a record", "application/json", `{"entries":{},"next_seq":0}`, []string{`{"entries":{},"next_seq":0}`}, ""},
+		{"audit.read page in jsonl is a line", "application/jsonl", `{"entries":[{}],"next_seq":1}`, []string{`{"entries":[{}],"next_seq":1}`}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := splitBody(bytes.NewReader([]byte(tc.body)), tc.ct, 3)

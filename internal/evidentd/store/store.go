@@ -53,6 +53,9 @@ type Entry struct {
 	Sender   string
 	TS       time.Time
 	Signed   bool
+	// Meta is what the submitter sent beside the record, unhashed (ledger.Admission.Meta: a
+	// CHAP audit entry's seq, arrived and prev_hash); nil when nothing was.
+	Meta []byte
 	// Attrs are the profile's attributes of the record (ledger.Admission.Attrs), kept in an
 	// indexed side table for filtered reads; Entries returns them.
 	Attrs map[string][]string
@@ -81,6 +84,15 @@ type Fork struct {
 	ExistingSeq uint64
 	Record      []byte
 	Arrival     time.Time
+}
+
+// EvidenceHead is the head a chain's sender reported for its own evidence chain (a CHAP
+// Coordinator's workspace.describe: evidence_head after audit_count entries).
+type EvidenceHead struct {
+	Chain      string
+	Head       ledger.Link
+	AuditCount uint64 // entries the sender had recorded; 0 when it gave no count
+	ReportedAt time.Time
 }
 
 // Filter selects entries for reads.
@@ -122,6 +134,10 @@ type Store interface {
 	RecordFork(ctx context.Context, f *Fork) error
 	// Forks lists the fork evidence of a chain.
 	Forks(ctx context.Context, chain string) ([]Fork, error)
+	// PutEvidenceHead keeps the latest evidence head a chain's sender reported.
+	PutEvidenceHead(ctx context.Context, h *EvidenceHead) error
+	// EvidenceHead returns the evidence head kept for a chain, or ErrNotFound.
+	EvidenceHead(ctx context.Context, chain string) (*EvidenceHead, error)
 	// Chains lists chain ids.
 	Chains(ctx context.Context) ([]string, error)
 	// Close releases the store.

@@ -28,13 +28,30 @@ func (Adapter) NewState(persisted []byte) (ledger.ProfileState, error) {
 	return st, nil
 }
 
-// State is a CHAP chain's profile state: its participants' key history.
+// State is a CHAP chain's profile state: its participants' key history and the
+// Coordinator's own evidence chain.
 type State struct {
 	Keys *Keyring `json:"keys"`
+	Own  OwnChain `json:"own,omitzero"`
+}
+
+// OwnChain is the Coordinator's own evidence chain (audit-scitt/1.0) as Evident follows it.
+// While no record has named a predecessor, it is taken to be Evident's chain: a record naming
+// the chain head begins it there, and from then on its head is Evident's. Records that came
+// as audit entries without prev_hash before that are its unchained prefix: a Coordinator that
+// switched chaining on after them starts its chain again from the zero hash, and its head
+// then differs from Evident's (Diverged) and is kept in Head.
+type OwnChain struct {
+	Begun     bool        `json:"begun,omitempty"`
+	From      uint64      `json:"from,omitempty"`      // seq of the first record it covers
+	Unchained uint64      `json:"unchained,omitempty"` // audit entries without prev_hash before it began
+	Diverged  bool        `json:"diverged,omitempty"`  // it began from the zero hash after an unchained prefix
+	Head      ledger.Link `json:"head,omitzero"`       // its head after seq Next-1, when Diverged
+	Next      uint64      `json:"next,omitempty"`      // the seq after the last record it followed, when Diverged
 }
 
 // Clone returns a deep copy.
-func (s *State) Clone() ledger.ProfileState { return &State{Keys: s.Keys.Clone()} }
+func (s *State) Clone() ledger.ProfileState { return &State{Keys: s.Keys.Clone(), Own: s.Own} }
 
 // MarshalJSON persists the key history.
 func (s *State) MarshalJSON() ([]byte, error) {
@@ -57,20 +74,28 @@ func (s *State) AdmitRecord(at ledger.Position, r *Record) (*ledger.Admission, e
 	if r.Workspace != "" && r.Workspace != at.Chain {
 		return nil, ledger.Refuse(ledger.CodeWrongChain, "record names workspace %.80q, not %.80q", r.Workspace, at.Chain)
 	}
-	if err := ledger.CheckPrev(r.PrevHash, at.Head); err != nil {
+	own, err := s.Own.next(at, r)
+	if err != nil {
 		return nil, err
 	}
 	check, err := s.Keys.Admit(r)
 	if err != nil {
 		return nil, err
 	}
+	s.Own = own
 	adm := &ledger.Admission{
 		Canonical: r.Canonical,
 		Method:    r.Method,
 		Sender:    r.From,
 		TS:        r.TS,
 		PrevHash:  r.PrevHash,
+		Meta:      r.Meta,
+		Unchained: r.Entry && r.PrevHash == nil,
 		Attrs:     r.Attrs(),
+	}
+	if own.Diverged && own.Next == at.Seq+1 {
+		h := own.Head
+		adm.OwnHead = &h
 	}
 	if !r.Refusal && r.Method != "" {
 		// Requests and notifications own their id; a response repeats its request's id.
@@ -86,4 +111,63 @@ func (s *State) AdmitRecord(at ledger.Position, r *Record) (*ledger.Admission, e
 		}
 	}
 	return adm, nil
+}
+
+// OwnHead returns the Coordinator's chain head after the last record when it differs from
+// Evident's head (ledger.OwnHeader).
+func (s *State) OwnHead() (ledger.Link, bool) { return s.Own.Head, s.Own.Diverged }
+
+// AdmitMeta admits a stored record together with the audit-entry metadata split off it at
+// ingest (ledger.MetaAdmitter): the same rules as the audit entry submitted whole.
+func (s *State) AdmitMeta(at ledger.Position, record, meta []byte) (*ledger.Admission, error) {
+	r, err := ParseStored(record, meta)
+	if err != nil {
+		return nil, err
+	}
+	return s.AdmitRecord(at, r)
+}
+
+// next returns the Coordinator's chain after r at position at, or the refusal when r's
+// audit-entry seq or prev_hash does not continue it. o is not changed.
+func (o OwnChain) next(at ledger.Position, r *Record) (OwnChain, error) {
+	if r.Seq != nil && *r.Seq != at.Seq {
+		return o, ledger.Refuse(ledger.CodeWrongChain, "audit entry seq %d does not continue the chain: the next seq is %d", *r.Seq, at.Seq)
+	}
+	// followed: the Coordinator's head before r is known (always, unless a case slice
+	// skipped entries of a diverged chain).
+	followed := !o.Diverged || at.Seq == o.Next
+	if r.PrevHash == nil {
+		switch {
+		case r.Entry && o.Begun:
+			return o, ledger.Refuse(ledger.CodeWrongChain, "audit entry seq %d has no prev_hash, but the Coordinator's evidence chain covers the entries since seq %d", at.Seq, o.From)
+		case r.Entry:
+			o.Unchained++
+		case o.Diverged && followed:
+			o.Head, o.Next = ledger.NextLink(r.Canonical, o.Head), at.Seq+1 // Evident links what came bare
+		}
+		return o, nil
+	}
+	named := *r.PrevHash
+	want := at.Head
+	switch {
+	case o.Diverged && followed:
+		want = o.Head
+	case o.Diverged:
+		want = named // a case slice: the gap hides the Coordinator's head here
+	case !o.Begun && at.Seq > 0 && o.Unchained == at.Seq && named == ledger.Genesis:
+		want, o.Diverged = ledger.Genesis, true // chaining switched on after an unchained prefix
+	}
+	if named != want {
+		if !r.Entry {
+			return o, ledger.CheckPrev(&named, want) // the paper's evidence.prev_hash: fork or mismatch
+		}
+		return o, ledger.Refuse(ledger.CodeWrongChain, "audit entry seq %d names prev_hash %s, but the chain's is %s", at.Seq, named, want)
+	}
+	if !o.Begun {
+		o.Begun, o.From = true, at.Seq
+	}
+	if o.Diverged {
+		o.Head, o.Next = ledger.NextLink(r.Canonical, named), at.Seq+1
+	}
+	return o, nil
 }

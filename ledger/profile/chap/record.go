@@ -4,6 +4,8 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,9 +27,21 @@ type Record struct {
 	From      string       // sender Participant URI (top-level `from`, else params.from)
 	Workspace string       // workspace named by the record, "" when none
 	TS        time.Time    // sender timestamp (zero when absent)
-	PrevHash  *ledger.Link // evidence.prev_hash (or a refusal's prev_hash), when present
+	PrevHash  *ledger.Link // evidence.prev_hash, or the audit entry's prev_hash, when present
 	Sig       *Signature   // top-level sig, nil when unsigned
+
+	// Entry reports that the record came as a Coordinator audit entry ({seq, arrived,
+	// envelope, prev_hash?} or {seq, arrived, request, outcome, prev_hash?}, as audit.read
+	// returns them). Its metadata is Meta, outside the hash and the signature.
+	Entry bool
+	Seq   *uint64   // the audit entry's seq, nil when absent
+	Arr   time.Time // the audit entry's arrived (zero when absent)
+	Meta  []byte    // canonical JSON of the audit entry's metadata members, nil when not an entry
 }
+
+// entryMeta are the members of a Coordinator audit entry that are metadata about the record,
+// not part of it: neither hashed nor signed.
+var entryMeta = []string{"seq", "arrived", "prev_hash"}
 
 // Signature is a parsed CHAP signature tag "ed25519:<kid>:<base64>".
 type Signature struct {
@@ -63,9 +77,6 @@ func (s *Signature) Tag() string {
 	return "ed25519:" + s.Kid + ":" + base64.StdEncoding.EncodeToString(s.Value)
 }
 
-// refusalMeta are members a submitted refusal may carry that are metadata, not hashed.
-var refusalMeta = []string{"seq", "arrived", "prev_hash"}
-
 // Parse parses one submitted record (an envelope or a refusal) under CHAP canonical JSON.
 // Errors are *ledger.RecordError with a stable code.
 func Parse(data []byte) (*Record, error) {
@@ -76,6 +87,40 @@ func Parse(data []byte) (*Record, error) {
 	return FromValue(v)
 }
 
+// ParseStored parses a record as stored (the envelope, or a refusal's {outcome, request})
+// together with the audit-entry metadata split off it at ingest (Record.Meta).
+func ParseStored(record, meta []byte) (*Record, error) {
+	v, err := canonical.Parse(record, canonical.CHAP)
+	if err != nil {
+		return nil, canonicalRefusal(err)
+	}
+	obj, ok := v.(*canonical.Object)
+	if !ok {
+		return nil, ledger.Refuse(ledger.CodeMalformed, "a CHAP record is a JSON object")
+	}
+	mv, err := canonical.Parse(meta, canonical.CHAP)
+	if err != nil {
+		return nil, canonicalRefusal(err)
+	}
+	mo, ok := mv.(*canonical.Object)
+	if !ok {
+		return nil, ledger.Refuse(ledger.CodeMalformed, "audit entry metadata is a JSON object")
+	}
+	entry := &canonical.Object{}
+	for _, m := range mo.Members {
+		if !slices.Contains(entryMeta, m.Key) {
+			return nil, ledger.Refuse(ledger.CodeMalformed, "audit entry metadata has only seq, arrived, prev_hash, not %.40q", m.Key)
+		}
+		entry.Members = append(entry.Members, m)
+	}
+	if _, refusal := obj.Get("outcome"); refusal {
+		entry.Members = append(entry.Members, obj.Members...)
+	} else {
+		entry.Members = append(entry.Members, canonical.Member{Key: "envelope", Value: obj})
+	}
+	return FromValue(entry)
+}
+
 // FromValue builds a record from an already parsed value (e.g. one element of a JSON array batch).
 func FromValue(v canonical.Value) (*Record, error) {
 	obj, ok := v.(*canonical.Object)
@@ -83,12 +128,28 @@ func FromValue(v canonical.Value) (*Record, error) {
 		return nil, ledger.Refuse(ledger.CodeMalformed, "a CHAP record is a JSON object")
 	}
 	r := &Record{}
-	if _, hasOutcome := obj.Get("outcome"); hasOutcome {
+	// A bare envelope's own members are all hashed (the paper's form may carry a seq of its
+	// own); only an audit entry or a refusal wraps the record in metadata.
+	_, hasOutcome := obj.Get("outcome")
+	env, isEntry := obj.Get("envelope")
+	if hasOutcome || isEntry {
+		if err := r.parseMeta(obj); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case hasOutcome:
 		if err := r.parseRefusal(obj); err != nil {
 			return nil, err
 		}
-	} else if err := r.parseEnvelope(obj); err != nil {
-		return nil, err
+	case isEntry:
+		if err := r.parseEntry(obj, env); err != nil {
+			return nil, err
+		}
+	default:
+		if err := r.parseEnvelope(obj); err != nil {
+			return nil, err
+		}
 	}
 	c, err := canonical.Encode(r.Object)
 	if err != nil {
@@ -96,6 +157,79 @@ func FromValue(v canonical.Value) (*Record, error) {
 	}
 	r.Canonical = c
 	return r, nil
+}
+
+// parseMeta reads the audit-entry metadata members (seq, arrived, prev_hash) of obj; any of
+// them makes the record an audit entry.
+func (r *Record) parseMeta(obj *canonical.Object) error {
+	meta := &canonical.Object{}
+	for _, m := range obj.Members {
+		switch m.Key {
+		case "seq":
+			n, ok := m.Value.(canonical.Number)
+			if !ok {
+				return ledger.Refuse(ledger.CodeMalformed, "audit entry seq must be an integer")
+			}
+			v, err := strconv.ParseUint(string(n), 10, 64)
+			if err != nil {
+				return ledger.Refuse(ledger.CodeMalformed, "audit entry seq must be a non-negative integer, not %.40s", n)
+			}
+			r.Seq = &v
+		case "arrived":
+			s, ok := m.Value.(string)
+			if !ok {
+				return ledger.Refuse(ledger.CodeBadTimestamp, "audit entry arrived must be an RFC 3339 string")
+			}
+			t, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				return ledger.Refuse(ledger.CodeBadTimestamp, "audit entry arrived %.40q is not RFC 3339", s)
+			}
+			r.Arr = t
+		case "prev_hash":
+			s, ok := m.Value.(string)
+			if !ok {
+				return ledger.Refuse(ledger.CodeMalformed, "prev_hash must be a string")
+			}
+			l, err := ledger.ParseLink(s)
+			if err != nil {
+				return ledger.Refuse(ledger.CodeMalformed, "prev_hash: %v", err)
+			}
+			r.PrevHash = &l
+		default:
+			continue
+		}
+		meta.Members = append(meta.Members, m)
+	}
+	if len(meta.Members) == 0 {
+		return nil
+	}
+	c, err := canonical.Encode(meta)
+	if err != nil {
+		return ledger.Refuse(ledger.CodeMalformed, "audit entry metadata: %v", err)
+	}
+	r.Entry, r.Meta = true, c
+	return nil
+}
+
+// parseEntry reads an accepted call's audit entry {seq, arrived, envelope, prev_hash?}: the
+// record is the envelope.
+func (r *Record) parseEntry(obj *canonical.Object, env canonical.Value) error {
+	for _, m := range obj.Members {
+		if m.Key != "envelope" && !slices.Contains(entryMeta, m.Key) {
+			return ledger.Refuse(ledger.CodeMalformed, "an audit entry has only envelope and the metadata seq, arrived, prev_hash, not %.40q", m.Key)
+		}
+	}
+	eo, ok := env.(*canonical.Object)
+	if !ok {
+		return ledger.Refuse(ledger.CodeMalformed, "an audit entry's envelope is a JSON object")
+	}
+	if r.Seq == nil {
+		return ledger.Refuse(ledger.CodeMalformed, "an audit entry needs its seq")
+	}
+	if _, ok := eo.Object("evidence"); ok {
+		return ledger.Refuse(ledger.CodeMalformed, "an audit entry's envelope carries no evidence member: its prev_hash is the entry's")
+	}
+	return r.parseEnvelope(eo)
 }
 
 func (r *Record) parseRefusal(obj *canonical.Object) error {
@@ -108,23 +242,11 @@ func (r *Record) parseRefusal(obj *canonical.Object) error {
 		return ledger.Refuse(ledger.CodeMalformed, "a refusal record needs an object `outcome`")
 	}
 	for _, m := range obj.Members {
-		switch m.Key {
-		case "outcome", "request", "seq", "arrived":
-		case "prev_hash":
-			s, ok := m.Value.(string)
-			if !ok {
-				return ledger.Refuse(ledger.CodeMalformed, "prev_hash must be a string")
-			}
-			l, err := ledger.ParseLink(s)
-			if err != nil {
-				return ledger.Refuse(ledger.CodeMalformed, "prev_hash: %v", err)
-			}
-			r.PrevHash = &l
-		default:
+		if m.Key != "outcome" && m.Key != "request" && !slices.Contains(entryMeta, m.Key) {
 			return ledger.Refuse(ledger.CodeMalformed, "a refusal record has only outcome and request (and metadata seq, arrived, prev_hash), not %.40q", m.Key)
 		}
 	}
-	r.Object = obj.Without(refusalMeta...)
+	r.Object = obj.Without(entryMeta...)
 	r.Method, _ = req.String("method")
 	r.ID, _ = req.String("id")
 	params, _ := req.Object("params")
@@ -174,7 +296,7 @@ func (r *Record) parseEnvelope(obj *canonical.Object) error {
 		}
 		r.TS = t
 	}
-	if ev, ok := obj.Object("evidence"); ok {
+	if ev, ok := obj.Object("evidence"); ok && !r.Entry {
 		if s, ok := ev.String("prev_hash"); ok {
 			l, err := ledger.ParseLink(s)
 			if err != nil {

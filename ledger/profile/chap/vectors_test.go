@@ -275,9 +275,9 @@ func TestVectorRefusalRecord(t *testing.T) {
 	if a.Admission.RecordID != "" || a.Admission.Method != "control.pause" || a.Admission.Sender != "human:a" || a.Admission.Verify != nil {
 		t.Fatalf("refusal admission %+v", a.Admission)
 	}
-	// At any other head the same entry is a prev_hash mismatch.
+	// At any other head the same audit entry does not continue the chain.
 	c2 := &ledger.Chain{ID: "wsp_refusal", Profile: Profile, Size: entry.Seq, Head: ledger.Genesis, Tree: ledger.NewTree(), State: st}
-	if _, err := c2.Append(v.Entry, time.Now()); codeOf(err) != ledger.CodePrevMismatch {
+	if _, err := c2.Append(v.Entry, time.Now()); codeOf(err) != ledger.CodeWrongChain {
 		t.Fatalf("refusal at another head: %v", err)
 	}
 	// And in another workspace it is refused.

@@ -52,10 +52,14 @@ type Options struct {
 	NoCheckpoint    bool // receipts carry no checkpoint note
 	CheckpointFiles bool // also write log/checkpoints/<size>.checkpoint
 	PayloadSize     int  // bytes of text in each message; default 64
-	// UnchainedPrefix leaves evidence.prev_hash out of the first records (a Coordinator that
-	// linked its evidence only from then on); Unchained leaves it out of the records at these seqs.
+	// UnchainedPrefix submits the first records as Coordinator audit entries without prev_hash
+	// (a Coordinator that switched its evidence chain on only then); the records after it name
+	// their predecessor in the Coordinator's own chain, which starts again from the zero hash.
+	// Bare records name none (Bare).
 	UnchainedPrefix int
-	Unchained       []int
+	// Bare leaves evidence.prev_hash out of every record: envelopes as a Coordinator sends
+	// them, linked by Evident alone.
+	Bare bool
 	// TSBack stamps the records at these seqs 5 s earlier than their position's time (a
 	// sender whose clock stepped back; seqs must be ≥ Participants+3 to stay in key windows).
 	TSBack []int
@@ -346,6 +350,7 @@ func Build(tb testing.TB, o Options) *Bundle {
 	if sealAt[0] {
 		seal(Base)
 	}
+	own := ledger.Genesis // the Coordinator's own chain head, when it differs from Evident's (UnchainedPrefix)
 	for i := 0; i < o.Entries; i++ {
 		ts := Base.Add(time.Duration(i) * time.Second)
 		if slices.Contains(o.TSBack, i) {
@@ -359,8 +364,11 @@ func Build(tb testing.TB, o Options) *Bundle {
 			"ts":        ledger.Timestamp(ts),
 			"evidence":  map[string]any{"prev_hash": chain.Head.String()},
 		}
-		if i < o.UnchainedPrefix || slices.Contains(o.Unchained, i) {
+		switch {
+		case i < o.UnchainedPrefix || o.Bare:
 			delete(env, "evidence")
+		case o.UnchainedPrefix > 0:
+			env["evidence"] = map[string]any{"prev_hash": own.String()}
 		}
 		var signer *participant
 		switch {
@@ -401,14 +409,22 @@ func Build(tb testing.TB, o Options) *Bundle {
 			must(err)
 			env["sig"] = sig
 		}
-		rec, err := json.Marshal(env)
+		var rec []byte
+		if i < o.UnchainedPrefix {
+			rec, err = json.Marshal(map[string]any{"seq": i, "arrived": ledger.Timestamp(ts), "envelope": env})
+		} else {
+			rec, err = json.Marshal(env)
+		}
 		must(err)
 		a, err := chain.Append(rec, ts)
 		must(err)
 		if v := a.Admission.Verify; v != nil {
 			must(v())
 		}
-		must(enc.Encode(bundle.EntryLine{Seq: a.Seq, Prev: a.Prev, Link: a.Link, Arrival: ledger.Timestamp(ts.Add(time.Millisecond)), Record: a.Admission.Canonical}))
+		if i >= o.UnchainedPrefix {
+			own = ledger.NextLink(a.Admission.Canonical, own)
+		}
+		must(enc.Encode(bundle.EntryLine{Seq: a.Seq, Prev: a.Prev, Link: a.Link, Arrival: ledger.Timestamp(ts.Add(time.Millisecond)), Record: a.Admission.Canonical, Meta: a.Admission.Meta}))
 		if sealAt[int(chain.Size)] {
 			seal(ts.Add(500 * time.Millisecond))
 		}

@@ -88,6 +88,21 @@ var schema = []string{
 		PRIMARY KEY (chain, seq, name, value),
 		KEY entry_attrs_lookup (chain, name, value, seq)
 	) ENGINE=InnoDB`,
+	// What submitters sent beside the entries' records, unhashed (store.Entry.Meta), and the
+	// evidence heads the chains' senders reported. Added after version 1 like the attributes:
+	// created when missing; entries stored before have no metadata.
+	`CREATE TABLE IF NOT EXISTS ledger_entry_meta (
+		chain VARBINARY(1024) NOT NULL,
+		seq BIGINT UNSIGNED NOT NULL,
+		meta BLOB NOT NULL,
+		PRIMARY KEY (chain, seq)
+	) ENGINE=InnoDB`,
+	`CREATE TABLE IF NOT EXISTS ledger_evidence_heads (
+		chain VARBINARY(1024) NOT NULL PRIMARY KEY,
+		head BINARY(32) NOT NULL,
+		audit_count BIGINT UNSIGNED NOT NULL,
+		reported_at BIGINT NOT NULL
+	) ENGINE=InnoDB`,
 	`CREATE TABLE IF NOT EXISTS ledger_seals (
 		chain VARBINARY(1024) NOT NULL,
 		n BIGINT UNSIGNED NOT NULL,
@@ -162,6 +177,8 @@ func dialect() sqlstore.Dialect {
 			Chains:        "ledger_chains",
 			Entries:       "ledger_entries",
 			Attrs:         "ledger_entry_attrs",
+			Meta:          "ledger_entry_meta",
+			Heads:         "ledger_evidence_heads",
 			Seals:         "ledger_seals",
 			Forks:         "ledger_forks",
 			Registrations: "ledger_registrations",

@@ -22,6 +22,7 @@ type migration struct {
 var migrations = []migration{
 	{version: 2, name: "SCITT registrations (SCRAPI)", stmts: []string{registrationsSchema}},
 	{version: 3, name: "entry attributes (audit.read filters)", stmts: []string{entryAttrsSchema}},
+	{version: 4, name: "entry metadata and evidence heads (Coordinator audit entries)", stmts: []string{entryMetaSchema}},
 }
 
 // migrate brings the database from its PRAGMA user_version up to the last migration.

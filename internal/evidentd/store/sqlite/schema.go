@@ -89,3 +89,21 @@ CREATE TABLE IF NOT EXISTS entry_attrs (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS entry_attrs_lookup ON entry_attrs(chain, name, value, seq);
 `
+
+// entryMetaSchema is migration 4: what submitters sent beside the entries' records, unhashed
+// (store.Entry.Meta: a CHAP Coordinator audit entry's seq, arrived and prev_hash), and the
+// evidence head each chain's sender last reported.
+const entryMetaSchema = `
+CREATE TABLE IF NOT EXISTS entry_meta (
+	chain TEXT NOT NULL,
+	seq INTEGER NOT NULL,
+	meta BLOB NOT NULL,
+	PRIMARY KEY (chain, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS evidence_heads (
+	chain TEXT PRIMARY KEY,
+	head BLOB NOT NULL,
+	audit_count INTEGER NOT NULL,
+	reported_at INTEGER NOT NULL
+);
+`

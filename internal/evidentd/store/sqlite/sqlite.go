@@ -38,6 +38,8 @@ func dialect() sqlstore.Dialect {
 			Chains:        "chains",
 			Entries:       "entries",
 			Attrs:         "entry_attrs",
+			Meta:          "entry_meta",
+			Heads:         "evidence_heads",
 			Seals:         "seals",
 			Forks:         "forks",
 			Registrations: "scitt_registrations",

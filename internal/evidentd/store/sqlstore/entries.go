@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -54,32 +55,33 @@ func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, es []store.Entry)
 // entriesQuery returns the SELECT answering Entries(chain, f), so a filter means the same
 // thing on every dialect. Times are Unix milliseconds.
 func entriesQuery(t Tables, chain string, f store.Filter) (string, []any) {
-	q := `SELECT seq, prev, link, arrival, record, record_id, method, sender, ts, signed FROM ` + t.Entries + ` WHERE chain=? AND seq>=?`
+	q := `SELECT e.seq, e.prev, e.link, e.arrival, e.record, e.record_id, e.method, e.sender, e.ts, e.signed, m.meta FROM ` + t.Entries +
+		` e LEFT JOIN ` + t.Meta + ` m ON m.chain=e.chain AND m.seq=e.seq WHERE e.chain=? AND e.seq>=?`
 	args := []any{chain, f.From}
 	if f.Method != "" {
-		q += ` AND method=?`
+		q += ` AND e.method=?`
 		args = append(args, f.Method)
 	}
 	if f.Sender != "" {
-		q += ` AND sender=?`
+		q += ` AND e.sender=?`
 		args = append(args, f.Sender)
 	}
 	if !f.Since.IsZero() {
-		q += ` AND arrival>=?`
+		q += ` AND e.arrival>=?`
 		args = append(args, f.Since.UnixMilli())
 	}
 	if !f.Until.IsZero() {
-		q += ` AND arrival<?`
+		q += ` AND e.arrival<?`
 		args = append(args, f.Until.UnixMilli())
 	}
 	// Every listed value of every listed attribute, driven by the attributes' lookup index.
 	for _, name := range attrNames(f.Attrs) {
 		for _, v := range f.Attrs[name] {
-			q += ` AND seq IN (SELECT seq FROM ` + t.Attrs + ` WHERE chain=? AND name=? AND value=?)`
+			q += ` AND e.seq IN (SELECT seq FROM ` + t.Attrs + ` WHERE chain=? AND name=? AND value=?)`
 			args = append(args, chain, name, v)
 		}
 	}
-	q += ` ORDER BY seq`
+	q += ` ORDER BY e.seq`
 	if f.Limit > 0 {
 		q += fmt.Sprintf(` LIMIT %d`, f.Limit)
 	}
@@ -96,7 +98,7 @@ func scanEntries(rows *sql.Rows, chain string) ([]store.Entry, error) {
 		var arrival int64
 		var rid sql.NullString
 		var ts sql.NullInt64
-		if err := rows.Scan(&e.Seq, &prev, &link, &arrival, &e.Record, &rid, &e.Method, &e.Sender, &ts, &e.Signed); err != nil {
+		if err := rows.Scan(&e.Seq, &prev, &link, &arrival, &e.Record, &rid, &e.Method, &e.Sender, &ts, &e.Signed, &e.Meta); err != nil {
 			return nil, fmt.Errorf("entries of %q: %w", chain, err)
 		}
 		copy(e.Prev[:], prev)
@@ -112,4 +114,49 @@ func scanEntries(rows *sql.Rows, chain string) ([]store.Entry, error) {
 		return nil, fmt.Errorf("entries of %q: %w", chain, err)
 	}
 	return out, nil
+}
+
+// insertMeta writes the metadata of those of es that carry some inside tx.
+func (s *Store) insertMeta(ctx context.Context, tx *sql.Tx, es []store.Entry) error {
+	var args []any
+	for i := range es {
+		if es[i].Meta != nil {
+			args = append(args, es[i].Chain, es[i].Seq, es[i].Meta)
+		}
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	q := `INSERT INTO ` + s.d.Tables.Meta + ` (chain, seq, meta) VALUES (?,?,?)` + strings.Repeat(`,(?,?,?)`, len(args)/3-1)
+	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+		return fmt.Errorf("entry metadata: %w", s.conflict(err))
+	}
+	return nil
+}
+
+// PutEvidenceHead keeps h as the chain's evidence head, replacing the one kept before.
+func (s *Store) PutEvidenceHead(ctx context.Context, h *store.EvidenceHead) error {
+	_, err := s.w.ExecContext(ctx, `REPLACE INTO `+s.d.Tables.Heads+` (chain, head, audit_count, reported_at) VALUES (?,?,?,?)`,
+		h.Chain, h.Head[:], h.AuditCount, ms(h.ReportedAt))
+	if err != nil {
+		return fmt.Errorf("evidence head of %q: %w", h.Chain, err)
+	}
+	return nil
+}
+
+// EvidenceHead returns the evidence head kept for chain, or store.ErrNotFound.
+func (s *Store) EvidenceHead(ctx context.Context, chain string) (*store.EvidenceHead, error) {
+	h := &store.EvidenceHead{Chain: chain}
+	var head []byte
+	var at int64
+	err := s.r.QueryRowContext(ctx, `SELECT head, audit_count, reported_at FROM `+s.d.Tables.Heads+` WHERE chain=?`, chain).Scan(&head, &h.AuditCount, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("evidence head of %q: %w", chain, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("evidence head of %q: %w", chain, err)
+	}
+	copy(h.Head[:], head)
+	h.ReportedAt = fromMS(at)
+	return h, nil
 }

@@ -27,6 +27,8 @@ type Tables struct {
 	Chains        string // one row per chain: its head, tree and state
 	Entries       string // the accepted records
 	Attrs         string // the entries' attributes, one row per value
+	Meta          string // what submitters sent beside the entries' records, unhashed
+	Heads         string // the evidence heads the chains' senders reported, one per chain
 	Seals         string // the chains' seals
 	Forks         string // the evidence of refused forks
 	Registrations string // SCITT registrations and registration policies
@@ -186,6 +188,9 @@ func (s *Store) Commit(ctx context.Context, c *store.ChainRecord, prevSize uint6
 				return err
 			}
 			if err := s.insertAttrs(ctx, tx, entries[:n]); err != nil { // attrs.go
+				return err
+			}
+			if err := s.insertMeta(ctx, tx, entries[:n]); err != nil {
 				return err
 			}
 			entries = entries[n:]

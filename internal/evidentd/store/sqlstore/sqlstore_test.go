@@ -35,7 +35,7 @@ func TestBatchLen(t *testing.T) {
 }
 
 func TestEntriesQuery(t *testing.T) {
-	tables := Tables{Entries: "e", Attrs: "a"}
+	tables := Tables{Entries: "ents", Attrs: "a", Meta: "mt"}
 	since := time.UnixMilli(1000)
 	for _, tc := range []struct {
 		name     string
@@ -43,17 +43,17 @@ func TestEntriesQuery(t *testing.T) {
 		where    string // what follows the fixed chain and seq conditions
 		wantArgs []any
 	}{
-		{"none", store.Filter{}, ` ORDER BY seq`, []any{"c", uint64(0)}},
-		{"from and limit", store.Filter{From: 5, Limit: 3}, ` ORDER BY seq LIMIT 3`, []any{"c", uint64(5)}},
+		{"none", store.Filter{}, ` ORDER BY e.seq`, []any{"c", uint64(0)}},
+		{"from and limit", store.Filter{From: 5, Limit: 3}, ` ORDER BY e.seq LIMIT 3`, []any{"c", uint64(5)}},
 		{"method sender since until", store.Filter{Method: "m", Sender: "s", Since: since, Until: since.Add(time.Second)},
-			` AND method=? AND sender=? AND arrival>=? AND arrival<? ORDER BY seq`, []any{"c", uint64(0), "m", "s", int64(1000), int64(2000)}},
+			` AND e.method=? AND e.sender=? AND e.arrival>=? AND e.arrival<? ORDER BY e.seq`, []any{"c", uint64(0), "m", "s", int64(1000), int64(2000)}},
 		{"attributes in name order", store.Filter{Attrs: map[string][]string{"z": {"1"}, "a": {"2", "3"}}},
-			strings.Repeat(` AND seq IN (SELECT seq FROM a WHERE chain=? AND name=? AND value=?)`, 3) + ` ORDER BY seq`,
+			strings.Repeat(` AND e.seq IN (SELECT seq FROM a WHERE chain=? AND name=? AND value=?)`, 3) + ` ORDER BY e.seq`,
 			[]any{"c", uint64(0), "c", "a", "2", "c", "a", "3", "c", "z", "1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			q, args := entriesQuery(tables, "c", tc.f)
-			want := `SELECT seq, prev, link, arrival, record, record_id, method, sender, ts, signed FROM e WHERE chain=? AND seq>=?` + tc.where
+			want := `SELECT e.seq, e.prev, e.link, e.arrival, e.record, e.record_id, e.method, e.sender, e.ts, e.signed, m.meta FROM ents e LEFT JOIN mt m ON m.chain=e.chain AND m.seq=e.seq WHERE e.chain=? AND e.seq>=?` + tc.where
 			if q != want {
 				t.Errorf("query\n%s\nwant\n%s", q, want)
 			}

@@ -24,6 +24,9 @@ func build(chain string, from uint64, prev ledger.Link, n int) ([]store.Entry, *
 		l := ledger.NextLink(rec, prev)
 		e := store.Entry{Chain: chain, Seq: seq, Prev: prev, Link: l, Arrival: base.Add(time.Duration(seq) * time.Second), Record: rec,
 			RecordID: fmt.Sprintf("id-%d", seq), Method: []string{"a.m", "b.m"}[seq%2], Sender: []string{"s0", "s1", "s2"}[seq%3], Signed: seq%2 == 0}
+		if seq%3 == 1 {
+			e.Meta = fmt.Appendf(nil, `{"arrived":"2026-05-17T09:00:00.000Z","seq":%d}`, seq)
+		}
 		if seq%5 != 0 {
 			e.TS = base.Add(time.Duration(seq) * time.Millisecond)
 		} else {
@@ -125,7 +128,7 @@ func testCommitLoadEntries(t *testing.T, b Backend) {
 func entryEqual(a, b store.Entry) bool {
 	return a.Chain == b.Chain && a.Seq == b.Seq && a.Prev == b.Prev && a.Link == b.Link && a.Arrival.Equal(b.Arrival) &&
 		bytes.Equal(a.Record, b.Record) && a.RecordID == b.RecordID && a.Method == b.Method && a.Sender == b.Sender &&
-		a.TS.Equal(b.TS) && a.Signed == b.Signed
+		a.TS.Equal(b.TS) && a.Signed == b.Signed && bytes.Equal(a.Meta, b.Meta) && (a.Meta == nil) == (b.Meta == nil)
 }
 
 func testCommitConflicts(t *testing.T, b Backend) {

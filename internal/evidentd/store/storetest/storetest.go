@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
@@ -51,6 +52,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"Registrations", testRegistrations},
 		{"AttrFilters", testAttrFilters},   // attrs.go
 		{"LargeBatches", testLargeBatches}, // batches.go
+		{"EvidenceHeads", testEvidenceHeads},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newBackend(t)) })
@@ -196,4 +198,28 @@ func buildTagged(chain string, from uint64, prev ledger.Link, n int, tag string)
 	}
 	c.Head = prev0
 	return es, c
+}
+
+// testEvidenceHeads: the latest evidence head reported per chain is kept and read back.
+func testEvidenceHeads(t *testing.T, b Backend) {
+	ctx := context.Background()
+	s := b.Open(t)
+	if _, err := s.EvidenceHead(ctx, "c1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("EvidenceHead before any report: %v", err)
+	}
+	at := time.Date(2026, 5, 17, 9, 0, 0, 123e6, time.UTC)
+	h1 := &store.EvidenceHead{Chain: "c1", Head: ledger.NextLink([]byte("a"), ledger.Genesis), AuditCount: 7, ReportedAt: at}
+	h2 := &store.EvidenceHead{Chain: "c1", Head: ledger.NextLink([]byte("b"), ledger.Genesis), AuditCount: 9, ReportedAt: at.Add(time.Second)}
+	other := &store.EvidenceHead{Chain: "c2", Head: ledger.Genesis, ReportedAt: at}
+	for _, h := range []*store.EvidenceHead{h1, other, h2} {
+		if err := s.PutEvidenceHead(ctx, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []*store.EvidenceHead{h2, other} {
+		got, err := s.EvidenceHead(ctx, want.Chain)
+		if err != nil || got.Head != want.Head || got.AuditCount != want.AuditCount || !got.ReportedAt.Equal(want.ReportedAt) {
+			t.Fatalf("EvidenceHead(%s) = %+v, %v; want %+v", want.Chain, got, err, want)
+		}
+	}
 }

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/client"
+	"github.com/evident-log/evident/ledger"
+)
+
+// cmdImport takes a CHAP Coordinator's audit.read dump into a chain, resuming where the chain
+// stands, and hands evidentd the Coordinator's evidence_head to check.
+func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("evident import", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var svc serviceFlags
+	svc.register(fs)
+	chain := fs.String("chain", "", "chain id: the Coordinator's workspace — required")
+	profile := fs.String("profile", "", "profile of a new chain (default: evidentd's, chap/0.3)")
+	batch := fs.Int("batch", 500, "entries per request (each request is atomic)")
+	describe := fs.String("describe", "", "the Coordinator's workspace.describe result (file, JSON): its evidence_head and audit_count are checked against the chain and kept for export")
+	quiet := fs.Bool("q", false, "no progress, even on a terminal")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `Usage: evident import -chain WORKSPACE [flags] FILE...
+
+Takes a CHAP Coordinator's audit log into a chain, as audit.read returns it: each FILE (or - for
+standard input) holds an audit.read result {"entries": [...], "next_seq": n} (bare or as the
+JSON-RPC response's result), a JSON array of entries, or JSON Lines of entries
+{seq, arrived, envelope | request+outcome, prev_hash?}. Entries the chain already holds (seq below
+its size) are skipped, so an interrupted import resumes where it stopped; evidentd checks that
+each entry's seq and prev_hash continue the chain. With -describe, the Coordinator's
+evidence_head is checked against the chain and kept for export.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if code, done := parseArgs(fs, args); done {
+		return code
+	}
+	if *chain == "" || fs.NArg() == 0 || *batch < 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	var entries []auditEntry
+	for _, name := range fs.Args() {
+		es, err := readAuditEntries(name)
+		if err != nil {
+			fmt.Fprintln(stderr, "evident import:", err)
+			return exitFailure
+		}
+		entries = append(entries, es...)
+	}
+	var head *api.EvidenceHeadRequest
+	if *describe != "" {
+		h, err := readEvidenceHead(*describe)
+		if err != nil {
+			fmt.Fprintln(stderr, "evident import:", err)
+			return exitFailure
+		}
+		head = h
+	}
+	c, err := svc.client()
+	if err != nil {
+		fmt.Fprintln(stderr, "evident import:", err)
+		return exitFailure
+	}
+	call := func(f func(ctx context.Context) error) error {
+		ctx, cancel := context.WithTimeout(ctx, svc.timeout)
+		defer cancel()
+		return f(ctx)
+	}
+	var size uint64
+	err = call(func(ctx context.Context) error {
+		h, err := c.Head(ctx, *chain)
+		if err == nil {
+			size = h.Size
+		}
+		return err
+	})
+	if err != nil && !client.IsCode(err, api.CodeNoSuchChain) {
+		fmt.Fprintln(stderr, "evident import:", err)
+		return exitFailure
+	}
+	var todo [][]byte
+	skipped := 0
+	for i, e := range entries {
+		switch {
+		case e.Seq < size:
+			skipped++
+		case e.Seq != size+uint64(len(todo)):
+			fmt.Fprintf(stderr, "evident import: entry %d has seq %d where seq %d is next: the dump has a gap or is out of order\n", i, e.Seq, size+uint64(len(todo)))
+			return exitFailure
+		default:
+			todo = append(todo, e.raw)
+		}
+	}
+	var progress func(string, uint64, uint64)
+	if !*quiet && isTerminal(stderr) {
+		progress = progressPrinter(stderr)
+	}
+	sent := 0
+	var last *api.IngestResponse
+	for sent < len(todo) {
+		end := min(sent+*batch, len(todo))
+		err := call(func(ctx context.Context) error {
+			res, err := c.Submit(ctx, *chain, todo[sent:end], client.WithProfile(*profile))
+			last = res
+			return err
+		})
+		if err != nil {
+			if progress != nil {
+				fmt.Fprintln(stderr)
+			}
+			fmt.Fprintf(stderr, "evident import: entries seq %d..%d: %v\n", size+uint64(sent), size+uint64(end-1), err)
+			fmt.Fprintf(stderr, "%d entries imported before the refusal; run again to resume from seq %d\n", sent, size+uint64(sent))
+			return exitBroken
+		}
+		sent = end
+		if progress != nil {
+			progress("import "+*chain, uint64(sent), uint64(len(todo)))
+		}
+	}
+	if progress != nil && sent > 0 {
+		fmt.Fprintln(stderr)
+	}
+	if last != nil {
+		fmt.Fprintf(stdout, "%d entries imported into %s (%d already there): size %d, head %s\n", sent, *chain, skipped, last.Size, last.Head)
+	} else {
+		fmt.Fprintf(stdout, "nothing to import: %s already holds all %d entries\n", *chain, skipped)
+	}
+	if head == nil {
+		return 0
+	}
+	var rep *api.EvidenceHeadResponse
+	err = call(func(ctx context.Context) error {
+		var err error
+		rep, err = c.ReportEvidenceHead(ctx, *chain, head.EvidenceHead, head.AuditCount)
+		return err
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "evident import: evidence head:", err)
+		return exitBroken
+	}
+	fmt.Fprintf(stdout, "the Coordinator's evidence_head %s at audit_count %d: %s (chain size %d)\n", rep.EvidenceHead, rep.AuditCount, rep.Status, rep.Size)
+	return 0
+}
+
+// auditEntry is one entry of an audit.read dump: its seq and its bytes.
+type auditEntry struct {
+	Seq uint64
+	raw []byte
+}
+
+// readAuditEntries reads an audit.read dump from a file or standard input.
+func readAuditEntries(name string) ([]auditEntry, error) {
+	b, err := readInput(name)
+	if err != nil {
+		return nil, err
+	}
+	t := bytes.TrimSpace(b)
+	if len(t) > 0 && t[0] == '{' && json.Valid(t) {
+		var page struct {
+			Entries []json.RawMessage `json:"entries"`
+			Result  *struct {
+				Entries []json.RawMessage `json:"entries"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(t, &page); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		raws := page.Entries
+		if page.Result != nil {
+			raws = page.Result.Entries
+		}
+		if raws != nil {
+			return parseAuditEntries(name, raws)
+		}
+	}
+	recs, err := readRecords(name)
+	if err != nil {
+		return nil, err
+	}
+	raws := make([]json.RawMessage, len(recs))
+	for i, r := range recs {
+		raws[i] = r
+	}
+	return parseAuditEntries(name, raws)
+}
+
+func parseAuditEntries(name string, raws []json.RawMessage) ([]auditEntry, error) {
+	out := make([]auditEntry, len(raws))
+	for i, r := range raws {
+		var e struct {
+			Seq *uint64 `json:"seq"`
+		}
+		if err := json.Unmarshal(r, &e); err != nil || e.Seq == nil {
+			return nil, fmt.Errorf("%s: entry %d is not a Coordinator audit entry {seq, arrived, envelope, prev_hash?}", name, i)
+		}
+		out[i] = auditEntry{Seq: *e.Seq, raw: r}
+	}
+	return out, nil
+}
+
+// readEvidenceHead reads evidence_head and audit_count from a workspace.describe result,
+// bare or as a JSON-RPC response's result.
+func readEvidenceHead(name string) (*api.EvidenceHeadRequest, error) {
+	b, err := readInput(name)
+	if err != nil {
+		return nil, err
+	}
+	var d struct {
+		EvidenceHead *ledger.Link    `json:"evidence_head"`
+		AuditCount   uint64          `json:"audit_count"`
+		Result       json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if d.EvidenceHead == nil && d.Result != nil {
+		if err := json.Unmarshal(d.Result, &d); err != nil {
+			return nil, fmt.Errorf("%s: result: %w", name, err)
+		}
+	}
+	if d.EvidenceHead == nil {
+		return nil, errors.New(name + ": no evidence_head (the Coordinator gives one once its evidence chain is on: audit-scitt/1.0)")
+	}
+	return &api.EvidenceHeadRequest{EvidenceHead: *d.EvidenceHead, AuditCount: d.AuditCount}, nil
+}
+
+func readInput(name string) ([]byte, error) {
+	if name == "-" {
+		return io.ReadAll(os.Stdin)
+	}
+	return os.ReadFile(name)
+}
