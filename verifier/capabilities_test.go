@@ -23,7 +23,7 @@ func TestProfileCapabilities(t *testing.T) {
 		want    caps
 		checks  []ledger.CheckName // checks the profile runs
 	}{
-		{chap.Profile, caps{keyHolder: true, linked: true, sliceable: true}, nil},
+		{chap.Profile, caps{keyHolder: true, linked: true, sliceable: true, auditor: true}, []ledger.CheckName{chap.CheckBootstrap}},
 		{owp.Profile, caps{referrer: true, crossChain: true}, []ledger.CheckName{owp.CheckProvenance}},
 		{cop.Profile, caps{bundleChecker: true, auditor: true}, []ledger.CheckName{cop.CheckParents, cop.CheckLedger}},
 		{cheq.Profile, caps{}, nil},

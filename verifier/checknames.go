@@ -87,6 +87,7 @@ const (
 // Checks a chain's profile runs (ledger.Auditor, ledger.CrossChain, ledger.BundleChecker),
 // listed here so callers and docs know every name a report can hold.
 const (
+	CheckCHAPBootstrap       CheckName = "chap.bootstrap"       // CHAP: every signed workspace.create verified with the key its sender's join introduced
 	CheckCOPLedger           CheckName = "cop.ledger"           // COP: the node's ledger agrees record by record with the chain and its signatures verify
 	CheckCOPParents          CheckName = "cop.parents"          // COP: parentEventIds form no cycle and name events the evidence holds
 	CheckOWPProvenance       CheckName = "owp.provenance"       // OWP: provenance references to other envelopes resolve in the bundle
@@ -107,6 +108,6 @@ func CheckNames() []CheckName {
 		CheckLogCheckpoint, CheckLogExtraCheckpoint, CheckLogFork, CheckLogConsistency, CheckLogPQSignature, CheckWitnessCosignature, CheckWitnessQuorum, CheckWitnessPQQuorum,
 		CheckSliceSeal, CheckSliceEntries, CheckSliceSignatures, CheckSliceUnsigned, CheckSliceCompleteness,
 		CheckSCITTIndex, CheckSCITTPolicies, CheckSCITTRegistrations,
-		CheckCOPLedger, CheckCOPParents, CheckOWPProvenance, CheckChiefLabApproval, CheckChiefLabIdempotency, CheckChiefLabWorkspace, CheckChiefLabOperator,
+		CheckCHAPBootstrap, CheckCOPLedger, CheckCOPParents, CheckOWPProvenance, CheckChiefLabApproval, CheckChiefLabIdempotency, CheckChiefLabWorkspace, CheckChiefLabOperator,
 	}
 }

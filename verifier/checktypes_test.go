@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/ledger/profile/chap"
 	"github.com/evident-log/evident/ledger/profile/chieflab"
 	"github.com/evident-log/evident/ledger/profile/cop"
 	"github.com/evident-log/evident/ledger/profile/owp"
@@ -69,6 +70,7 @@ func TestProfileCheckNamesAreVerifierNames(t *testing.T) {
 		verifier verifier.CheckName
 		profile  ledger.CheckName
 	}{
+		{verifier.CheckCHAPBootstrap, chap.CheckBootstrap},
 		{verifier.CheckCOPLedger, cop.CheckLedger},
 		{verifier.CheckCOPParents, cop.CheckParents},
 		{verifier.CheckOWPProvenance, owp.CheckProvenance},

@@ -273,8 +273,10 @@ func TestReferenceCoordinatorTampered(t *testing.T) {
 			es := clone()
 			m := entry(k)
 			env := m["envelope"].(map[string]any)
-			sig := env["sig"].(string)
-			env["sig"] = sig[:len(sig)-6] + "AAAAA="
+			sig := []byte(env["sig"].(string))
+			i := len(sig) - 12 // inside the base64 of the 64 signature bytes
+			sig[i] = map[bool]byte{true: 'B', false: 'A'}[sig[i] == 'A']
+			env["sig"] = string(sig)
 			es[k] = marshal(m)
 			return es
 		}, api.CodeBadSignature, k},

@@ -232,6 +232,12 @@ func (p *Pipeline) ingestLocked(ctx context.Context, s *chainSlot, id, profile s
 	for i, rec := range records {
 		a, err := next.AppendBy(rec, now, SubmitterFrom(ctx))
 		if err != nil {
+			// The first refusal names the first bad record: an earlier record whose signature
+			// fails comes before this one (a record altered in a chain whose next entry names
+			// the original is refused for its signature, not for its successor's prev_hash).
+			if serr := sigs.wait(); serr != nil {
+				return nil, serr
+			}
 			return nil, p.refusal(ctx, cur, next, i, rec, now, err)
 		}
 		sigs.submit(i, a.Admission.Verify)

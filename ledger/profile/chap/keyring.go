@@ -21,8 +21,14 @@ type Key struct {
 	AddedBy string            `json:"added_by"`          // method that introduced the key
 }
 
-// validAt reports whether the key may sign a record stamped ts.
+// validAt reports whether the key may sign a record stamped ts that is admitted now. A revoked
+// key signs nothing admitted after its revocation, whatever ts the record claims: revocation
+// is present-tense in chain order, as the reference Coordinator applies it with its own clock
+// (a backdated ts cannot revive a revoked key). A rotated key stays valid for ts < Until.
 func (k *Key) validAt(ts time.Time) bool {
+	if k.Revoked {
+		return false
+	}
 	if ts.IsZero() {
 		return k.Until.IsZero()
 	}
@@ -40,6 +46,9 @@ type Participant struct {
 // It is plain data: it marshals to JSON so evidentd can persist it beside the chain head.
 type Keyring struct {
 	Participants map[string]*Participant `json:"participants"`
+	// Pending are workspace.create records signed with a key no join had introduced yet
+	// (bootstrap.go): verified when a join registers that key, reported if none ever does.
+	Pending []PendingCreate `json:"pending,omitempty"`
 }
 
 // NewKeyring returns an empty key history.
@@ -53,6 +62,7 @@ func (k *Keyring) Clone() *Keyring {
 		cp.Keys = append([]Key(nil), p.Keys...)
 		c.Participants[uri] = &cp
 	}
+	c.Pending = append([]PendingCreate(nil), k.Pending...)
 	return c
 }
 
@@ -63,10 +73,21 @@ type SignatureCheck struct {
 	Public  ed25519.PublicKey
 	Message []byte
 	Value   []byte
+	// Deferred marks the signature of a pending workspace.create: its key is not known yet,
+	// so Verify has nothing to check now; the join that introduces the key verifies it
+	// (Resolves), and a key that never arrives is a finding (State.Findings).
+	Deferred bool
+	// Resolves are the pending creates this record's key introduction lets be verified now.
+	Resolves []ResolvedCreate
 }
 
-// Verify checks the signature.
-func (c *SignatureCheck) Verify() bool { return ed25519.Verify(c.Public, c.Message, c.Value) }
+// Verify checks the signature (true for a Deferred one; see VerifyPending for Resolves).
+func (c *SignatureCheck) Verify() bool {
+	if c.Deferred {
+		return true
+	}
+	return ed25519.Verify(c.Public, c.Message, c.Value)
+}
 
 // KeyFor returns the key of participant from with kid that is valid at ts.
 func (k *Keyring) KeyFor(from, kid string, ts time.Time) (*Key, error) {
@@ -112,8 +133,13 @@ func (k *Keyring) hasValidKey(from string, ts time.Time) bool {
 //   - an unsigned record is refused when its sender has a key valid at ts (no downgrade);
 //   - participant.join with a JWK registers the key; a self-signed join is checked with it;
 //   - participant.rotate_key {old_kid, new_jwk} must be signed with old_kid; the old key stops at ts;
-//   - participant.revoke_key {kid[, participant]} must be signed by that participant or an admin.
-func (k *Keyring) Admit(r *Record) (*SignatureCheck, error) {
+//   - participant.revoke_key {kid[, target_uri | participant]} must be signed by that participant
+//     or an admin; a revoked key signs nothing admitted after the revocation;
+//   - a signed workspace.create whose sender has no key yet is pending until its join (bootstrap.go).
+func (k *Keyring) Admit(r *Record) (*SignatureCheck, error) { return k.AdmitAt(0, r) }
+
+// AdmitAt is Admit for the record at seq (the seq a pending workspace.create is remembered by).
+func (k *Keyring) AdmitAt(seq uint64, r *Record) (*SignatureCheck, error) {
 	if r.Refusal {
 		return nil, nil // a refusal is written by the Coordinator; the refused request is kept verbatim
 	}
@@ -141,6 +167,12 @@ func (k *Keyring) Admit(r *Record) (*SignatureCheck, error) {
 					key, err = jk, nil
 				}
 			}
+			if err != nil && k.bootstrapping(r) {
+				// A workspace.create signed with the key its sender's following join
+				// introduces: remembered, verified when that key arrives (bootstrap.go).
+				k.Pending = append(k.Pending, PendingCreate{Seq: seq, Sender: r.From, Kid: r.Sig.Kid, Message: msg, Value: r.Sig.Value})
+				return &SignatureCheck{Kid: r.Sig.Kid, Message: msg, Value: r.Sig.Value, Deferred: true}, nil
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -152,7 +184,17 @@ func (k *Keyring) Admit(r *Record) (*SignatureCheck, error) {
 	}
 	switch r.Method {
 	case "participant.join":
-		return check, k.join(r, signer)
+		if err := k.join(r, signer); err != nil {
+			return nil, err
+		}
+		resolved := k.resolvePending(r)
+		if len(resolved) > 0 {
+			if check == nil {
+				check = &SignatureCheck{Deferred: true}
+			}
+			check.Resolves = resolved
+		}
+		return check, nil
 	case "participant.rotate_key":
 		return check, k.rotate(r, signer)
 	case "participant.revoke_key":
@@ -192,6 +234,19 @@ func joinKeys(r *Record) ([]Key, error) {
 		return nil, nil
 	}
 	var jwks []canonical.Value
+	if v, ok := p.Get("jwks"); ok {
+		// The reference Coordinator's form: a JWK Set {"keys": [JWK, …]}.
+		set, ok := v.(*canonical.Object)
+		var arr []canonical.Value
+		if ok {
+			kv, _ := set.Get("keys")
+			arr, ok = kv.([]canonical.Value)
+		}
+		if !ok {
+			return nil, ledger.Refuse(ledger.CodeBadKey, "params.jwks must be a JWK Set {\"keys\": [JWK, …]}")
+		}
+		jwks = append(jwks, arr...)
+	}
 	if v, ok := p.Get("jwk"); ok {
 		jwks = append(jwks, v)
 	}
@@ -342,8 +397,11 @@ func (k *Keyring) revoke(r *Record, signer *Key) error {
 	target := r.From
 	if params != nil {
 		kid, _ = params.String("kid")
-		if s, ok := params.String("participant"); ok && s != "" {
-			target = s
+		for _, key := range []string{"target_uri", "participant"} { // target_uri: the reference Coordinator's name
+			if s, ok := params.String(key); ok && s != "" {
+				target = s
+				break
+			}
 		}
 	}
 	if kid == "" {
@@ -373,7 +431,8 @@ func (k *Keyring) revoke(r *Record, signer *Key) error {
 	return nil
 }
 
-// ParseJWK parses an Ed25519 public JWK {"kty":"OKP","crv":"Ed25519","x":…,"kid":…}.
+// ParseJWK parses an Ed25519 public JWK {"kty":"OKP","crv":"Ed25519","x":…,"kid":…}, with
+// optional "use":"sig" and "alg":"EdDSA" (or "Ed25519"); any other use or alg is bad_key.
 func ParseJWK(v canonical.Value) (*Key, error) {
 	o, ok := v.(*canonical.Object)
 	if !ok {
@@ -386,6 +445,12 @@ func ParseJWK(v canonical.Value) (*Key, error) {
 	}
 	if _, hasD := o.Get("d"); hasD {
 		return nil, ledger.Refuse(ledger.CodeBadKey, "the JWK carries a private key (d); send only the public key")
+	}
+	if v, ok := o.Get("use"); ok && v != "sig" {
+		return nil, ledger.Refuse(ledger.CodeBadKey, "JWK use must be \"sig\" (or absent), got %.40v", v)
+	}
+	if v, ok := o.Get("alg"); ok && v != "EdDSA" && v != "Ed25519" {
+		return nil, ledger.Refuse(ledger.CodeBadKey, "JWK alg must be \"EdDSA\" or \"Ed25519\" (or absent), got %.40v", v)
 	}
 	kid, _ := o.String("kid")
 	if kid == "" {

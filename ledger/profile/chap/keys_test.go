@@ -244,13 +244,13 @@ func lifecycle() []step {
 		}, ""},
 		{"a3 refused at the revocation", func(t testing.TB) []byte { return signed(t, msg(alice1.uri, 20), alice3) }, ledger.CodeKeyNotValid},
 		{"a3 refused after the revocation", func(t testing.TB) []byte { return signed(t, msg(alice1.uri, 21), alice3) }, ledger.CodeKeyNotValid},
-		{"a3 valid before the revocation", func(t testing.TB) []byte { return signed(t, msg(alice1.uri, 19), alice3) }, ""},
+		{"a3 backdated before the revocation (revocation is present-tense)", func(t testing.TB) []byte { return signed(t, msg(alice1.uri, 19), alice3) }, ledger.CodeKeyNotValid},
 		{"alice revokes her own a2", func(t testing.TB) []byte {
 			return signed(t, envelope(alice1.uri, "participant.revoke_key", at(30), map[string]any{"kid": "a2"}), alice2)
 		}, ""},
 		{"a2 refused at its revocation", func(t testing.TB) []byte { return signed(t, msg(alice1.uri, 30), alice2) }, ledger.CodeKeyNotValid},
 		{"a2 refused after its revocation", func(t testing.TB) []byte { return signed(t, msg(alice1.uri, 40), alice2) }, ledger.CodeKeyNotValid},
-		{"a2 valid before its revocation", func(t testing.TB) []byte { return signed(t, msg(alice1.uri, 29), alice2) }, ""},
+		{"a2 backdated before its revocation", func(t testing.TB) []byte { return signed(t, msg(alice1.uri, 29), alice2) }, ledger.CodeKeyNotValid},
 		{"bob still signs", func(t testing.TB) []byte { return signed(t, msg(bob1.uri, 41), bob1) }, ""},
 	}
 }

@@ -78,7 +78,7 @@ func (s *State) AdmitRecord(at ledger.Position, r *Record) (*ledger.Admission, e
 	if err != nil {
 		return nil, err
 	}
-	check, err := s.Keys.Admit(r)
+	check, err := s.Keys.AdmitAt(at.Seq, r)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (s *State) AdmitRecord(at ledger.Position, r *Record) (*ledger.Admission, e
 			if !check.Verify() {
 				return ledger.Refuse(ledger.CodeBadSignature, "ed25519 signature by %.80q key %.80q does not verify", r.From, check.Kid)
 			}
-			return nil
+			return check.VerifyPending()
 		}
 	}
 	return adm, nil

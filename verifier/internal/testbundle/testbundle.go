@@ -60,6 +60,11 @@ type Options struct {
 	// Bare leaves evidence.prev_hash out of every record: envelopes as a Coordinator sends
 	// them, linked by Evident alone.
 	Bare bool
+	// CreateKid, when set, puts before the joins a workspace.create by participant 0 signed
+	// with its key under this kid (the reference Coordinator's bootstrap): "k0-1", the kid its
+	// join introduces, lets the join verify it; another kid leaves it unverified. SealAt
+	// positions then count this record too.
+	CreateKid string
 	// TSBack stamps the records at these seqs 5 s earlier than their position's time (a
 	// sender whose clock stepped back; seqs must be ≥ Participants+3 to stay in key windows).
 	TSBack []int
@@ -236,6 +241,13 @@ func Build(tb testing.TB, o Options) *Bundle {
 	if o.SealAt == nil {
 		o.SealAt = []int{o.Entries}
 	}
+	if o.CreateKid != "" {
+		shifted := make([]int, len(o.SealAt))
+		for k, at := range o.SealAt {
+			shifted[k] = at + 1
+		}
+		o.SealAt = shifted
+	}
 	if o.Filler == 0 {
 		o.Filler = 3
 	}
@@ -349,6 +361,22 @@ func Build(tb testing.TB, o Options) *Bundle {
 	text := strings.Repeat("evidence <&> ", o.PayloadSize/13+1)[:o.PayloadSize]
 	if sealAt[0] {
 		seal(Base)
+	}
+	if o.CreateKid != "" {
+		ts := Base.Add(-time.Second)
+		env := map[string]any{"jsonrpc": "2.0", "id": "m-create", "method": "workspace.create", "evidence": map[string]any{"prev_hash": chain.Head.String()},
+			"params": map[string]any{"workspace": o.ChainID, "from": ps[0].uri, "ts": ledger.Timestamp(ts), "profiles": []string{"core/1.0", "security-signed/1.0"}}}
+		unsigned, err := json.Marshal(env)
+		must(err)
+		sig, err := chap.Sign(unsigned, o.CreateKid, ps[0].priv)
+		must(err)
+		env["sig"] = sig
+		rec, err := json.Marshal(env)
+		must(err)
+		a, err := chain.Append(rec, ts)
+		must(err)
+		must(a.Admission.Verify())
+		must(enc.Encode(bundle.EntryLine{Seq: a.Seq, Prev: a.Prev, Link: a.Link, Arrival: ledger.Timestamp(ts.Add(time.Millisecond)), Record: a.Admission.Canonical}))
 	}
 	own := ledger.Genesis // the Coordinator's own chain head, when it differs from Evident's (UnchainedPrefix)
 	for i := 0; i < o.Entries; i++ {

@@ -1,0 +1,16 @@
+package chap
+
+import "github.com/evident-log/evident/ledger"
+
+// Codes and checks only CHAP uses (docs/profiles/chap.md, docs/errors.md). CHAP's refusal
+// codes are the shared ones of ledger (unknown_key, bad_signature, …); the replay's findings
+// of `evident replay` are in package replay.
+const (
+	// CodeBootstrapUnverified: a workspace.create signed with a key that no participant.join of
+	// its sender ever introduced, so its signature could not be checked (critical finding).
+	CodeBootstrapUnverified ledger.Code = "bootstrap_unverified"
+)
+
+// CheckBootstrap is the verifier check of the bootstrap rule: every signed workspace.create
+// was verified with the key its sender's join introduced.
+const CheckBootstrap ledger.CheckName = "chap.bootstrap"
