@@ -118,6 +118,22 @@ func (o *Object) Without(keys ...string) *Object {
 	return out
 }
 
+// WithoutIn returns a copy of o whose object member named member lacks keys (o itself when
+// that member is absent or not an object).
+func (o *Object) WithoutIn(member string, keys ...string) *Object {
+	inner, ok := o.Object(member)
+	if !ok {
+		return o
+	}
+	out := &Object{Members: slices.Clone(o.Members)}
+	for i, m := range out.Members {
+		if m.Key == member {
+			out.Members[i].Value = inner.Without(keys...)
+		}
+	}
+	return out
+}
+
 // Sentinel errors carried in Error.Code; test for them with errors.Is.
 var (
 	// ErrSyntax reports input that is not RFC 8259 JSON, including trailing data.

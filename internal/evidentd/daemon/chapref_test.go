@@ -373,7 +373,7 @@ func TestReferenceCoordinatorTampered(t *testing.T) {
 		code   verifier.Code
 	}{
 		{"a record altered", func(l []bundle.EntryLine) []bundle.EntryLine {
-			l[k].Record = bytes.Replace(l[k].Record, []byte(`"ts":"`), []byte(`"ts":"1`), 1)
+			l[k].Record = bytes.Replace(l[k].Record, []byte(`"ts":"2023-`), []byte(`"ts":"2024-`), 1)
 			return l
 		}, false, verifier.CheckChainEntries, verifier.CodeEntryLink},
 		{"an entry's kept prev_hash altered", func(l []bundle.EntryLine) []bundle.EntryLine {

@@ -1,10 +1,12 @@
 package chap
 
 import (
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 
 	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/ledger/canonical"
 )
 
 // Adapter is the CHAP 0.3 profile adapter for ledger chains.
@@ -101,6 +103,15 @@ func (s *State) AdmitRecord(at ledger.Position, r *Record) (*ledger.Admission, e
 		// Requests and notifications own their id; a response repeats its request's id.
 		adm.RecordID = r.ID
 	}
+	if check != nil && echoedTaskID(r, check) {
+		// The reference Coordinator wrote the whisper's task_id into this answer after it
+		// checked the signature: the sender signed the envelope without it.
+		msg, _ := canonical.Encode(r.Object.Without("sig").WithoutIn("params", "task_id"))
+		c := *check
+		c.Message = msg
+		check = &c
+		adm.Attrs[AttrCoordinatorAdded] = []string{"params.task_id"}
+	}
 	if check != nil {
 		adm.Signed = true
 		adm.Verify = func() error {
@@ -170,4 +181,28 @@ func (o OwnChain) next(at ledger.Position, r *Record) (OwnChain, error) {
 		o.Head, o.Next = ledger.NextLink(r.Canonical, named), at.Seq+1
 	}
 	return o, nil
+}
+
+// AttrCoordinatorAdded names the members a record carries that the Coordinator added after it
+// checked the sender's signature (ledger.Admission.Attrs), such as the task_id the reference
+// Coordinator echoes into a whisper.answer: what the sender signed is the envelope without
+// them, and their values are the Coordinator's word.
+const AttrCoordinatorAdded = "coordinator_added"
+
+// echoedTaskID reports whether r is a whisper.answer whose signature does not verify as
+// recorded but does over the envelope without params.task_id: the reference Coordinator
+// (0.2.x whisper/1.0) copies the whisper's task_id into the recorded answer after checking
+// its signature. Only that one member is considered, and only for that method.
+func echoedTaskID(r *Record, check *SignatureCheck) bool {
+	if r.Method != "whisper.answer" || check.Deferred {
+		return false
+	}
+	if _, ok := r.Params().Get("task_id"); !ok {
+		return false
+	}
+	if check.Verify() {
+		return false
+	}
+	msg, err := canonical.Encode(r.Object.Without("sig").WithoutIn("params", "task_id"))
+	return err == nil && ed25519.Verify(check.Public, msg, check.Value)
 }
