@@ -91,3 +91,45 @@ func TestSupportTriageStillAdmits(t *testing.T) {
 		t.Fatal("alice was not granted admin by the coordinator's join")
 	}
 }
+
+// TestSupportTriageReference: the reference-form triage is admitted with every signature
+// verified (the create through the bootstrap rule), the chain head is the builder's, and its
+// replay finds nothing impossible.
+func TestSupportTriageReference(t *testing.T) {
+	b, ps, err := scenario.SupportTriageReference("wsp_demo", scenario.JourneyStart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := b.Records()
+	c, signed := admitAll(t, "wsp_demo", recs)
+	if signed != len(recs) || len(recs) != 10 || len(ps) != 3 {
+		t.Fatalf("%d of %d records signed, %d participants", signed, len(recs), len(ps))
+	}
+	if c.Head != b.Head() {
+		t.Fatalf("chain head %s, builder head %s", c.Head, b.Head())
+	}
+	st := c.State.(*chap.State)
+	if len(st.Keys.Pending) != 0 || len(st.Findings()) != 0 {
+		t.Fatalf("bootstrap unresolved: %+v %+v", st.Keys.Pending, st.Findings())
+	}
+	for _, r := range recs {
+		rec, err := chap.Parse(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if top, _ := rec.Object.Get("from"); top != nil {
+			t.Fatalf("reference form carries from on top: %s", r)
+		}
+	}
+	rb := replay.New("wsp_demo", "")
+	for i, r := range recs {
+		rec, err := chap.Parse(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb.Add(uint64(i), rec)
+	}
+	if tl := rb.Timeline(); tl.Impossible() != 0 {
+		t.Fatalf("impossible findings in the reference triage: %+v", tl.Findings)
+	}
+}

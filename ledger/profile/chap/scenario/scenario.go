@@ -1,6 +1,7 @@
 // Package scenario builds realistic, signed CHAP 0.3 workspaces for the demo, tests and
-// benchmarks: participants with deterministic Ed25519 keys, envelopes with top-level
-// `sig` and `evidence.prev_hash`, linked exactly as a Coordinator would link them.
+// benchmarks: participants with deterministic Ed25519 keys and envelopes with a top-level
+// `sig`, either in the reference Coordinator's wire form (routing fields in params) or in
+// the paper's Listing 1 form (routing fields on top, with `evidence.prev_hash`).
 package scenario
 
 import (
@@ -34,9 +35,22 @@ func NewParticipant(uri, typ, role, label string) *Participant {
 // Public returns the participant's public key.
 func (p *Participant) Public() ed25519.PublicKey { return p.Key.Public().(ed25519.PublicKey) }
 
+// Form is the wire form a Builder writes.
+type Form int
+
+const (
+	// Paper is the CHAP paper's Listing 1 form: chap, from, to, ts, workspace and type on
+	// top, evidence.prev_hash naming the predecessor.
+	Paper Form = iota
+	// Reference is the reference Coordinator's JSON-RPC form: {jsonrpc, id, method,
+	// params:{workspace, from, to?, ts, …}, sig}; joins carry params.jwks.keys[].
+	Reference
+)
+
 // Builder writes a workspace's envelopes in order, linking and signing each.
 type Builder struct {
 	Workspace string
+	Form      Form
 	Clock     time.Time
 	Step      time.Duration
 	// Sink, when set, receives each envelope instead of the builder keeping it, so a
@@ -58,7 +72,25 @@ func NewBuilder(workspace string, start time.Time) *Builder {
 func (b *Builder) Envelope(p *Participant, to, method string, params map[string]any) ([]byte, error) {
 	b.n++
 	b.Clock = b.Clock.Add(b.Step)
-	env := map[string]any{
+	var env map[string]any
+	if b.Form == Reference {
+		ps := map[string]any{"workspace": b.Workspace, "from": p.URI, "ts": ledger.Timestamp(b.Clock)}
+		if to != "" {
+			ps["to"] = to
+		}
+		for k, v := range params {
+			ps[k] = v
+		}
+		env = map[string]any{"jsonrpc": "2.0", "id": fmt.Sprintf("%s-%06d", b.Workspace, b.n), "method": method, "params": ps}
+	} else {
+		env = b.paper(p, to, method, params)
+	}
+	return b.sign(p, env)
+}
+
+// paper returns the envelope of the paper's Listing 1 form.
+func (b *Builder) paper(p *Participant, to, method string, params map[string]any) map[string]any {
+	return map[string]any{
 		"jsonrpc":   "2.0",
 		"chap":      "0.3",
 		"id":        fmt.Sprintf("%s-%06d", b.Workspace, b.n),
@@ -71,6 +103,10 @@ func (b *Builder) Envelope(p *Participant, to, method string, params map[string]
 		"params":    params,
 		"evidence":  map[string]any{"prev_hash": b.head.String()},
 	}
+}
+
+// sign signs env with p's key, links it and keeps (or sinks) it.
+func (b *Builder) sign(p *Participant, env map[string]any) ([]byte, error) {
 	raw, err := json.Marshal(env)
 	if err != nil {
 		return nil, err
@@ -101,6 +137,13 @@ func (b *Builder) Envelope(p *Participant, to, method string, params map[string]
 // signs (CHAP binding, "Roles": nobody declares itself admin after the first member).
 func (b *Builder) Join(p *Participant, coordinator string) error {
 	params := map[string]any{"uri": p.URI, "type": p.Type, "role": p.Role, "jwk": chap.JWK(p.Kid, p.Public())}
+	if b.Form == Reference {
+		// The reference Coordinator's join: the participant is the sender, its keys a JWK Set.
+		jwk := chap.JWK(p.Kid, p.Public())
+		jwk["use"], jwk["alg"] = "sig", "EdDSA"
+		params = map[string]any{"type": p.Type, "role": p.Role, "display_name": p.URI, "jwks": map[string]any{"keys": []any{jwk}}}
+		coordinator = ""
+	}
 	from := p
 	if p.Role == chap.RoleAdmin && b.joined > 0 {
 		if len(b.admins) == 0 {
