@@ -119,6 +119,25 @@ func TestReferenceWireForm(t *testing.T) {
 				t.Fatalf("tasks %+v %+v", tl.Tasks[0], tl.Tasks[1])
 			}
 		}},
+		{"ids bound in the Coordinator's creation order (ULIDs sort by creation)", []ref{
+			create("human:lead", "agent:drafter"),
+			{"agent:drafter", "task.update", map[string]any{"task_id": "tsk_01HF7YAT010009WDVSQ5ZMMZ0N", "state": "in_progress"}},
+			{"agent:drafter", "escalate.raise", map[string]any{"original_task_id": "tsk_01HF7YAT010009WDVSQ5ZMMZ0N", "new_task": map[string]any{"assignee": "human:rev2", "kind": "k"}}},
+			create("human:lead", "human:rev"),
+			{"human:rev", "task.update", map[string]any{"task_id": "tsk_01HF7YAT05001HE5B0KXY78V39", "state": "in_progress"}},
+			create("human:lead", "agent:drafter"),
+			// The drafter created the escalation's task, but that task was created before the
+			// one bound to ...05001, so ...08002 cannot be it.
+			{"agent:drafter", "task.update", map[string]any{"task_id": "tsk_01HF7YAT08002F3EYDSFX57R58", "state": "in_progress"}},
+		}, nil, func(t *testing.T, tl *Timeline) {
+			got := map[uint64]string{}
+			for _, tk := range tl.Tasks {
+				got[*tk.CreatedSeq] = tk.ID
+			}
+			if got[6] != "tsk_01HF7YAT010009WDVSQ5ZMMZ0N" || got[8] != "(task of seq 8)" || got[9] != "tsk_01HF7YAT05001HE5B0KXY78V39" || got[11] != "tsk_01HF7YAT08002F3EYDSFX57R58" {
+				t.Fatalf("bindings %v", got)
+			}
+		}},
 		{"review, approval naming the reviewed digest", []ref{
 			create("human:lead", "agent:drafter"), review,
 			{"human:rev", "review.depth", map[string]any{"task_id": T1, "artefact_routing_hints": map[string]any{"model_id": "m1"}}},

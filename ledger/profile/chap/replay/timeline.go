@@ -252,6 +252,8 @@ type Builder struct {
 	// gave them (the reference Coordinator returns task, deliberation, whisper and handoff ids
 	// in its response, which the audit log does not record), by kind, oldest first.
 	unbound map[string][]string
+	provSeq map[string]uint64 // provisional key → seq of the record that created it
+	anchors []anchor          // Coordinator ids bound so far, with the seq that created them
 	left    map[string]string // role of a member that left (a re-join without a role gets it back)
 }
 
@@ -262,7 +264,7 @@ func New(chain, task string) *Builder {
 		only: task, roles: map[string]string{}, lastTS: map[string]time.Time{}, tasks: map[string]*Task{},
 		byID: map[string]*artefact{}, byLogical: map[string]*artefact{}, taskLatest: map[string]*artefact{},
 		delibs: map[string]*Deliberation{}, whispers: map[string]*Whisper{}, lastWhisp: map[string]*Whisper{},
-		handoffIDs: map[string]*Handoff{}, unbound: map[string][]string{}, left: map[string]string{}}
+		handoffIDs: map[string]*Handoff{}, unbound: map[string][]string{}, provSeq: map[string]uint64{}, left: map[string]string{}}
 }
 
 // PrivilegedMethod reports whether a CHAP method needs the admin role: workspace.set_profiles
@@ -1124,7 +1126,71 @@ func (b *Builder) Timeline() *Timeline {
 func (b *Builder) provisional(kind string, seq uint64) string {
 	key := fmt.Sprintf("(%s of seq %d)", kind, seq)
 	b.unbound[kind] = append(b.unbound[kind], key)
+	b.provSeq[key] = seq
 	return key
+}
+
+// anchor is a Coordinator-assigned id the replay has bound, by its ULID, and the seq of the
+// record that created it.
+type anchor struct {
+	seq  uint64
+	ulid string
+}
+
+// ulidOf returns the ULID of a Coordinator id ("tsk_01HF…", "dlb_…", "art_…", "hnd_…"), ""
+// when it is not one. The reference Coordinator draws every kind of id from one ULID factory,
+// so its ids sort in the order it created them (a ULID leads with its time).
+func ulidOf(id string) string {
+	_, u, ok := strings.Cut(id, "_")
+	if !ok || len(u) != 26 {
+		return ""
+	}
+	for _, c := range u {
+		if !strings.ContainsRune("0123456789ABCDEFGHJKMNPQRSTVWXYZ", c) {
+			return ""
+		}
+	}
+	return u
+}
+
+// pick chooses the unbound object of kind that id names: one whose creation fits id's place
+// among the Coordinator ids already bound (ids created before it sort before it, those created
+// after it sort after it), preferring one prefer accepts, else the oldest. "" when none fits.
+func (b *Builder) pick(kind, id string, prefer func(key string) bool) string {
+	u := ulidOf(id)
+	var fits []string
+	for _, key := range b.unbound[kind] {
+		ok := true
+		if u != "" {
+			s := b.provSeq[key]
+			for _, a := range b.anchors {
+				if (a.seq < s && a.ulid >= u) || (a.seq > s && a.ulid <= u) {
+					ok = false
+					break
+				}
+			}
+		}
+		if ok {
+			fits = append(fits, key)
+		}
+	}
+	if len(fits) == 0 {
+		return ""
+	}
+	choice := fits[0]
+	if prefer != nil {
+		for _, key := range fits {
+			if prefer(key) {
+				choice = key
+				break
+			}
+		}
+	}
+	b.takeUnbound(kind, choice)
+	if u != "" {
+		b.anchors = append(b.anchors, anchor{seq: b.provSeq[choice], ulid: u})
+	}
+	return choice
 }
 
 // takeUnbound removes key from the unbound queue of kind.
@@ -1147,19 +1213,13 @@ func (b *Builder) bindTask(id, from string) string {
 	if id == "" || b.tasks[id] != nil {
 		return id
 	}
-	q := b.unbound["task"]
-	if len(q) == 0 {
+	pick := b.pick("task", id, func(k string) bool {
+		t := b.tasks[k]
+		return t != nil && (t.CreatedBy == from || slices.Contains(t.Assignees, from))
+	})
+	if pick == "" {
 		return id
 	}
-	pick := q[0]
-	for _, k := range q {
-		t := b.tasks[k]
-		if t != nil && (t.CreatedBy == from || slices.Contains(t.Assignees, from)) {
-			pick = k
-			break
-		}
-	}
-	b.takeUnbound("task", pick)
 	t := b.tasks[pick]
 	delete(b.tasks, pick)
 	t.ID, t.IDInferred = id, true
@@ -1197,14 +1257,23 @@ func (b *Builder) bindTask(id, from string) string {
 	return id
 }
 
+// pickIf is pick for a non-empty id.
+func (b *Builder) pickIf(kind, id string) string {
+	if id == "" {
+		return ""
+	}
+	return b.pick(kind, id, nil)
+}
+
 // bindDeliberation binds a deliberation id the chain never opened to the oldest open without one.
 func (b *Builder) bindDeliberation(id string) *Deliberation {
-	q := b.unbound["deliberation"]
-	if id == "" || len(q) == 0 {
+	if id == "" {
 		return nil
 	}
-	key := q[0]
-	b.takeUnbound("deliberation", key)
+	key := b.pick("deliberation", id, nil)
+	if key == "" {
+		return nil
+	}
 	d := b.delibs[key]
 	delete(b.delibs, key)
 	d.ID, d.IDInferred = id, true
@@ -1223,9 +1292,7 @@ func (b *Builder) whisper(id, replyTo, taskID string) *Whisper {
 			return w
 		}
 	}
-	if q := b.unbound["whisper"]; id != "" && len(q) > 0 {
-		key := q[0]
-		b.takeUnbound("whisper", key)
+	if key := b.pickIf("whisper", id); key != "" {
 		w := b.whispers[key]
 		delete(b.whispers, key)
 		w.key = ""
@@ -1241,9 +1308,7 @@ func (b *Builder) handoff(id string) *Handoff {
 	if h := b.handoffIDs[id]; id != "" && h != nil {
 		return h
 	}
-	if q := b.unbound["handoff"]; id != "" && len(q) > 0 {
-		key := q[0]
-		b.takeUnbound("handoff", key)
+	if key := b.pickIf("handoff", id); key != "" {
 		h := b.handoffIDs[key]
 		delete(b.handoffIDs, key)
 		h.ID = id
