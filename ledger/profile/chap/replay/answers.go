@@ -76,6 +76,15 @@ func (b *Builder) answers() []Answer {
 		for _, c := range t.Controls {
 			add(7, "%s: %s", t.ID, c)
 		}
+		for _, c := range t.Routes {
+			add(7, "%s: %s", t.ID, c)
+		}
+		if t.Supersedes != "" {
+			add(7, "%s: successor of %s (escalation or supersession at seq %d)", t.ID, t.Supersedes, derefSeq(t.CreatedSeq))
+		}
+	}
+	for _, c := range b.t.Controls {
+		add(7, "%s", c)
 	}
 	for _, m := range b.t.Modes {
 		add(7, "mode %s → %s by %s at seq %d", orDash(m.From), m.To, m.By, m.Seq)
@@ -84,7 +93,11 @@ func (b *Builder) answers() []Answer {
 		add(5, "workspace mode: %s", b.t.Modes[len(b.t.Modes)-1].To)
 	}
 	for _, d := range b.t.Deliberations {
-		add(7, "deliberation %s under %s: %d vote(s), rule gives %s (recorded %s)", d.ID, orDash(d.Rule), len(d.Votes), d.Outcome, orDash(d.Recorded))
+		state := "open"
+		if d.Closed {
+			state = "closed"
+		}
+		add(7, "deliberation %s under %s (%s): %d vote(s), %d comment(s), rule gives %s (recorded %s)", d.ID, orDash(d.Rule), state, len(d.Votes), len(d.Comments), d.Outcome, orDash(d.Recorded))
 	}
 	add(8, "answered by `evident verify` over the bundle: links, signatures with the key valid at each record's time, seals and receipts")
 	for i := range out {
@@ -93,6 +106,13 @@ func (b *Builder) answers() []Answer {
 		}
 	}
 	return out
+}
+
+func derefSeq(p *uint64) uint64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
 
 func boolWord(b *bool) string {

@@ -108,7 +108,12 @@ func TestRules(t *testing.T) {
 			env(rev, "decide.approve", map[string]any{"task_id": "t1", "logical_id": "l1", "content_hash": scenario.ContentDigest(draft)})}, Impossible, CodeApprovalDigest},
 		{"privileged call by the admin", []step{env(co, "mode.set", map[string]any{"mode": "production"})}, Impossible, ""},
 		{"privileged call by a member without the role", []step{env(alice, "mode.set", map[string]any{"mode": "production"})}, Impossible, CodeUnprivileged},
-		{"control call by a member without the role", []step{env(bot, "control.rollback", map[string]any{"task_id": "t1"})}, Impossible, CodeUnprivileged},
+		{"control call by a member without the admin role (the membership floor)", []step{env(bot, "control.rollback", map[string]any{"task_id": "t1"})}, Impossible, ""},
+		{"control call by a non-member", []step{func(b *scenario.Builder, c cast) error {
+			_, err := b.Envelope(scenario.NewParticipant("agent:stranger", "agent", "", "replay"), c.co.URI, "control.pause", map[string]any{"task_id": "t1"})
+			return err
+		}}, Impossible, CodeUnknownPrivileged},
+		{"workspace.set_profiles by a member without the admin role", []step{env(alice, "workspace.set_profiles", map[string]any{"profiles": []string{"core/1.0"}})}, Impossible, CodeUnprivileged},
 		{"diff applies", []step{assign, submitDraft(), env(rev, "decide.override", map[string]any{"task_id": "t1", "logical_id": "l1", "diff": []any{map[string]any{"op": "replace", "path": "/refund_eur", "from": 100, "to": 50}}})}, Impossible, ""},
 		{"diff names a path the base lacks", []step{assign, submitDraft(), env(rev, "decide.override", map[string]any{"task_id": "t1", "logical_id": "l1", "diff": []any{map[string]any{"op": "replace", "path": "/subject", "value": "x"}}})}, Impossible, CodeDiffNotApplicable},
 		{"diff's from is not the base value", []step{assign, submitDraft(), env(rev, "decide.override", map[string]any{"task_id": "t1", "logical_id": "l1", "diff": []any{map[string]any{"op": "replace", "path": "/refund_eur", "from": 90, "to": 50}}})}, Impossible, CodeDiffNotApplicable},

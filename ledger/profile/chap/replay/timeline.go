@@ -5,12 +5,14 @@
 // decide.override with the RFC 6902 diff applied to the base artefact, rationales, tags and
 // policy references, abstentions and escalations, whispers and the defaults that applied,
 // handoffs, deliberation votes and the rule's outcome, and mode changes. It answers the eight
-// questions of the CHAP paper's §9.3 for the chain (or one task).
+// questions of the CHAP paper's §9.3 for the chain (or one task). Every method the reference
+// Coordinator records (its wire form: routing fields in params) replays with that
+// Coordinator's semantics, ids it assigned in its unrecorded responses bound by inference.
 //
 // Histories that cannot have happened under the CHAP rules are reported as Findings with a
 // stable code (docs/profiles/chap.md, "Replay"): a task completed that was never assigned, an
 // approval whose artefact digest differs from what was sent for review, a privileged call by a
-// member without the admin role, a diff that does not apply to its base artefact, a decision
+// member without the admin role (or a member-only call by a non-member), a diff that does not apply to its base artefact, a decision
 // whose stated result differs from its diff applied to the base. Timestamps going backwards
 // for one sender are a warning, not an impossibility (clocks drift; the chain order stands).
 package replay
@@ -19,6 +21,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -110,6 +113,7 @@ type Whisper struct {
 	Answer   string   `json:"answer,omitempty"`
 	By       string   `json:"by,omitempty"`
 	Outcome  string   `json:"outcome"` // answered, default_applied, open
+	key      string   // its provisional key while the Coordinator's id for it is not known
 }
 
 // Vote is one deliberation vote.
@@ -123,29 +127,38 @@ type Vote struct {
 
 // Deliberation is a multi-party decision and the outcome its rule gives.
 type Deliberation struct {
-	ID       string `json:"id"`
-	Seq      uint64 `json:"seq"`
-	Rule     string `json:"rule"`
-	Quorum   int64  `json:"quorum,omitempty"`
-	Voters   int    `json:"voters,omitempty"`
-	Votes    []Vote `json:"votes"`
-	Outcome  string `json:"outcome"`            // approved, rejected, vetoed, pending
-	Recorded string `json:"recorded,omitempty"` // the outcome the chain records, if any
+	ID         string   `json:"id"`
+	IDInferred bool     `json:"id_inferred,omitempty"` // the Coordinator assigned the id; bound to this open by inference
+	Seq        uint64   `json:"seq"`
+	Task       string   `json:"task,omitempty"`
+	Rule       string   `json:"rule"`
+	Quorum     int64    `json:"quorum,omitempty"`
+	Voters     int      `json:"voters,omitempty"`
+	Votes      []Vote   `json:"votes"`
+	Comments   []string `json:"comments,omitempty"`
+	Closed     bool     `json:"closed,omitempty"`
+	Outcome    string   `json:"outcome"`            // approved, rejected, vetoed, pending
+	Recorded   string   `json:"recorded,omitempty"` // the outcome the chain records, if any
+	weights    map[string]int64
+	vetoRight  map[string]bool
 }
 
 // Handoff is a transfer of work.
 type Handoff struct {
+	ID       string   `json:"id,omitempty"`
 	Seq      uint64   `json:"seq"`
 	From     string   `json:"from"`
 	To       []string `json:"to"`
 	Tasks    []string `json:"tasks,omitempty"`
 	Note     string   `json:"note,omitempty"`
 	Accepted string   `json:"accepted_by,omitempty"`
+	Declined string   `json:"declined_by,omitempty"`
 }
 
 // Task is one task's lifecycle.
 type Task struct {
 	ID            string     `json:"id"`
+	IDInferred    bool       `json:"id_inferred,omitempty"` // the Coordinator assigned the id; bound to its create by inference
 	Kind          string     `json:"kind,omitempty"`
 	CreatedBy     string     `json:"created_by,omitempty"`
 	CreatedSeq    *uint64    `json:"created_seq,omitempty"`
@@ -165,6 +178,8 @@ type Task struct {
 	Whispers      []*Whisper `json:"whispers,omitempty"`
 	Handoffs      []*Handoff `json:"handoffs,omitempty"`
 	Controls      []string   `json:"controls,omitempty"` // pause, rollback, supersede … with who
+	Routes        []string   `json:"routes,omitempty"`   // task.route, review.depth, escalate.auto: decisions the Coordinator's policy took
+	Supersedes    string     `json:"supersedes,omitempty"`
 	reviewDigest  string
 	assigned      bool
 	warnedUnknown bool
@@ -195,6 +210,7 @@ type Timeline struct {
 	Tasks         []*Task         `json:"tasks"`
 	Modes         []ModeChange    `json:"modes,omitempty"`
 	Deliberations []*Deliberation `json:"deliberations,omitempty"`
+	Controls      []string        `json:"controls,omitempty"` // workspace-wide control, profile and audit calls, with who
 	Findings      []Finding       `json:"findings"`
 	Answers       []Answer        `json:"answers"`
 }
@@ -228,9 +244,17 @@ type Builder struct {
 	byLogical  map[string]*artefact // logical id → latest version
 	taskLatest map[string]*artefact // task → latest artefact
 	delibs     map[string]*Deliberation
-	whispers   map[string]*Whisper // whisper id (the ask's envelope id) → whisper
+	whispers   map[string]*Whisper // whisper id (params.whisper_id, else the ask's envelope id) → whisper
 	lastWhisp  map[string]*Whisper // task → last open whisper
 	handoffs   []*Handoff
+	handoffIDs map[string]*Handoff
+	// unbound are the objects created by a request that does not carry the id the Coordinator
+	// gave them (the reference Coordinator returns task, deliberation, whisper and handoff ids
+	// in its response, which the audit log does not record), by kind, oldest first.
+	unbound map[string][]string
+	provSeq map[string]uint64 // provisional key → seq of the record that created it
+	anchors []anchor          // Coordinator ids bound so far, with the seq that created them
+	left    map[string]string // role of a member that left (a re-join without a role gets it back)
 }
 
 // New starts a timeline of chain; task, when not "", keeps only that task's events (the
@@ -239,27 +263,39 @@ func New(chain, task string) *Builder {
 	return &Builder{t: Timeline{Chain: chain, Task: task, Events: []Event{}, Tasks: []*Task{}, Findings: []Finding{}},
 		only: task, roles: map[string]string{}, lastTS: map[string]time.Time{}, tasks: map[string]*Task{},
 		byID: map[string]*artefact{}, byLogical: map[string]*artefact{}, taskLatest: map[string]*artefact{},
-		delibs: map[string]*Deliberation{}, whispers: map[string]*Whisper{}, lastWhisp: map[string]*Whisper{}}
+		delibs: map[string]*Deliberation{}, whispers: map[string]*Whisper{}, lastWhisp: map[string]*Whisper{},
+		handoffIDs: map[string]*Handoff{}, unbound: map[string][]string{}, provSeq: map[string]uint64{}, left: map[string]string{}}
 }
 
-// PrivilegedMethod reports whether a CHAP method is privileged (the paper's §6.8 Control
-// commands and the mode, policy and workspace-configuration changes of §8.2): only a member
-// whose role is admin may call it (docs/profiles/chap.md, "Replay").
+// PrivilegedMethod reports whether a CHAP method needs the admin role: workspace.set_profiles
+// (the reference Coordinator's rule) and the mode, policy and workspace-configuration changes
+// of the paper's §8.2 (docs/profiles/chap.md, "Replay").
 func PrivilegedMethod(m string) bool {
 	switch {
-	case strings.HasPrefix(m, "control."), strings.HasPrefix(m, "mode."), strings.HasPrefix(m, "modes."),
-		strings.HasPrefix(m, "policy."):
+	case strings.HasPrefix(m, "mode."), strings.HasPrefix(m, "modes."), strings.HasPrefix(m, "policy."):
 		return true
 	}
 	switch m {
-	case "workspace.mode", "workspace.set_mode", "workspace.update", "workspace.policy":
+	case "workspace.mode", "workspace.set_mode", "workspace.update", "workspace.policy", "workspace.set_profiles":
 		return true
 	}
 	return false
 }
 
+// MemberMethod reports whether a CHAP method may be called only by a member of the workspace
+// whatever its role: the reference Coordinator's floor for control.* (the paper's §6.8),
+// deliberate.* and handoff.*.
+func MemberMethod(m string) bool {
+	for _, prefix := range []string{"control.", "deliberate.", "deliberation.", "handoff."} {
+		if strings.HasPrefix(m, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 func (b *Builder) find(sev Severity, code string, seq uint64, task, format string, args ...any) {
-	if b.only != "" && task != b.only && task != "" {
+	if b.only != "" && task != b.only && task != "" && !provisionalKey(task) {
 		return
 	}
 	b.t.Findings = append(b.t.Findings, Finding{Severity: sev, Code: code, Seq: seq, Task: task, Detail: fmt.Sprintf(format, args...)})
@@ -302,11 +338,14 @@ func (b *Builder) Add(seq uint64, r *chap.Record) {
 		b.event(ev)
 		return
 	}
-	if PrivilegedMethod(r.Method) {
+	if ev.Task != "" {
+		ev.Task = b.bindTask(ev.Task, r.From)
+	}
+	if PrivilegedMethod(r.Method) || MemberMethod(r.Method) {
 		role, member := b.roles[r.From]
 		if !member {
-			b.find(Impossible, CodeUnknownPrivileged, seq, ev.Task, "%s called privileged %s but never joined the workspace", r.From, r.Method)
-		} else if role != chap.RoleAdmin {
+			b.find(Impossible, CodeUnknownPrivileged, seq, ev.Task, "%s called %s but is not a member of the workspace (never joined, or left)", r.From, r.Method)
+		} else if PrivilegedMethod(r.Method) && role != chap.RoleAdmin {
 			b.find(Impossible, CodeUnprivileged, seq, ev.Task, "%s (role %q) called privileged %s, which needs the admin role", r.From, role, r.Method)
 		}
 	}
@@ -314,8 +353,12 @@ func (b *Builder) Add(seq uint64, r *chap.Record) {
 	b.event(ev)
 }
 
+// provisionalKey reports whether a task key is one of a task whose id is not known (yet): its
+// events are kept until the end of the replay, when the filter is applied again.
+func provisionalKey(task string) bool { return strings.HasPrefix(task, "(") }
+
 func (b *Builder) event(ev Event) {
-	if b.only != "" && ev.Task != b.only && !b.touches(ev) {
+	if b.only != "" && ev.Task != b.only && !provisionalKey(ev.Task) && !b.touches(ev) {
 		return
 	}
 	b.t.Events = append(b.t.Events, ev)
@@ -349,14 +392,15 @@ func (b *Builder) refusal(seq uint64, r *chap.Record) {
 	b.find(Info, CodeRefusal, seq, task, "the Coordinator refused %s from %s: %s", orDash(r.Method), orDash(r.From), orDash(reason))
 }
 
-// apply records a method's effect and returns the event's summary.
+// apply records a method's effect and returns the event's summary. Params are read where the
+// reference Coordinator reads them (its handlers), and where the paper's examples put them.
 func (b *Builder) apply(seq uint64, r *chap.Record, p *canonical.Object, ev *Event) string {
 	taskID := ev.Task
 	switch m := r.Method; {
 	case m == "participant.join":
 		uri := firstNonEmpty(str(p, "uri"), str(p, "participant"), r.From)
 		if _, known := b.roles[uri]; !known {
-			b.roles[uri] = str(p, "role")
+			b.roles[uri] = firstNonEmpty(str(p, "role"), b.left[uri])
 		}
 		if uri != r.From {
 			return fmt.Sprintf("%s admitted %s as %s", r.From, uri, orDash(b.roles[uri]))
@@ -365,31 +409,50 @@ func (b *Builder) apply(seq uint64, r *chap.Record, p *canonical.Object, ev *Eve
 	case m == "participant.rotate_key":
 		return fmt.Sprintf("%s rotated key %s", r.From, str(p, "old_kid"))
 	case m == "participant.revoke_key":
-		return fmt.Sprintf("%s revoked key %s of %s", r.From, str(p, "kid"), firstNonEmpty(str(p, "participant"), r.From))
+		return fmt.Sprintf("%s revoked key %s of %s", r.From, str(p, "kid"), firstNonEmpty(str(p, "target_uri"), str(p, "participant"), r.From))
 	case m == "participant.leave":
+		// The reference Coordinator deletes the member: it is no member from here on.
+		if role, ok := b.roles[r.From]; ok {
+			b.left[r.From] = role
+			delete(b.roles, r.From)
+		}
 		return r.From + " left"
 	case m == "workspace.create":
-		if md := str(p, "mode"); md != "" {
-			b.setMode(seq, r, md)
-		}
-		return fmt.Sprintf("%s created workspace %s (profiles %s, mode %s)", r.From, firstNonEmpty(str(p, "workspace_id"), r.Workspace), strings.Join(strs(p, "profiles"), ", "), orDash(b.mode))
-	case m == "workspace.mode" || m == "workspace.set_mode" || strings.HasPrefix(m, "mode.") || strings.HasPrefix(m, "modes.") || m == "control.set_mode_ceiling":
-		md := firstNonEmpty(str(p, "mode"), str(p, "to"), str(p, "ceiling"))
+		// The reference Coordinator starts a workspace in trial mode unless told otherwise.
+		b.setMode(seq, r, firstNonEmpty(str(p, "mode"), "trial"))
+		return fmt.Sprintf("%s created workspace %s (profiles %s, mode %s)", orDash(r.From), firstNonEmpty(str(p, "workspace_id"), r.Workspace), strings.Join(strs(p, "profiles"), ", "), orDash(b.mode))
+	case m == "workspace.set_profiles":
+		c := fmt.Sprintf("profiles set to %s by %s at seq %d", strings.Join(strs(p, "profiles"), ", "), r.From, seq)
+		b.t.Controls = append(b.t.Controls, c)
+		return fmt.Sprintf("%s set the workspace's profiles: %s", r.From, strings.Join(strs(p, "profiles"), ", "))
+	case m == "workspace.mode" || m == "workspace.set_mode" || strings.HasPrefix(m, "mode.") || strings.HasPrefix(m, "modes."):
+		md := firstNonEmpty(str(p, "mode"), str(p, "to"))
 		prev := b.mode
 		b.setMode(seq, r, md)
 		return fmt.Sprintf("%s changed mode %s → %s", r.From, orDash(prev), orDash(md))
 	case m == "task.create":
-		t := b.task(taskID)
+		id := taskID
+		if id == "" {
+			id = b.provisional("task", seq)
+		}
+		t := b.task(id)
 		if t.CreatedSeq == nil {
 			s := seq
 			t.CreatedSeq = &s
 		}
-		t.Kind, t.CreatedBy, t.Status, t.Mode = str(p, "kind"), r.From, "created", b.mode
+		t.Kind, t.CreatedBy, t.Status, t.Mode = str(p, "kind"), r.From, "created", firstNonEmpty(str(p, "mode"), b.mode)
 		t.PolicyRefs = append(t.PolicyRefs, strs(p, "policy_refs")...)
-		if a, ok := p.Object("artefact"); ok {
-			b.artefact(seq, taskID, r, a)
+		// The reference Coordinator assigns at creation: params.assignee, else params.to.
+		if who := firstNonEmpty(str(p, "assignee"), str(p, "to")); who != "" && who != "service:coordinator" {
+			t.AssignedBy = appendOnce(t.AssignedBy, r.From)
+			t.Assignees = appendOnce(t.Assignees, who)
+			t.assigned = true
 		}
-		return fmt.Sprintf("%s created task %s (%s)", r.From, taskID, orDash(t.Kind))
+		if a, ok := p.Object("artefact"); ok {
+			b.artefact(seq, id, r, a)
+		}
+		ev.Task = id
+		return fmt.Sprintf("%s created task %s (%s)%s", r.From, id, orDash(t.Kind), assignedTo(t))
 	case m == "task.assign":
 		t := b.known(seq, taskID, m)
 		who := firstNonEmpty(str(p, "assignee"), strings.Join(strs(p, "assignees"), ", "), str(p, "to"))
@@ -397,6 +460,22 @@ func (b *Builder) apply(seq uint64, r *chap.Record, p *canonical.Object, ev *Eve
 		t.Assignees = appendOnce(t.Assignees, who)
 		t.assigned, t.Status = true, "assigned"
 		return fmt.Sprintf("%s assigned %s to %s", r.From, taskID, orDash(who))
+	case m == "task.route":
+		// The Coordinator's routing policy picks the assignee among the candidates; the pick is
+		// in its response, not in the chain.
+		t := b.known(seq, taskID, m)
+		c := fmt.Sprintf("routed by the Coordinator's policy among %s at seq %d (asked by %s)", orDash(strings.Join(strs(p, "candidates"), ", ")), seq, r.From)
+		t.Routes = append(t.Routes, c)
+		t.assigned = true
+		return fmt.Sprintf("%s asked the Coordinator to route %s among %s", r.From, taskID, orDash(strings.Join(strs(p, "candidates"), ", ")))
+	case m == "review.depth":
+		t := b.known(seq, taskID, m)
+		t.Routes = append(t.Routes, fmt.Sprintf("review depth decided by the Coordinator's policy at seq %d (asked by %s)", seq, r.From))
+		return fmt.Sprintf("%s asked the Coordinator's review-depth policy about %s", r.From, taskID)
+	case m == "escalate.auto":
+		t := b.known(seq, taskID, m)
+		t.Routes = append(t.Routes, fmt.Sprintf("automatic escalation evaluated by the Coordinator's policy at seq %d (asked by %s, default target %s)", seq, r.From, orDash(str(p, "default_escalation_target"))))
+		return fmt.Sprintf("%s asked the Coordinator's escalation policy about %s", r.From, taskID)
 	case m == "task.accept" || m == "task.start":
 		t := b.known(seq, taskID, m)
 		t.AcceptedBy = appendOnce(t.AcceptedBy, r.From)
@@ -408,13 +487,14 @@ func (b *Builder) apply(seq uint64, r *chap.Record, p *canonical.Object, ev *Eve
 		return fmt.Sprintf("%s declined %s: %s", r.From, taskID, str(p, "reason"))
 	case m == "task.update" || m == "task.progress":
 		t := b.known(seq, taskID, m)
-		if s := str(p, "status"); s != "" {
-			t.Status = s
-			if s == "in_progress" && t.assigned {
+		st := firstNonEmpty(str(p, "state"), str(p, "status")) // state: the reference Coordinator's name
+		if st != "" {
+			t.Status = st
+			if st == "in_progress" && t.assigned {
 				t.AcceptedBy = appendOnce(t.AcceptedBy, r.From)
 			}
 		}
-		return fmt.Sprintf("%s updated %s: %s", r.From, taskID, orDash(str(p, "status")))
+		return fmt.Sprintf("%s updated %s: %s", r.From, taskID, orDash(firstNonEmpty(st, str(p, "progress_note"))))
 	case m == "task.complete":
 		t := b.known(seq, taskID, m)
 		if !t.assigned {
@@ -432,23 +512,64 @@ func (b *Builder) apply(seq uint64, r *chap.Record, p *canonical.Object, ev *Eve
 		return fmt.Sprintf("%s submitted artefact %s (%s)", r.From, firstNonEmpty(str(a, "id"), str(a, "logical_id")), v.digest)
 	case m == "review.request":
 		t := b.known(seq, taskID, m)
-		rev := firstNonEmpty(str(p, "reviewer"), strings.Join(strs(p, "reviewers"), ", "))
-		t.Reviewers = appendOnce(t.Reviewers, rev)
+		revs := firstList(p, "to")
+		if len(revs) == 0 {
+			revs = append(firstList(p, "reviewer"), strs(p, "reviewers")...)
+		}
+		for _, rv := range revs {
+			t.Reviewers = appendOnce(t.Reviewers, rv)
+		}
 		if a := b.base(taskID, p); a != nil {
 			t.reviewDigest = a.digest
 		}
+		if av, ok := p.Get("artefact"); ok && str(p, "artefact_id") == "" {
+			// The reference Coordinator's form: params.artefact is the content under review.
+			v := &artefact{content: av, digest: Digest(av)}
+			if o, ok := av.(*canonical.Object); ok {
+				if _, hasContent := o.Get("content"); hasContent {
+					v = b.artefact(seq, taskID, r, o)
+				}
+			}
+			if taskID != "" {
+				b.taskLatest[taskID] = v
+				t.Producers = appendOnce(t.Producers, r.From)
+			}
+			t.reviewDigest = v.digest
+		}
 		if h := str(p, "content_hash"); h != "" {
-			t.reviewDigest = h
+			t.reviewDigest = normDigest(h)
 		}
 		t.Status = "in_review"
-		return fmt.Sprintf("%s requested review of %s by %s", r.From, orDash(str(p, "artefact_id")), orDash(rev))
+		return fmt.Sprintf("%s requested review of %s by %s", r.From, orDash(firstNonEmpty(str(p, "artefact_id"), taskID)), orDash(strings.Join(revs, ", ")))
 	case m == "decide.approve" || m == "decide.reject" || m == "decide.override":
 		return b.decide(seq, r, p, strings.TrimPrefix(m, "decide."))
 	case m == "abstain.declare" || m == "decide.abstain":
 		t := b.known(seq, taskID, m)
 		d := Decision{Seq: seq, Kind: "abstain", By: r.From, TS: ev.TS, Category: firstNonEmpty(str(p, "reason_category"), str(p, "category")), Rationale: firstNonEmpty(str(p, "rationale"), str(p, "reason"))}
 		t.Abstentions = append(t.Abstentions, d)
+		t.Status = "abstained"
 		return fmt.Sprintf("%s abstained (%s)", r.From, orDash(d.Category))
+	case m == "escalate.raise":
+		// The reference Coordinator: the original task is escalated to a new task it creates
+		// for new_task.assignee (its id is in the response).
+		orig := b.bindTask(str(p, "original_task_id"), r.From)
+		if orig == "" {
+			orig = taskID
+		}
+		nt, _ := p.Object("new_task")
+		to := str(nt, "assignee")
+		ot := b.known(seq, orig, m)
+		ot.Escalations = append(ot.Escalations, Decision{Seq: seq, Kind: "escalate", By: r.From, TS: ev.TS, Rationale: firstNonEmpty(str(p, "reason"), str(p, "rationale")), Category: to})
+		ot.Status = "escalated"
+		id := b.provisional("task", seq)
+		t := b.task(id)
+		s := seq
+		t.CreatedSeq, t.CreatedBy, t.Status, t.Kind, t.Mode, t.Supersedes = &s, r.From, "created", firstNonEmpty(str(nt, "kind"), ot.Kind), ot.Mode, orig
+		if to != "" {
+			t.AssignedBy, t.Assignees, t.assigned = []string{r.From}, []string{to}, true
+		}
+		ev.Task = orig
+		return fmt.Sprintf("%s escalated %s to %s (new task %s)", r.From, orig, orDash(to), id)
 	case strings.Contains(m, "escalat"):
 		t := b.known(seq, taskID, m)
 		d := Decision{Seq: seq, Kind: "escalate", By: r.From, TS: ev.TS, Rationale: firstNonEmpty(str(p, "reason"), str(p, "rationale")), Category: firstNonEmpty(str(p, "to"), strings.Join(strs(p, "to"), ", "))}
@@ -456,32 +577,54 @@ func (b *Builder) apply(seq uint64, r *chap.Record, p *canonical.Object, ev *Eve
 		t.Status = "escalated"
 		return fmt.Sprintf("%s escalated %s to %s", r.From, taskID, orDash(d.Category))
 	case m == "whisper.ask":
-		w := &Whisper{Seq: seq, From: r.From, Question: str(p, "question"), Options: strs(p, "options"), Default: str(p, "default_if_no_answer"), Deadline: str(p, "deadline"), Outcome: "open"}
-		b.whispers[r.ID] = w
+		w := &Whisper{Seq: seq, From: r.From, Question: str(p, "question"), Options: options(p), Default: firstNonEmpty(str(p, "default_if_no_answer"), value(p, "default_if_lapsed")), Deadline: firstNonEmpty(str(p, "deadline"), msWord(str(p, "deadline_ms"))), Outcome: "open"}
+		id := str(p, "whisper_id")
+		if id == "" {
+			// The reference Coordinator names the whisper in its response; the paper's answer
+			// names the ask's envelope id.
+			id = b.provisional("whisper", seq)
+			w.key = id
+			if r.ID != "" {
+				b.whispers[r.ID] = w
+			}
+		}
+		b.whispers[id] = w
 		b.lastWhisp[taskID] = w
 		if taskID != "" {
 			t := b.known(seq, taskID, m)
 			t.Whispers = append(t.Whispers, w)
 		}
-		return fmt.Sprintf("%s whispered to %s: %s", r.From, strings.Join(strs(p, "to"), ", "), w.Question)
+		return fmt.Sprintf("%s whispered to %s: %s", r.From, strings.Join(firstList(p, "to"), ", "), w.Question)
 	case m == "whisper.answer":
-		w := b.whispers[firstNonEmpty(str(p, "whisper_id"), str(p, "in_reply_to"))]
-		if w == nil {
-			w = b.lastWhisp[taskID]
-		}
+		w := b.whisper(str(p, "whisper_id"), str(p, "in_reply_to"), taskID)
+		ans := firstNonEmpty(str(p, "answer_option"), str(p, "choice"), str(p, "answer"), str(p, "answer_text"))
 		if w != nil {
-			w.Answer, w.By = firstNonEmpty(str(p, "choice"), str(p, "answer")), r.From
+			w.Answer, w.By = ans, r.From
 			w.Outcome = "answered"
 			if str(p, "status") == "defaulted" {
 				w.Answer, w.Outcome = w.Default, "default_applied"
 			}
 		}
-		return fmt.Sprintf("%s answered the whisper: %s", r.From, firstNonEmpty(str(p, "choice"), str(p, "answer")))
+		return fmt.Sprintf("%s answered the whisper: %s", r.From, ans)
+	case m == "notify.message" && str(p, "kind") == "whisper_lapsed":
+		// Recorded by the reference Coordinator when a whisper's deadline passed unanswered.
+		w := b.whisper(str(p, "whisper_id"), "", taskID)
+		def := value(p, "default_applied")
+		if w != nil {
+			w.Outcome, w.Answer = "default_applied", firstNonEmpty(def, w.Default)
+			b.find(Info, CodeWhisperDefaulted, seq, taskID, "whisper %q lapsed unanswered: the Coordinator applied its default %q", w.Question, w.Answer)
+		}
+		return fmt.Sprintf("the whisper %s lapsed: default %s applied", orDash(str(p, "whisper_id")), orDash(def))
 	case m == "handoff.propose":
-		h := &Handoff{Seq: seq, From: r.From, To: firstList(p, "to"), Tasks: strs(p, "tasks"), Note: str(p, "note")}
+		h := &Handoff{ID: str(p, "handoff_id"), Seq: seq, From: r.From, To: firstList(p, "to"), Tasks: taskRefs(p, "tasks"), Note: firstNonEmpty(str(p, "summary"), str(p, "note"))}
+		if h.ID == "" {
+			h.ID = b.provisional("handoff", seq)
+		}
+		b.handoffIDs[h.ID] = h
 		b.handoffs = append(b.handoffs, h)
-		for _, id := range h.Tasks {
-			t := b.known(seq, id, m)
+		for i, id := range h.Tasks {
+			h.Tasks[i] = b.bindTask(id, r.From)
+			t := b.known(seq, h.Tasks[i], m)
 			t.Handoffs = append(t.Handoffs, h)
 		}
 		if taskID != "" && len(h.Tasks) == 0 {
@@ -490,26 +633,109 @@ func (b *Builder) apply(seq uint64, r *chap.Record, p *canonical.Object, ev *Eve
 			t.Handoffs = append(t.Handoffs, h)
 		}
 		return fmt.Sprintf("%s handed off %s to %s", r.From, strings.Join(h.Tasks, ", "), strings.Join(h.To, ", "))
-	case m == "handoff.accept":
-		if n := len(b.handoffs); n > 0 {
-			b.handoffs[n-1].Accepted = r.From
+	case m == "handoff.accept" || m == "handoff.decline":
+		h := b.handoff(str(p, "handoff_id"))
+		if h == nil {
+			return fmt.Sprintf("%s: %s of an unknown handoff", r.From, m)
 		}
-		return r.From + " accepted the handoff"
+		if m == "handoff.decline" {
+			h.Declined = r.From
+			return fmt.Sprintf("%s declined the handoff from %s: %s", r.From, h.From, orDash(str(p, "reason")))
+		}
+		h.Accepted = r.From
+		accepted := strs(p, "accepted_task_ids")
+		if _, ok := p.Get("accepted_task_ids"); !ok {
+			accepted = h.Tasks
+		}
+		for _, id := range accepted {
+			id = b.bindTask(id, r.From)
+			t := b.known(seq, id, m)
+			// The handoff makes the acceptor the task's assignee.
+			t.AssignedBy = appendOnce(t.AssignedBy, h.From+" (handoff)")
+			t.Assignees = appendOnce(t.Assignees, r.From)
+			t.assigned = true
+		}
+		return fmt.Sprintf("%s accepted the handoff from %s (%s)", r.From, h.From, strings.Join(accepted, ", "))
 	case strings.HasPrefix(m, "deliberation."):
 		return b.deliberate(seq, r, p, strings.TrimPrefix(m, "deliberation."))
+	case strings.HasPrefix(m, "deliberate."):
+		return b.deliberate(seq, r, p, strings.TrimPrefix(m, "deliberate."))
 	case strings.HasPrefix(m, "control."):
-		t := ""
-		if taskID != "" {
-			tk := b.known(seq, taskID, m)
-			tk.Controls = append(tk.Controls, fmt.Sprintf("%s by %s at seq %d", strings.TrimPrefix(m, "control."), r.From, seq))
-			t = taskID
-			if m == "control.supersede" {
-				tk.Status = "superseded"
-			}
-		}
-		return fmt.Sprintf("%s: %s %s %s", r.From, strings.TrimPrefix(m, "control."), t, str(p, "reason"))
+		return b.control(seq, r, p, ev)
+	case m == "audit.submit_to_scitt":
+		rng, _ := p.Object("range")
+		c := fmt.Sprintf("audit entries %s..%s submitted to a SCITT log by %s at seq %d", orDash(str(rng, "from_seq")), orDash(str(rng, "to_seq")), r.From, seq)
+		b.t.Controls = append(b.t.Controls, c)
+		return c
 	}
 	return fmt.Sprintf("%s called %s", orDash(r.From), r.Method)
+}
+
+// control applies control.* (the paper's §6.8; the reference Coordinator's control/1.0):
+// pause and resume of a task, a participant or the workspace, cancel, snapshot, rollback,
+// supersede (which creates the successor task) and the mode ceiling.
+func (b *Builder) control(seq uint64, r *chap.Record, p *canonical.Object, ev *Event) string {
+	verb := strings.TrimPrefix(r.Method, "control.")
+	taskID := ev.Task
+	scope := firstNonEmpty(str(p, "scope"), "task")
+	note := fmt.Sprintf("%s by %s at seq %d", verb, r.From, seq)
+	if rs := str(p, "reason"); rs != "" {
+		note += ": " + rs
+	}
+	switch verb {
+	case "pause", "resume":
+		switch scope {
+		case "participant":
+			who := firstNonEmpty(str(p, "participant_uri"), str(p, "uri"))
+			b.t.Controls = append(b.t.Controls, fmt.Sprintf("participant %s: %s", orDash(who), note))
+			return fmt.Sprintf("%s: %s participant %s", r.From, verb, orDash(who))
+		case "workspace":
+			b.t.Controls = append(b.t.Controls, "workspace: "+note)
+			return fmt.Sprintf("%s: %s the workspace", r.From, verb)
+		}
+	case "snapshot", "rollback":
+		c := note
+		if id := firstNonEmpty(str(p, "to_snapshot_artefact_id"), str(p, "snapshot_artefact_id"), str(p, "snapshot_id"), str(p, "label")); id != "" {
+			c += " (" + id + ")"
+		}
+		if taskID == "" {
+			b.t.Controls = append(b.t.Controls, "workspace: "+c)
+			return fmt.Sprintf("%s: %s", r.From, c)
+		}
+	case "set_mode_ceiling", "set_mode":
+		md := firstNonEmpty(str(p, "new_ceiling"), str(p, "mode_ceiling"), str(p, "ceiling"), str(p, "mode"))
+		b.t.Controls = append(b.t.Controls, fmt.Sprintf("mode ceiling → %s: %s", orDash(md), note))
+		return fmt.Sprintf("%s set the mode ceiling to %s", r.From, orDash(md))
+	}
+	if taskID == "" {
+		b.t.Controls = append(b.t.Controls, note)
+		return fmt.Sprintf("%s: %s %s", r.From, verb, str(p, "reason"))
+	}
+	tk := b.known(seq, taskID, r.Method)
+	tk.Controls = append(tk.Controls, note)
+	switch verb {
+	case "pause":
+		tk.Status = "paused"
+	case "resume":
+		tk.Status = "in_progress"
+	case "cancel":
+		tk.Status = "cancelled"
+	case "supersede":
+		tk.Status = "superseded"
+		if spec, ok := p.Object("successor_task"); ok {
+			id := b.provisional("task", seq)
+			t := b.task(id)
+			s := seq
+			t.CreatedSeq, t.CreatedBy, t.Status, t.Kind, t.Mode, t.Supersedes = &s, r.From, "created", str(spec, "kind"), firstNonEmpty(str(spec, "mode"), tk.Mode), taskID
+			who := firstNonEmpty(str(spec, "assignee"), strings.Join(tk.Assignees, ", "))
+			t.AssignedBy, t.assigned = []string{r.From}, true
+			if who != "" {
+				t.Assignees = []string{who}
+			}
+			return fmt.Sprintf("%s superseded %s by a new task %s", r.From, taskID, id)
+		}
+	}
+	return fmt.Sprintf("%s: %s %s %s", r.From, verb, taskID, str(p, "reason"))
 }
 
 func (b *Builder) setMode(seq uint64, r *chap.Record, md string) {
@@ -583,7 +809,7 @@ func (b *Builder) base(taskID string, p *canonical.Object) *artefact {
 }
 
 func (b *Builder) decide(seq uint64, r *chap.Record, p *canonical.Object, kind string) string {
-	taskID := str(p, "task_id")
+	taskID := b.bindTask(str(p, "task_id"), r.From)
 	t := b.known(seq, taskID, r.Method)
 	d := Decision{Seq: seq, Kind: kind, By: r.From, Artefact: firstNonEmpty(str(p, "artefact_id"), str(p, "based_on_artefact_id")),
 		LogicalID: str(p, "logical_id"), Rationale: firstNonEmpty(str(p, "rationale"), str(p, "note")), Tags: strs(p, "tags"),
@@ -636,7 +862,9 @@ func (b *Builder) decide(seq uint64, r *chap.Record, p *canonical.Object, kind s
 		}
 	}
 	if kind == "approve" {
-		named := str(p, "content_hash")
+		// approved_artefact_digest: the reference Coordinator's name (hex SHA-256 of the JCS of
+		// the artefact under review, which it checks before recording).
+		named := normDigest(firstNonEmpty(str(p, "content_hash"), str(p, "approved_artefact_digest")))
 		if named != "" {
 			d.Digest = named
 			want := t.reviewDigest
@@ -652,6 +880,9 @@ func (b *Builder) decide(seq uint64, r *chap.Record, p *canonical.Object, kind s
 		t.Status = "approved"
 	} else if kind == "reject" {
 		t.Status = "rejected"
+		if bv, _ := p.Get("request_revision"); bv == true {
+			t.Status = "in_progress" // the reference Coordinator sends the task back for revision
+		}
 	} else {
 		t.Status = "overridden"
 	}
@@ -664,8 +895,18 @@ func (b *Builder) decide(seq uint64, r *chap.Record, p *canonical.Object, kind s
 }
 
 func (b *Builder) deliberate(seq uint64, r *chap.Record, p *canonical.Object, verb string) string {
-	id := firstNonEmpty(str(p, "deliberation_id"), str(p, "task_id"))
+	id := str(p, "deliberation_id")
+	if strings.HasPrefix(r.Method, "deliberation.") && id == "" {
+		id = str(p, "task_id") // the paper's examples name a deliberation by its task
+	}
+	open := verb == "open" || verb == "start" || verb == "propose"
+	if open && id == "" {
+		id = b.provisional("deliberation", seq) // the reference Coordinator names it in its response
+	}
 	d := b.delibs[id]
+	if d == nil && !open {
+		d = b.bindDeliberation(id)
+	}
 	if d == nil {
 		d = &Deliberation{ID: id, Seq: seq, Votes: []Vote{}, Outcome: "pending"}
 		b.delibs[id] = d
@@ -674,16 +915,52 @@ func (b *Builder) deliberate(seq uint64, r *chap.Record, p *canonical.Object, ve
 	switch verb {
 	case "open", "start", "propose":
 		d.Rule = str(p, "rule")
+		d.Task = b.bindTask(str(p, "task_id"), r.From)
 		d.Quorum = num(p, "quorum")
-		d.Voters = len(strs(p, "voters"))
+		if k, n, ok := strings.Cut(d.Rule, ":"); ok && k == "quorum" {
+			fmt.Sscan(n, &d.Quorum)
+		}
+		voters := strs(p, "voters")
+		if len(voters) == 0 {
+			voters = firstList(p, "to")
+		}
+		if len(voters) == 0 {
+			voters = strs(p, "participants")
+		}
+		d.Voters = len(voters)
+		if w, ok := p.Object("weights"); ok {
+			d.weights = map[string]int64{}
+			for _, m := range w.Members {
+				d.weights[m.Key] = num(w, m.Key)
+			}
+		}
+		if v, ok := p.Object("veto"); ok {
+			d.vetoRight = map[string]bool{}
+			for _, m := range v.Members {
+				d.vetoRight[m.Key], _ = m.Value.(bool)
+			}
+		}
 		return fmt.Sprintf("%s opened deliberation %s under rule %s", r.From, id, orDash(d.Rule))
+	case "comment":
+		d.Comments = append(d.Comments, fmt.Sprintf("%s at seq %d: %s", r.From, seq, firstNonEmpty(str(p, "comment"), str(p, "text"))))
+		return fmt.Sprintf("%s commented on deliberation %s", r.From, d.ID)
 	case "vote":
 		v := Vote{Seq: seq, By: r.From, Vote: str(p, "vote"), Weight: num(p, "weight")}
 		if v.Weight == 0 {
 			v.Weight = 1
+			if w, ok := d.weights[r.From]; ok && w > 0 {
+				v.Weight = w
+			}
 		}
-		if bv, ok := p.Get("veto"); ok {
-			v.Veto, _ = bv.(bool)
+		for _, k := range []string{"veto", "veto_invoked"} {
+			if bv, ok := p.Get(k); ok {
+				if x, _ := bv.(bool); x {
+					v.Veto = true
+				}
+			}
+		}
+		if d.vetoRight != nil && !d.vetoRight[r.From] {
+			v.Veto = false // the reference Coordinator honours a veto only from a voter the open gave one
 		}
 		replaced := false
 		for i := range d.Votes {
@@ -695,34 +972,44 @@ func (b *Builder) deliberate(seq uint64, r *chap.Record, p *canonical.Object, ve
 			d.Votes = append(d.Votes, v)
 		}
 		d.Outcome = outcome(d)
-		return fmt.Sprintf("%s voted %s (weight %d)", r.From, v.Vote, v.Weight)
+		return fmt.Sprintf("%s voted %s (weight %d) in %s", r.From, v.Vote, v.Weight, d.ID)
 	case "close", "outcome", "decide", "resolve":
+		d.Closed = true
 		d.Outcome = outcome(d)
 		d.Recorded = firstNonEmpty(str(p, "outcome"), str(p, "result"))
-		return fmt.Sprintf("%s closed deliberation %s: recorded %s, rule gives %s", r.From, id, orDash(d.Recorded), d.Outcome)
+		return fmt.Sprintf("%s closed deliberation %s: recorded %s, rule gives %s", r.From, d.ID, orDash(d.Recorded), d.Outcome)
 	}
 	return fmt.Sprintf("%s: deliberation.%s", r.From, verb)
 }
 
 // outcome evaluates a deliberation rule (CHAP §6.7): any-one-approves, all-approve, quorum,
-// weighted vote, weighted vote with veto.
+// weighted vote, weighted vote with veto — in the paper's spelling (votes approve/reject) and
+// the reference Coordinator's (any_one_approves, all_approve, quorum:N, weighted_vote:T,
+// weighted_vote_with_veto:T; votes yea/nay/abstain), whose close decides on the votes cast.
 func outcome(d *Deliberation) string {
 	var yes, no, wy, wn int64
 	veto := false
 	for _, v := range d.Votes {
 		switch v.Vote {
-		case "approve", "yes":
+		case "approve", "yes", "yea":
 			yes++
 			wy += v.Weight
-		case "reject", "no":
+		case "reject", "no", "nay":
 			no++
 			wn += v.Weight
-			if v.Veto {
-				veto = true
-			}
+		}
+		if v.Veto && v.Vote != "approve" && v.Vote != "yes" && v.Vote != "yea" {
+			veto = true
 		}
 	}
 	voters := int64(d.Voters)
+	kind, arg, _ := strings.Cut(d.Rule, ":")
+	switch kind {
+	case "any_one_approves", "all_approve", "quorum", "weighted_vote", "weighted_vote_with_veto":
+		if kind != d.Rule || strings.Contains(d.Rule, "_") {
+			return coordinatorOutcome(d, kind, arg, yes, no, wy, veto)
+		}
+	}
 	switch d.Rule {
 	case "any-one-approves":
 		if yes > 0 {
@@ -760,6 +1047,33 @@ func outcome(d *Deliberation) string {
 	return "pending"
 }
 
+// coordinatorOutcome is the reference Coordinator's computeOutcome: pending until the close,
+// then approved or rejected on the votes cast.
+func coordinatorOutcome(d *Deliberation, kind, arg string, yes, no, wy int64, veto bool) string {
+	if !d.Closed {
+		return "pending"
+	}
+	var threshold float64
+	fmt.Sscan(arg, &threshold)
+	ok := false
+	switch kind {
+	case "any_one_approves":
+		ok = yes >= 1
+	case "all_approve":
+		ok = yes == int64(d.Voters) && no == 0
+	case "quorum":
+		ok = yes+no >= d.Quorum && yes > no
+	case "weighted_vote":
+		ok = float64(wy) >= threshold
+	case "weighted_vote_with_veto":
+		ok = !veto && float64(wy) >= threshold
+	}
+	if ok {
+		return "approved"
+	}
+	return "rejected"
+}
+
 // Timeline finishes the replay: whispers nobody answered take their default, deliberations
 // are checked against their recorded outcome, and the §9.3 questions are answered.
 func (b *Builder) Timeline() *Timeline {
@@ -791,15 +1105,295 @@ func (b *Builder) Timeline() *Timeline {
 		b.t.Tasks = append(b.t.Tasks, t)
 	}
 	for _, d := range b.t.Deliberations {
-		if d.Recorded == "" && len(d.Votes) > 0 {
+		if d.Recorded == "" && len(d.Votes) > 0 && !d.Closed {
 			b.find(Warning, CodeDeliberationOpen, d.Seq, "", "deliberation %s has %d vote(s) and no recorded outcome; the rule gives %s", d.ID, len(d.Votes), d.Outcome)
 		} else if d.Recorded != "" && d.Recorded != d.Outcome && d.Outcome != "pending" {
 			b.find(Impossible, "deliberation_outcome_mismatch", d.Seq, "", "deliberation %s records %s but its rule %s over the votes gives %s", d.ID, d.Recorded, d.Rule, d.Outcome)
 		}
 	}
+	if b.only != "" {
+		// Events and findings of tasks whose id never became known are not the filtered task's.
+		b.t.Events = slices.DeleteFunc(b.t.Events, func(ev Event) bool { return provisionalKey(ev.Task) })
+		b.t.Findings = slices.DeleteFunc(b.t.Findings, func(f Finding) bool { return provisionalKey(f.Task) })
+	}
 	sort.SliceStable(b.t.Findings, func(i, j int) bool { return b.t.Findings[i].Seq < b.t.Findings[j].Seq })
 	b.t.Answers = b.answers()
 	return &b.t
+}
+
+// provisional returns the key of an object the record creates without carrying the id the
+// Coordinator gave it, and queues it for binding.
+func (b *Builder) provisional(kind string, seq uint64) string {
+	key := fmt.Sprintf("(%s of seq %d)", kind, seq)
+	b.unbound[kind] = append(b.unbound[kind], key)
+	b.provSeq[key] = seq
+	return key
+}
+
+// anchor is a Coordinator-assigned id the replay has bound, by its ULID, and the seq of the
+// record that created it.
+type anchor struct {
+	seq  uint64
+	ulid string
+}
+
+// ulidOf returns the ULID of a Coordinator id ("tsk_01HF…", "dlb_…", "art_…", "hnd_…"), ""
+// when it is not one. The reference Coordinator draws every kind of id from one ULID factory,
+// so its ids sort in the order it created them (a ULID leads with its time).
+func ulidOf(id string) string {
+	_, u, ok := strings.Cut(id, "_")
+	if !ok || len(u) != 26 {
+		return ""
+	}
+	for _, c := range u {
+		if !strings.ContainsRune("0123456789ABCDEFGHJKMNPQRSTVWXYZ", c) {
+			return ""
+		}
+	}
+	return u
+}
+
+// pick chooses the unbound object of kind that id names: one whose creation fits id's place
+// among the Coordinator ids already bound (ids created before it sort before it, those created
+// after it sort after it), preferring one prefer accepts, else the oldest. "" when none fits.
+func (b *Builder) pick(kind, id string, prefer func(key string) bool) string {
+	u := ulidOf(id)
+	var fits []string
+	for _, key := range b.unbound[kind] {
+		ok := true
+		if u != "" {
+			s := b.provSeq[key]
+			for _, a := range b.anchors {
+				if (a.seq < s && a.ulid >= u) || (a.seq > s && a.ulid <= u) {
+					ok = false
+					break
+				}
+			}
+		}
+		if ok {
+			fits = append(fits, key)
+		}
+	}
+	if len(fits) == 0 {
+		return ""
+	}
+	choice := fits[0]
+	if prefer != nil {
+		for _, key := range fits {
+			if prefer(key) {
+				choice = key
+				break
+			}
+		}
+	}
+	b.takeUnbound(kind, choice)
+	if u != "" {
+		b.anchors = append(b.anchors, anchor{seq: b.provSeq[choice], ulid: u})
+	}
+	return choice
+}
+
+// takeUnbound removes key from the unbound queue of kind.
+func (b *Builder) takeUnbound(kind, key string) {
+	q := b.unbound[kind]
+	for i, k := range q {
+		if k == key {
+			b.unbound[kind] = append(q[:i:i], q[i+1:]...)
+			return
+		}
+	}
+}
+
+// bindTask returns the task id a record names, first binding an id the chain never created to
+// a task created without one (the reference Coordinator's task.create, escalate.raise and
+// control.supersede: the id is in the response, not in the chain). The oldest unbound task the
+// sender created or is assigned is taken, else the oldest unbound task; the task is marked
+// id_inferred.
+func (b *Builder) bindTask(id, from string) string {
+	if id == "" || b.tasks[id] != nil {
+		return id
+	}
+	pick := b.pick("task", id, func(k string) bool {
+		t := b.tasks[k]
+		return t != nil && (t.CreatedBy == from || slices.Contains(t.Assignees, from))
+	})
+	if pick == "" {
+		return id
+	}
+	t := b.tasks[pick]
+	delete(b.tasks, pick)
+	t.ID, t.IDInferred = id, true
+	b.tasks[id] = t
+	if a, ok := b.taskLatest[pick]; ok {
+		b.taskLatest[id] = a
+		delete(b.taskLatest, pick)
+	}
+	if w, ok := b.lastWhisp[pick]; ok {
+		b.lastWhisp[id] = w
+		delete(b.lastWhisp, pick)
+	}
+	for i := range b.t.Events {
+		if b.t.Events[i].Task == pick {
+			b.t.Events[i].Task = id
+		}
+	}
+	for i := range b.t.Findings {
+		if b.t.Findings[i].Task == pick {
+			b.t.Findings[i].Task = id
+		}
+	}
+	for _, d := range b.t.Deliberations {
+		if d.Task == pick {
+			d.Task = id
+		}
+	}
+	for _, h := range b.handoffs {
+		for i := range h.Tasks {
+			if h.Tasks[i] == pick {
+				h.Tasks[i] = id
+			}
+		}
+	}
+	return id
+}
+
+// pickIf is pick for a non-empty id.
+func (b *Builder) pickIf(kind, id string) string {
+	if id == "" {
+		return ""
+	}
+	return b.pick(kind, id, nil)
+}
+
+// bindDeliberation binds a deliberation id the chain never opened to the oldest open without one.
+func (b *Builder) bindDeliberation(id string) *Deliberation {
+	if id == "" {
+		return nil
+	}
+	key := b.pick("deliberation", id, nil)
+	if key == "" {
+		return nil
+	}
+	d := b.delibs[key]
+	delete(b.delibs, key)
+	d.ID, d.IDInferred = id, true
+	b.delibs[id] = d
+	return d
+}
+
+// whisper finds the whisper an answer or a lapse names: by its id, by the ask's envelope id,
+// by binding an unknown id to the oldest ask without one, else the task's last whisper.
+func (b *Builder) whisper(id, replyTo, taskID string) *Whisper {
+	for _, k := range []string{id, replyTo} {
+		if w := b.whispers[k]; k != "" && w != nil {
+			if w.key != "" {
+				b.takeUnbound("whisper", w.key)
+			}
+			return w
+		}
+	}
+	if key := b.pickIf("whisper", id); key != "" {
+		w := b.whispers[key]
+		delete(b.whispers, key)
+		w.key = ""
+		b.whispers[id] = w
+		return w
+	}
+	return b.lastWhisp[taskID]
+}
+
+// handoff finds the handoff an accept or decline names (binding an unknown id to the oldest
+// proposal without one), else the last one.
+func (b *Builder) handoff(id string) *Handoff {
+	if h := b.handoffIDs[id]; id != "" && h != nil {
+		return h
+	}
+	if key := b.pickIf("handoff", id); key != "" {
+		h := b.handoffIDs[key]
+		delete(b.handoffIDs, key)
+		h.ID = id
+		b.handoffIDs[id] = h
+		return h
+	}
+	if n := len(b.handoffs); n > 0 {
+		return b.handoffs[n-1]
+	}
+	return nil
+}
+
+// taskRefs reads a list of task ids given as strings or as objects {task_id, …}.
+func taskRefs(o *canonical.Object, key string) []string {
+	if o == nil {
+		return nil
+	}
+	v, _ := o.Get(key)
+	arr, _ := v.([]canonical.Value)
+	var out []string
+	for _, e := range arr {
+		switch x := e.(type) {
+		case string:
+			out = append(out, x)
+		case *canonical.Object:
+			if id := str(x, "task_id"); id != "" {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+// options reads a whisper's options: strings, or the reference Coordinator's {id, label} objects.
+func options(p *canonical.Object) []string {
+	v, _ := p.Get("options")
+	arr, _ := v.([]canonical.Value)
+	var out []string
+	for _, e := range arr {
+		switch x := e.(type) {
+		case string:
+			out = append(out, x)
+		case *canonical.Object:
+			out = append(out, firstNonEmpty(str(x, "id"), str(x, "label")))
+		}
+	}
+	return out
+}
+
+// value renders a member as text: a string as is, anything else as canonical JSON.
+func value(o *canonical.Object, key string) string {
+	if o == nil {
+		return ""
+	}
+	v, ok := o.Get(key)
+	if !ok || v == nil {
+		return ""
+	}
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return show2(v)
+}
+
+func msWord(ms string) string {
+	if ms == "" {
+		return ""
+	}
+	return ms + " ms after the ask"
+}
+
+// normDigest writes a bare hex SHA-256 (the reference Coordinator's contentHash) as Evident's
+// "sha256:<hex>".
+func normDigest(h string) string {
+	if len(h) == 64 && !strings.Contains(h, ":") {
+		return "sha256:" + strings.ToLower(h)
+	}
+	return h
+}
+
+func assignedTo(t *Task) string {
+	if len(t.Assignees) == 0 {
+		return ""
+	}
+	return " for " + strings.Join(t.Assignees, ", ")
 }
 
 // Digest is the digest Evident gives an artefact's content: "sha256:" + hex(SHA-256(JCS(content))).
