@@ -123,7 +123,14 @@ func (t *linkageTrack) checks(ref bundle.ChainRef, res *replayResult) []Check {
 			c.Detail = fmt.Sprintf("the first %d entries came as Coordinator audit entries without prev_hash: the Coordinator recorded them before it switched its evidence chain on, so its chain does not cover them and what they were before Evident received them is not evaluated; Evident's own links cover all %d entries, and the Coordinator's chain covers seq %d on", l.EntriesUnchecked, l.EntriesTotal, l.CheckedFromSeq)
 		} else {
 			c.Status = Verified
-			c.Detail = fmt.Sprintf("every link recomputed from genesis over all %d entries; %d of them named their predecessor themselves, each the recomputed one", l.EntriesTotal, l.EntriesNamed)
+			switch l.EntriesNamed {
+			case 0:
+				c.Detail = fmt.Sprintf("every link recomputed from genesis over all %d entries (no record names its predecessor itself: the links are the chain)", l.EntriesTotal)
+			case l.EntriesTotal:
+				c.Detail = fmt.Sprintf("every link recomputed from genesis over all %d entries, and every entry named its predecessor itself (evidence.prev_hash or its audit entry's prev_hash): the Coordinator's evidence chain and Evident's agree on all of them", l.EntriesTotal)
+			default:
+				c.Detail = fmt.Sprintf("every link recomputed from genesis over all %d entries; the %d that named their predecessor themselves each named the recomputed one", l.EntriesTotal, l.EntriesNamed)
+			}
 		}
 		out = append(out, c)
 	}

@@ -228,8 +228,8 @@ func (r *Report) WriteText(w io.Writer) error {
 		ew.printf("  size %d, head %s, root %s\n", c.Size, safe(c.Head), safe(c.Root))
 		ew.printf("  entries: %d total, %d checked (from seq %d), %d unchecked\n", cv.EntriesTotal, cv.EntriesChecked, cv.CheckedFromSeq, cv.EntriesUnchecked)
 		if l := c.Linkage; l != nil {
-			ew.printf("  linkage (records' own prev_hash): entries_total %d, entries_checked %d, entries_unchecked %d, checked_from_seq %d\n",
-				l.EntriesTotal, l.EntriesChecked, l.EntriesUnchecked, l.CheckedFromSeq)
+			ew.printf("  linkage (the Coordinator's chain): entries_total %d, entries_checked %d, entries_unchecked %d (unchained prefix), entries_named %d, checked_from_seq %d\n",
+				l.EntriesTotal, l.EntriesChecked, l.EntriesUnchecked, l.EntriesNamed, l.CheckedFromSeq)
 		}
 		ew.printf("  signatures: %d verified, %d unsigned\n", cv.SignaturesVerified, cv.Unsigned)
 		ew.printf("  seals: %d of %d verified, %d entries anchored, %d checkpoint(s)\n", cv.SealsVerified, cv.SealsTotal, cv.EntriesAnchored, cv.Checkpoints)

@@ -27,7 +27,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	keep := fs.Bool("keep", false, "keep the working directory (data, bundle, reports) afterwards")
 	evidentd := fs.String("evidentd", "", "path of the evidentd binary (default: next to evident, then $PATH, then built from ./cmd/evidentd)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: evident demo [flags]\n\nStarts evidentd on loopback in a temporary directory, sends a CHAP support triage\n(thirteen signed calls by two humans, an agent and the Coordinator, with a review and an\noverride), seals the chain into the transparency log, exports the bundle and verifies it\noffline, then prints the report.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: evident demo [flags]\n\nStarts evidentd on loopback in a temporary directory, sends a CHAP support triage\nin the reference Coordinator's wire form (ten signed calls by two humans and an agent, with a\nreview and an override), seals the chain into the transparency log, exports the bundle and verifies it\noffline, then prints the report.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if code, done := parseArgs(fs, args); done {
@@ -97,12 +97,12 @@ func demo(ctx context.Context, work, daemonPath string, stdout, stderr io.Writer
 	}
 
 	const ws = "wsp_support_triage"
-	b, cast, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, cast, err := scenario.SupportTriageReference(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		return 0, err
 	}
-	fmt.Fprintf(stdout, "\n2. A Coordinator streams %d signed CHAP envelopes of workspace %s:\n", len(b.Records()), ws)
-	for _, p := range []*scenario.Participant{cast.Coordinator, cast.Alice, cast.Bob, cast.Bot} {
+	fmt.Fprintf(stdout, "\n2. A CHAP Coordinator streams the %d signed envelopes of workspace %s as it records them\n   (JSON-RPC, routing fields in params, sig over the canonical envelope):\n", len(b.Records()), ws)
+	for _, p := range cast {
 		fmt.Fprintf(stdout, "   %-34s %-12s key %s\n", p.URI, p.Role, p.Kid)
 	}
 	ec, err := client.New(base, client.WithHTTPClient(c))
@@ -116,10 +116,11 @@ func demo(ctx context.Context, work, daemonPath string, stdout, stderr io.Writer
 			return 0, err
 		}
 		var env struct {
-			From, Method string
+			Method string
+			Params struct{ From string }
 		}
 		json.Unmarshal(rec, &env)
-		fmt.Fprintf(stdout, "   seq %2d  %-34s %-22s %s…\n", res.Accepted[0].Seq, env.From, env.Method, res.Accepted[0].Link.String()[:23])
+		fmt.Fprintf(stdout, "   seq %2d  %-34s %-22s %s…\n", res.Accepted[0].Seq, env.Params.From, env.Method, res.Accepted[0].Link.String()[:23])
 	}
 
 	start := time.Now()

@@ -41,7 +41,7 @@ func TestDemoThenOfflineVerify(t *testing.T) {
 	if err := demo.Run(); err != nil {
 		t.Fatalf("demo: %v\n%s\n%s", err, out.String(), errb.String())
 	}
-	for _, want := range []string{"decide.override", "Sealed: chain size 13", "VERDICT: VERIFIED"} {
+	for _, want := range []string{"decide.override", "human:bob@example.org", "Sealed: chain size 10", "VERDICT: VERIFIED"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}

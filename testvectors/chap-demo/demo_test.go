@@ -1,6 +1,8 @@
-// Package chapdemo_test keeps testvectors/chap-demo/support-triage.jsonl — the thirteen signed
-// CHAP 0.3 envelopes of the README's walk-through and of `evident demo` — equal to what
-// ledger/profile/chap/scenario builds (`go test ./testvectors/chap-demo -update` rewrites it).
+// Package chapdemo_test keeps the README's walk-through files equal to what
+// ledger/profile/chap/scenario builds (`go test ./testvectors/chap-demo -update` rewrites
+// them): support-triage.jsonl, the ten signed envelopes of `evident demo` in the reference
+// Coordinator's wire form, and support-triage.paper.jsonl, the same triage in the paper's
+// Listing 1 form (thirteen envelopes).
 package chapdemo_test
 
 import (
@@ -13,24 +15,31 @@ import (
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
 
-var update = flag.Bool("update", false, "rewrite support-triage.jsonl")
+var update = flag.Bool("update", false, "rewrite the files")
 
-func TestSupportTriageFile(t *testing.T) {
-	b, _, err := scenario.SupportTriage("wsp_support_triage", time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+func TestSupportTriageFiles(t *testing.T) {
+	start := time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC)
+	ref, _, err := scenario.SupportTriageReference("wsp_support_triage", start)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := append(bytes.Join(b.Records(), []byte("\n")), '\n')
-	if *update {
-		if err := os.WriteFile("support-triage.jsonl", want, 0o644); err != nil {
+	paper, _, err := scenario.SupportTriage("wsp_support_triage", start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, b := range map[string]*scenario.Builder{"support-triage.jsonl": ref, "support-triage.paper.jsonl": paper} {
+		want := append(bytes.Join(b.Records(), []byte("\n")), '\n')
+		if *update {
+			if err := os.WriteFile(file, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := os.ReadFile(file)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	got, err := os.ReadFile("support-triage.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatal("support-triage.jsonl differs from the scenario: run go test ./testvectors/chap-demo -update")
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s differs from the scenario: run go test ./testvectors/chap-demo -update", file)
+		}
 	}
 }
