@@ -65,7 +65,7 @@ func (k *Keyring) resolvePending(r *Record) []ResolvedCreate {
 		resolved := false
 		if pc.Sender == uri {
 			for _, nk := range keys {
-				if nk.Kid == pc.Kid {
+				if nk.Kid == pc.Kid && registered(p, nk) {
 					out = append(out, ResolvedCreate{PendingCreate: pc, Public: nk.Public})
 					resolved = true
 					break
@@ -83,6 +83,16 @@ func (k *Keyring) resolvePending(r *Record) []ResolvedCreate {
 		}
 	}
 	return out
+}
+
+// registered reports whether the join's key nk was registered for p (a re-join's keys may not be).
+func registered(p *Participant, nk Key) bool {
+	for _, k := range p.Keys {
+		if k.Kid == nk.Kid && k.Public.Equal(nk.Public) {
+			return true
+		}
+	}
+	return false
 }
 
 // VerifyPending checks the signatures of the pending creates this record resolves.

@@ -98,6 +98,14 @@ func TestBootstrap(t *testing.T) {
 				return raw(t, refEnvelope(rAlice.uri, "task.create", at(2), map[string]any{"kind": "k"}))
 			}, ledger.CodeSignatureRequired},
 		}, pending: 1, findings: []ledger.Code{CodeBootstrapUnverified}},
+		{name: "the create's key offered only by a re-join whose keys are not taken", steps: []step{
+			{"create signed alice-1", func(t testing.TB) []byte { return signed(t, refCreate(rAlice.uri, at(0)), rAlice) }, ""},
+			{"alice joins with alice-other", func(t testing.TB) []byte { return signed(t, refJoin(rZed, at(1), "admin"), rZed) }, ""},
+			{"alice revokes alice-other", func(t testing.TB) []byte {
+				return signed(t, refEnvelope(rAlice.uri, "participant.revoke_key", at(2), map[string]any{"target_uri": rAlice.uri, "kid": rZed.kid}), rZed)
+			}, ""},
+			{"alice re-joins offering alice-1", func(t testing.TB) []byte { return signed(t, refJoin(rAlice, at(3), "admin"), rAlice) }, ""},
+		}, pending: 1, findings: []ledger.Code{CodeBootstrapUnverified}},
 		{name: "create whose sender never joins", steps: []step{
 			{"create", func(t testing.TB) []byte { return signed(t, refCreate(rAlice.uri, at(0)), rAlice) }, ""},
 			{"bob joins with his own key", func(t testing.TB) []byte { return signed(t, refJoin(rBob, at(1), "admin"), rBob) }, ""},
@@ -225,6 +233,7 @@ func TestBootstrapOffline(t *testing.T) {
 // TestReferenceKeyLifecycle runs join, rotation and revocation in the reference wire form.
 func TestReferenceKeyLifecycle(t *testing.T) {
 	alice2 := refSigner(rAlice.uri, "alice-2")
+	carol2, carol3 := refSigner(rCarol.uri, "carol-2"), refSigner(rCarol.uri, "carol-3")
 	steps := []step{
 		{"create", func(t testing.TB) []byte { return signed(t, refCreate(rAlice.uri, at(0)), rAlice) }, ""},
 		{"alice joins as admin (jwks)", func(t testing.TB) []byte { return signed(t, refJoin(rAlice, at(1), "admin"), rAlice) }, ""},
@@ -269,6 +278,28 @@ func TestReferenceKeyLifecycle(t *testing.T) {
 		{"carol's revoked key", func(t testing.TB) []byte {
 			return signed(t, refEnvelope(rCarol.uri, "task.update", at(10), map[string]any{"task_id": "tsk_1"}), rCarol)
 		}, ledger.CodeKeyNotValid},
+		{"carol re-joins offering carol-2, signed with it (accepted, key not taken)", func(t testing.TB) []byte {
+			return signed(t, refJoin(carol2, at(11), "participant"), carol2)
+		}, ""},
+		{"carol-2 was not registered", func(t testing.TB) []byte {
+			return signed(t, refEnvelope(rCarol.uri, "task.update", at(12), map[string]any{"task_id": "tsk_1"}), carol2)
+		}, ledger.CodeUnknownKey},
+		{"an unsigned re-join offering carol-2 (accepted, key not taken)", func(t testing.TB) []byte {
+			return raw(t, refJoin(carol2, at(12), "participant"))
+		}, ""},
+		{"carol-2 still not registered", func(t testing.TB) []byte {
+			return signed(t, refEnvelope(rCarol.uri, "task.update", at(13), map[string]any{"task_id": "tsk_1"}), carol2)
+		}, ledger.CodeUnknownKey},
+		{"admin alice re-keys carol with carol-3", func(t testing.TB) []byte {
+			m := refJoin(carol3, at(14), "")
+			m["params"].(map[string]any)["from"] = rAlice.uri
+			m["params"].(map[string]any)["uri"] = rCarol.uri
+			delete(m["params"].(map[string]any), "role")
+			return signed(t, m, alice2)
+		}, ""},
+		{"carol-3 signs", func(t testing.TB) []byte {
+			return signed(t, refEnvelope(rCarol.uri, "task.update", at(15), map[string]any{"task_id": "tsk_1"}), carol3)
+		}, ""},
 	}
 	c := newKeysChain(t)
 	runSteps(t, &c, steps)

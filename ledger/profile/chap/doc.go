@@ -12,7 +12,9 @@
 //
 // The key history is built from the chain itself: participant.join carries
 // JWKs, participant.rotate_key {old_kid, new_jwk} must be signed by the old key,
-// participant.revoke_key by the participant itself or an admin member.
+// participant.revoke_key by the participant itself or an admin member. A workspace.create
+// signed with the key its sender's following join introduces is pending until that join
+// verifies it (bootstrap.go); one never verified is the finding bootstrap_unverified.
 // Binding details the paper leaves open are in docs/profiles/chap.md.
 //
 // The package has no storage and no clock; evidentd's ingest and the offline

@@ -294,6 +294,13 @@ func (k *Keyring) join(r *Record, signer *Key) error {
 			return ledger.Refuse(ledger.CodeUnauthorized, "%.80q already has a key; a new join with keys must be signed by it", uri)
 		}
 	}
+	if p != nil && len(keys) > 0 && len(p.Keys) > 0 && !k.hasValidKey(uri, r.TS) && !k.adminSigned(r, uri, signer) {
+		// A re-join of a participant whose keys have all ended (revoked, or rotated away):
+		// like the reference Coordinator, which never takes self-asserted keys from a member
+		// it already has, the keys are not registered — otherwise anyone could take over a
+		// revoked identity. An admin may re-key it with a join signed for it.
+		keys = nil
+	}
 	for i, nk := range keys {
 		if _, err := k.KeyFor(uri, nk.Kid, time.Time{}); err == nil || (p != nil && hasKid(p, nk.Kid)) {
 			return ledger.Refuse(ledger.CodeBadKey, "kid %.80q is already registered for %.80q", nk.Kid, uri)
@@ -345,6 +352,15 @@ func (k *Keyring) joinRole(r *Record, uri string, p *Participant, signer *Key) (
 		}
 	}
 	return "", ledger.Refuse(ledger.CodeRoleDenied, "%.80q cannot declare itself admin: only the workspace's first participant, or a join signed by an existing admin, may", uri)
+}
+
+// adminSigned reports whether r is a join for another participant uri, signed by an admin.
+func (k *Keyring) adminSigned(r *Record, uri string, signer *Key) bool {
+	if r.Sig == nil || signer == nil || r.From == uri {
+		return false
+	}
+	g := k.Participants[r.From]
+	return g != nil && g.Role == RoleAdmin
 }
 
 func hasKid(p *Participant, kid string) bool {
