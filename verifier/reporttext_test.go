@@ -14,7 +14,7 @@ func TestWriteTextLinkage(t *testing.T) {
 		want    string
 	}{
 		{"with linkage", &Linkage{EntriesTotal: 10, EntriesChecked: 7, EntriesUnchecked: 3, CheckedFromSeq: 3},
-			"linkage (the Coordinator's chain): entries_total 10, entries_checked 7, entries_unchecked 3 (unchained prefix), entries_named 7, checked_from_seq 3"},
+			"linkage (the Coordinator's chain): entries_total 10, entries_checked 7, entries_unchecked 3 (unchained prefix), entries_named 0, checked_from_seq 3"},
 		{"without", nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
