@@ -34,6 +34,8 @@ func FuzzEntryLine(f *testing.F) {
 	f.Add(bytes.Replace(lines[at], []byte(`{"arrival"`), []byte(` { "arrival" `), 1))
 	f.Add([]byte(`{"seq":2,"prev":"x","link":"y","arrival":"z","record":{}}`))
 	f.Add([]byte(`{"seq":02,"record":{"a":[1,2,{"b":"\u0000"}]}}`))
+	f.Add([]byte(`{"seq":2,"prev":"x","link":"y","arrival":"z","record":{},"meta":{"seq":2,"prev_hash":"sha256:00"}}`))
+	f.Add([]byte(`{"meta":[],"meta":{}}`))
 	f.Add([]byte(`{}`))
 	f.Add([]byte(``))
 
@@ -47,7 +49,8 @@ func FuzzEntryLine(f *testing.F) {
 			if derr := dec.Decode(&want); derr != nil {
 				t.Fatalf("splitter accepted %q, encoding/json refuses it: %v", line, derr)
 			}
-			if want.Seq != e.Seq || want.Prev != e.Prev || want.Link != e.Link || !bytes.Equal(bytes.TrimSpace(want.Record), e.Record) {
+			if want.Seq != e.Seq || want.Prev != e.Prev || want.Link != e.Link || !bytes.Equal(bytes.TrimSpace(want.Record), e.Record) ||
+				!bytes.Equal(bytes.TrimSpace(want.Meta), e.Meta) {
 				t.Fatalf("splitter and encoding/json disagree on %q", line)
 			}
 		}
