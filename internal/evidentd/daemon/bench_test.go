@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/ledger/canonical"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
 
@@ -125,4 +127,53 @@ func BenchmarkSealToReceipt(b *testing.B) {
 		mustPost(b, c, base+"/v1/chains/wsp_seal/seal", "", nil)
 	}
 	b.ReportMetric(b.Elapsed().Seconds()*1000/float64(b.N), "ms/seal")
+}
+
+// referenceBodies returns n reference-form envelopes in JSON Lines bodies of batch records:
+// bare, or wrapped as the Coordinator's audit entries {seq, arrived, envelope, prev_hash}.
+func referenceBodies(b *testing.B, ws string, n, batch int, entries bool) [][]byte {
+	b.Helper()
+	bl, err := scenario.LongForm(ws, n, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), scenario.Reference, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	recs := bl.Records()
+	if entries {
+		prev := ledger.Genesis
+		for i, r := range recs {
+			c, err := canonical.Canonicalize(r, canonical.CHAP)
+			if err != nil {
+				b.Fatal(err)
+			}
+			recs[i] = fmt.Appendf(nil, `{"seq":%d,"arrived":"2026-01-01T00:00:00.000Z","envelope":%s,"prev_hash":"%s"}`, i, r, prev)
+			prev = ledger.NextLink(c, prev)
+		}
+	}
+	var bodies [][]byte
+	for i := 0; i < len(recs); i += batch {
+		bodies = append(bodies, bytes.Join(recs[i:min(i+batch, len(recs))], []byte("\n")))
+	}
+	return bodies
+}
+
+// BenchmarkIngestReference: batches of 1000 of the reference Coordinator's envelopes, bare
+// (a sidecar) and as its audit entries (an import: seq and prev_hash checked and kept).
+func BenchmarkIngestReference(b *testing.B) {
+	const batch = 1000
+	for _, form := range []struct {
+		name    string
+		entries bool
+	}{{"envelopes", false}, {"audit-entries", true}} {
+		b.Run(form.name, func(b *testing.B) {
+			_, base := benchDaemon(b, time.Second)
+			bodies := referenceBodies(b, "wsp_bench", b.N*batch, batch, form.entries)
+			c := &http.Client{}
+			url := base + "/v1/chains/wsp_bench/entries"
+			b.ResetTimer()
+			for _, body := range bodies {
+				mustPost(b, c, url, "application/jsonl", body)
+			}
+			b.ReportMetric(float64(b.N*batch)/b.Elapsed().Seconds(), "records/s")
+		})
+	}
 }

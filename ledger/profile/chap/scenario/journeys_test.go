@@ -133,3 +133,20 @@ func TestSupportTriageReference(t *testing.T) {
 		t.Fatalf("impossible findings in the reference triage: %+v", tl.Findings)
 	}
 }
+
+// TestLongForms: the long chain is admitted in both wire forms, every record signed.
+func TestLongForms(t *testing.T) {
+	for _, form := range []scenario.Form{scenario.Paper, scenario.Reference} {
+		b, err := scenario.LongForm("wsp_long", 40, scenario.JourneyStart, form, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, signed := admitAll(t, "wsp_long", b.Records())
+		if signed != 40 || c.Head != b.Head() {
+			t.Fatalf("form %d: %d signed, head %s vs %s", form, signed, c.Head, b.Head())
+		}
+		if p := c.State.(*chap.State).Keys.Participants["human:alice@example.org"]; p == nil || p.Role != chap.RoleAdmin || len(p.Keys) != 1 {
+			t.Fatalf("form %d: alice %+v", form, p)
+		}
+	}
+}

@@ -150,6 +150,7 @@ func (b *Builder) Join(p *Participant, coordinator string) error {
 			return fmt.Errorf("scenario: %s joins as admin but no admin can grant it", p.URI)
 		}
 		from = b.admins[0]
+		params["uri"] = p.URI // the admin's join for p names p
 	}
 	if _, err := b.Envelope(from, coordinator, "participant.join", params); err != nil {
 		return err
@@ -251,8 +252,14 @@ func SupportTriage(workspace string, start time.Time) (*Builder, Cast, error) {
 // Long writes a chain of n signed envelopes (four joins, then task updates from rotating
 // senders), for load and verification benchmarks. A nil sink keeps them in the builder.
 func Long(workspace string, n int, start time.Time, sink func([]byte) error) (*Builder, error) {
+	return LongForm(workspace, n, start, Paper, sink)
+}
+
+// LongForm is Long in the given wire form.
+func LongForm(workspace string, n int, start time.Time, form Form, sink func([]byte) error) (*Builder, error) {
 	c := NewCast()
 	b := NewBuilder(workspace, start)
+	b.Form = form
 	b.Sink = sink
 	b.Step = time.Millisecond
 	for _, p := range []*Participant{c.Coordinator, c.Alice, c.Bob, c.Bot} {
