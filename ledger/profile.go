@@ -7,15 +7,19 @@ import (
 
 // Admission is what a profile adapter yields for one admissible record.
 type Admission struct {
-	Canonical []byte       // canonical bytes of the hashed record: what the link covers
-	RecordID  string       // the record's own id ("" when it has none); reuse is refused
-	Method    string       // protocol method or event type, for filtering and replay
-	Sender    string       // who sent it (participant URI, actor, node)
-	TS        time.Time    // the sender's timestamp (zero when the record carries none)
-	PrevHash  *Link        // the predecessor the record names, nil when it names none
-	Signed    bool         // the record carries a signature (checked by Verify)
-	Verify    func() error // checks the signature; nil when unsigned. Safe to run on any goroutine.
-	Closes    bool         // the record ends the chain (e.g. an OWP root Intent resolving)
+	Canonical []byte    // canonical bytes of the hashed record: what the link covers
+	RecordID  string    // the record's own id ("" when it has none); reuse is refused
+	Method    string    // protocol method or event type, for filtering and replay
+	Sender    string    // who sent it (participant URI, actor, node)
+	TS        time.Time // the sender's timestamp (zero when the record carries none)
+	PrevHash  *Link     // the predecessor the record names, nil when it names none
+	Signed    bool      // the record carries a signature (checked by Verify)
+	// Unsignable marks a record the protocol has nobody sign: the Coordinator's own record
+	// (a CHAP recorded refusal). It is unsigned by design, not a participant's unsigned
+	// statement; its place is fixed by the chain's links.
+	Unsignable bool
+	Verify     func() error // checks the signature; nil when unsigned. Safe to run on any goroutine.
+	Closes     bool         // the record ends the chain (e.g. an OWP root Intent resolving)
 	// Meta is metadata the submitter sent with the record, kept beside it and never hashed:
 	// canonical JSON of an object (a CHAP Coordinator's audit entry: seq, arrived, prev_hash),
 	// nil when none. It is stored and exported with the entry, and the replay hands it back

@@ -97,6 +97,7 @@ type replayResult struct {
 	total         uint64 // lines
 	checked       uint64 // lines replayed
 	unsigned      uint64
+	unsignable    uint64 // records the protocol has nobody sign (ledger.Admission.Unsignable)
 	firstUnsigned []uint64
 	brk           *Check // the first break in sequence, nil when none
 	brkSeq        uint64 // position of that break
@@ -259,9 +260,12 @@ func (v *verifier) replayLine(res *replayResult, chain *ledger.Chain, pool *sigP
 		ids[k] = seq
 	}
 	res.linkage.observe(seq, a)
-	if a.Admission.Verify != nil {
+	switch {
+	case a.Admission.Verify != nil:
 		pool.jobs <- sigJob{seq: seq, verify: a.Admission.Verify}
-	} else {
+	case a.Admission.Unsignable:
+		res.unsignable++
+	default:
 		res.unsigned++
 		if len(res.firstUnsigned) < 5 {
 			res.firstUnsigned = append(res.firstUnsigned, seq)
@@ -297,6 +301,9 @@ func (res *replayResult) entryChecks(ref bundle.ChainRef) []Check {
 	case res.sigOK > 0:
 		c.Status = Verified
 		c.Detail = fmt.Sprintf("%d record signature(s) verified with the signer's key valid at the record's time, from the chain's own key history", res.sigOK)
+		if res.unsignable > 0 {
+			c.Detail += fmt.Sprintf("; %d record(s) are the Coordinator's own (recorded refusals), which the protocol has nobody sign: their place is fixed by the chain's links", res.unsignable)
+		}
 	case serviceAttested(res) != "":
 		// No sender signature exists to check: say what holds instead, under a name that does
 		// not read as "signatures verified".
@@ -310,7 +317,7 @@ func (res *replayResult) entryChecks(ref bundle.ChainRef) []Check {
 
 	if res.unsigned > 0 && serviceAttested(res) == "" {
 		c = Check{Name: CheckChainUnsigned, Chain: ref.ID, Status: NotEvaluated, Code: CodeUnsigned,
-			Detail: fmt.Sprintf("unsigned: %d record(s) carry no signature (refusals and senders without a key); who wrote them is not evaluated", res.unsigned)}
+			Detail: fmt.Sprintf("unsigned: %d record(s) from senders without a key carry no signature; who wrote them is not evaluated", res.unsigned)}
 		for _, s := range res.firstUnsigned {
 			c.Evidence = append(c.Evidence, fmt.Sprintf("seq %d", s))
 		}

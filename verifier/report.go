@@ -45,7 +45,8 @@ type Coverage struct {
 	EntriesUnchecked   uint64 `json:"entries_unchecked"`   // entries after a break, not replayed
 	CheckedFromSeq     uint64 `json:"checked_from_seq"`    // first seq replayed (0: from genesis)
 	SignaturesVerified uint64 `json:"signatures_verified"` // record signatures that verified
-	Unsigned           uint64 `json:"unsigned"`            // replayed records with no signature (refusals included)
+	Unsigned           uint64 `json:"unsigned"`            // replayed records with no signature that a sender could have signed
+	Unsignable         uint64 `json:"unsignable"`          // replayed records the protocol has nobody sign (CHAP recorded refusals)
 	EntriesAnchored    uint64 `json:"entries_anchored"`    // entries covered by a verified seal
 	SealsTotal         uint64 `json:"seals_total"`
 	SealsVerified      uint64 `json:"seals_verified"`
@@ -231,7 +232,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			ew.printf("  linkage (the Coordinator's chain): entries_total %d, entries_checked %d, entries_unchecked %d (unchained prefix), entries_named %d, checked_from_seq %d\n",
 				l.EntriesTotal, l.EntriesChecked, l.EntriesUnchecked, l.EntriesNamed, l.CheckedFromSeq)
 		}
-		ew.printf("  signatures: %d verified, %d unsigned\n", cv.SignaturesVerified, cv.Unsigned)
+		ew.printf("  signatures: %d verified, %d unsigned, %d signed by nobody by design (recorded refusals)\n", cv.SignaturesVerified, cv.Unsigned, cv.Unsignable)
 		ew.printf("  seals: %d of %d verified, %d entries anchored, %d checkpoint(s)\n", cv.SealsVerified, cv.SealsTotal, cv.EntriesAnchored, cv.Checkpoints)
 		for _, p := range c.Participants {
 			ew.printf("  participant %s", safe(p.URI))

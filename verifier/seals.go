@@ -69,6 +69,7 @@ func (v *verifier) verifyChain(ref bundle.ChainRef) (ChainReport, []Check, error
 		cr.Coverage.EntriesUnchecked = res.total - res.checked
 		cr.Coverage.SignaturesVerified = res.sigOK
 		cr.Coverage.Unsigned = res.unsigned
+		cr.Coverage.Unsignable = res.unsignable
 		if res.chain != nil {
 			cr.Size, cr.Head, cr.Root = res.chain.Size, res.chain.Head.String(), ledger.RootString(res.chain.Root())
 			if p := participants(res.chain.State); p != nil {

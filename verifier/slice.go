@@ -224,7 +224,9 @@ func (v *verifier) sliceEntries(ref bundle.ChainRef, root []byte) sliceResult {
 			res.keys++
 		}
 		if adm.Verify == nil {
-			res.unsigned++
+			if !adm.Unsignable {
+				res.unsigned++
+			}
 		} else if err := adm.Verify(); err != nil {
 			fail(&sigs, ledger.CodeBadSignature, fmt.Sprintf("seq %d", e.Seq), "seq %d: %v", e.Seq, err)
 		} else {

@@ -416,3 +416,57 @@ func (j *refJourney) entries2() [][]byte {
 	}
 	return out
 }
+
+// TestRecordedRefusalEntry: a refusal as CHAP 0.3.0 Coordinators record it in their audit log,
+// {seq, arrived, request, outcome, prev_hash}, continues a reference chain like any entry: its
+// seq and prev_hash are checked, its metadata kept and served, its outcome filterable.
+func TestRecordedRefusalEntry(t *testing.T) {
+	j := loadRef(t, "ts", "small")
+	_, srv := start(t, t.TempDir())
+	c, err := client.New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Submit(t.Context(), j.workspace, j.entries2()); err != nil {
+		t.Fatal(err)
+	}
+	refusal := func(seq uint64, prev ledger.Link) []byte {
+		return fmt.Appendf(nil, `{"seq":%d,"arrived":"2023-11-14T22:14:00.000Z","request":{"jsonrpc":"2.0","id":"r-1","method":"control.pause",`+
+			`"params":{"workspace":%q,"from":"human:mallory@example.org","reason":"hold"}},"outcome":{"status":"refused","code":-32011},"prev_hash":%q}`,
+			seq, j.workspace, prev.String())
+	}
+	if _, err := c.Submit(t.Context(), j.workspace, [][]byte{refusal(j.count, ledger.Genesis)}); !client.IsCode(err, api.CodeChainMismatch) {
+		t.Fatalf("refusal entry naming another predecessor: %v", err)
+	}
+	res, err := c.Submit(t.Context(), j.workspace, [][]byte{refusal(j.count, *j.head)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.Entries(t.Context(), j.workspace, client.EntriesQuery{Outcome: "refused"})
+	if err != nil || len(page.Entries) != 1 || page.Entries[0].Seq != j.count {
+		t.Fatalf("refused entries: %+v %v", page, err)
+	}
+	e := page.Entries[0]
+	var meta, rec bytes.Buffer
+	if json.Compact(&meta, e.Meta) != nil || json.Compact(&rec, e.Record) != nil {
+		t.Fatalf("entry: %+v", e)
+	}
+	e.Meta, e.Record = meta.Bytes(), rec.Bytes()
+	if !bytes.Contains(e.Meta, []byte(`"prev_hash":"`+j.head.String()+`"`)) || !bytes.Contains(e.Meta, []byte(`"arrived":"2023-11-14T22:14:00.000Z"`)) ||
+		bytes.Contains(e.Record, []byte(`"prev_hash"`)) || bytes.Contains(e.Record, []byte(`"arrived"`)) {
+		t.Fatalf("the entry's metadata is not kept beside the record: record %s meta %s", e.Record, e.Meta)
+	}
+	if _, err := c.ReportEvidenceHead(t.Context(), j.workspace, res.Head, j.count+1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Seal(t.Context(), j.workspace, false); err != nil {
+		t.Fatal(err)
+	}
+	code, zipBytes := get(t, srv.URL+"/v1/export?chain="+j.workspace)
+	if code != http.StatusOK {
+		t.Fatalf("export: %d", code)
+	}
+	if rep := verifyProfileZip(t, zipBytes); rep.Verdict != verifier.Verified {
+		t.Fatalf("verdict %s\n%s", rep.Verdict, profileReportText(rep))
+	}
+}

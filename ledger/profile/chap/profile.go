@@ -93,7 +93,10 @@ func (s *State) AdmitRecord(at ledger.Position, r *Record) (*ledger.Admission, e
 		PrevHash:  r.PrevHash,
 		Meta:      r.Meta,
 		Unchained: r.Entry && r.PrevHash == nil,
-		Attrs:     r.Attrs(),
+		// A recorded refusal is the Coordinator's record of a call it refused: CHAP has
+		// nobody sign it (the refused request inside keeps whatever signature it had).
+		Unsignable: r.Refusal,
+		Attrs:      r.Attrs(),
 	}
 	if own.Diverged && own.Next == at.Seq+1 {
 		h := own.Head
