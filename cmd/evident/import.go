@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/client"
-	"github.com/evident-log/evident/ledger"
 )
 
 // cmdImport takes a CHAP Coordinator's audit.read dump into a chain, resuming where the chain
@@ -216,23 +214,11 @@ func readEvidenceHead(name string) (*api.EvidenceHeadRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	var d struct {
-		EvidenceHead *ledger.Link    `json:"evidence_head"`
-		AuditCount   uint64          `json:"audit_count"`
-		Result       json.RawMessage `json:"result"`
-	}
-	if err := json.Unmarshal(b, &d); err != nil {
+	req, err := api.ParseEvidenceHead(b)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if d.EvidenceHead == nil && d.Result != nil {
-		if err := json.Unmarshal(d.Result, &d); err != nil {
-			return nil, fmt.Errorf("%s: result: %w", name, err)
-		}
-	}
-	if d.EvidenceHead == nil {
-		return nil, errors.New(name + ": no evidence_head (the Coordinator gives one once its evidence chain is on: audit-scitt/1.0)")
-	}
-	return &api.EvidenceHeadRequest{EvidenceHead: *d.EvidenceHead, AuditCount: d.AuditCount}, nil
+	return &req, nil
 }
 
 func readInput(name string) ([]byte, error) {

@@ -10,7 +10,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/evident-log/evident/api"
@@ -99,10 +98,15 @@ func (s *Server) handleEvidenceHead(w http.ResponseWriter, r *http.Request) {
 	chain := r.PathValue("chain")
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
 	if err != nil {
-		problem(w, http.StatusRequestEntityTooLarge, api.CodeRecordTooLarge, "request body over 1 MiB", -1)
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			problem(w, http.StatusRequestEntityTooLarge, api.CodeRecordTooLarge, "request body over 1 MiB", -1)
+			return
+		}
+		s.fail(w, r, err)
 		return
 	}
-	req, err := parseEvidenceHead(body)
+	req, err := api.ParseEvidenceHead(body)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -114,41 +118,6 @@ func (s *Server) handleEvidenceHead(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusCreated, api.EvidenceHeadResponse{Chain: chain, EvidenceHead: rep.Head, AuditCount: rep.AuditCount, Size: rep.Size,
 		Status: rep.Status, ReportedAt: ledger.Timestamp(rep.ReportedAt)})
-}
-
-// parseEvidenceHead reads {evidence_head, audit_count?}, or a JSON-RPC response whose result
-// is one; other members (the rest of a workspace.describe result) are ignored.
-func parseEvidenceHead(body []byte) (api.EvidenceHeadRequest, error) {
-	var req api.EvidenceHeadRequest
-	var top struct {
-		Result       json.RawMessage `json:"result"`
-		EvidenceHead *string         `json:"evidence_head"`
-		AuditCount   *json.Number    `json:"audit_count"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&top); err != nil {
-		return req, ledger.Refuse(ledger.CodeMalformed, "evidence head: not a JSON object: %v", err)
-	}
-	if top.EvidenceHead == nil && len(top.Result) > 0 {
-		return parseEvidenceHead(top.Result)
-	}
-	if top.EvidenceHead == nil {
-		return req, ledger.Refuse(ledger.CodeMalformed, "evidence head: no evidence_head member (the Coordinator's workspace.describe gives one once its evidence chain is on)")
-	}
-	l, err := ledger.ParseLink(*top.EvidenceHead)
-	if err != nil {
-		return req, ledger.Refuse(ledger.CodeMalformed, "evidence_head: %v", err)
-	}
-	req.EvidenceHead = l
-	if top.AuditCount != nil {
-		n, err := strconv.ParseUint(top.AuditCount.String(), 10, 64)
-		if err != nil {
-			return req, ledger.Refuse(ledger.CodeMalformed, "audit_count must be a non-negative integer, not %.40s", top.AuditCount.String())
-		}
-		req.AuditCount = n
-	}
-	return req, nil
 }
 
 // auditPage returns the entries array of an audit.read result {"entries": [...], "next_seq": n}
