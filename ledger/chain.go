@@ -57,14 +57,7 @@ func (c *Chain) Append(record []byte, arrival time.Time) (*Appended, error) {
 
 // AppendBy is Append for a record submitted by an authenticated operator (Position.Submitter).
 func (c *Chain) AppendBy(record []byte, arrival time.Time, submitter string) (*Appended, error) {
-	if c.Closed {
-		return nil, Refuse(CodeClosed, "chain %.80q was sealed closed", c.ID)
-	}
-	adm, err := c.State.Admit(Position{Chain: c.ID, Head: c.Head, Seq: c.Size, Submitter: submitter}, record)
-	if err != nil {
-		return nil, err
-	}
-	return c.append(adm, arrival), nil
+	return c.admit(arrival, submitter, func(at Position) (*Admission, error) { return c.State.Admit(at, record) })
 }
 
 // AppendStored is Append for a record read back from storage or a bundle together with the
@@ -73,14 +66,19 @@ func (c *Chain) AppendStored(record, meta []byte, arrival time.Time) (*Appended,
 	if meta == nil {
 		return c.Append(record, arrival)
 	}
-	if c.Closed {
-		return nil, Refuse(CodeClosed, "chain %.80q was sealed closed", c.ID)
-	}
 	ma, ok := c.State.(MetaAdmitter)
 	if !ok {
 		return nil, Refuse(CodeMalformed, "profile %s keeps no metadata beside its records", c.Profile)
 	}
-	adm, err := ma.AdmitMeta(Position{Chain: c.ID, Head: c.Head, Seq: c.Size}, record, meta)
+	return c.admit(arrival, "", func(at Position) (*Admission, error) { return ma.AdmitMeta(at, record, meta) })
+}
+
+// admit runs one admission at the chain's next position and appends what it admits.
+func (c *Chain) admit(arrival time.Time, submitter string, admit func(Position) (*Admission, error)) (*Appended, error) {
+	if c.Closed {
+		return nil, Refuse(CodeClosed, "chain %.80q was sealed closed", c.ID)
+	}
+	adm, err := admit(Position{Chain: c.ID, Head: c.Head, Seq: c.Size, Submitter: submitter})
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,7 @@ func FuzzParse(f *testing.F) {
 		if !bytes.Equal(r2.Canonical, r.Canonical) {
 			t.Fatalf("canonical not a fixed point:\n%q\n%q", r.Canonical, r2.Canonical)
 		}
-		if r2.Refusal != r.Refusal || r2.Method != r.Method || r2.From != r.From || r2.Workspace != r.Workspace || r2.Entry != r.Entry ||
+		if r2.Refusal != r.Refusal || r2.Method != r.Method || r2.From != r.From || r2.Workspace != r.Workspace || r2.Entry() != r.Entry() ||
 			!bytes.Equal(r2.Meta, r.Meta) || (r.Seq == nil) != (r2.Seq == nil) || r.Seq != nil && *r.Seq != *r2.Seq {
 			t.Fatalf("re-parse changed fields: %+v vs %+v", r, r2)
 		}

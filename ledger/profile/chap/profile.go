@@ -92,7 +92,7 @@ func (s *State) AdmitRecord(at ledger.Position, r *Record) (*ledger.Admission, e
 		TS:        r.TS,
 		PrevHash:  r.PrevHash,
 		Meta:      r.Meta,
-		Unchained: r.Entry && r.PrevHash == nil,
+		Unchained: r.Entry() && r.PrevHash == nil,
 		// A recorded refusal is the Coordinator's record of a call it refused: CHAP has
 		// nobody sign it (the refused request inside keeps whatever signature it had).
 		Unsignable: r.Refusal,
@@ -106,12 +106,11 @@ func (s *State) AdmitRecord(at ledger.Position, r *Record) (*ledger.Admission, e
 		// Requests and notifications own their id; a response repeats its request's id.
 		adm.RecordID = r.ID
 	}
-	if check != nil && echoedTaskID(r, check) {
+	if signed := echoedTaskID(r, check); signed != nil {
 		// The reference Coordinator wrote the whisper's task_id into this answer after it
 		// checked the signature: the sender signed the envelope without it.
-		msg, _ := canonical.Encode(r.Object.Without("sig").WithoutIn("params", "task_id"))
 		c := *check
-		c.Message = msg
+		c.Message = signed
 		check = &c
 		adm.Attrs[AttrCoordinatorAdded] = []string{"params.task_id"}
 	}
@@ -152,9 +151,9 @@ func (o OwnChain) next(at ledger.Position, r *Record) (OwnChain, error) {
 	followed := !o.Diverged || at.Seq == o.Next
 	if r.PrevHash == nil {
 		switch {
-		case r.Entry && o.Begun:
+		case r.Entry() && o.Begun:
 			return o, ledger.Refuse(ledger.CodeWrongChain, "audit entry seq %d has no prev_hash, but the Coordinator's evidence chain covers the entries since seq %d", at.Seq, o.From)
-		case r.Entry:
+		case r.Entry():
 			o.Unchained++
 		case o.Diverged && followed:
 			o.Head, o.Next = ledger.NextLink(r.Canonical, o.Head), at.Seq+1 // Evident links what came bare
@@ -172,7 +171,7 @@ func (o OwnChain) next(at ledger.Position, r *Record) (OwnChain, error) {
 		want, o.Diverged = ledger.Genesis, true // chaining switched on after an unchained prefix
 	}
 	if named != want {
-		if !r.Entry {
+		if !r.Entry() {
 			return o, ledger.CheckPrev(&named, want) // the paper's evidence.prev_hash: fork or mismatch
 		}
 		return o, ledger.Refuse(ledger.CodeWrongChain, "audit entry seq %d names prev_hash %s, but the chain's is %s", at.Seq, named, want)
@@ -192,20 +191,21 @@ func (o OwnChain) next(at ledger.Position, r *Record) (OwnChain, error) {
 // them, and their values are the Coordinator's word.
 const AttrCoordinatorAdded = "coordinator_added"
 
-// echoedTaskID reports whether r is a whisper.answer whose signature does not verify as
-// recorded but does over the envelope without params.task_id: the reference Coordinator
-// (0.2.x whisper/1.0) copies the whisper's task_id into the recorded answer after checking
-// its signature. Only that one member is considered, and only for that method.
-func echoedTaskID(r *Record, check *SignatureCheck) bool {
-	if r.Method != "whisper.answer" || check.Deferred {
-		return false
+// echoedTaskID returns what the sender signed when r is a whisper.answer whose signature
+// does not verify as recorded but does over the envelope without params.task_id: the
+// reference Coordinator (0.2.x whisper/1.0) copies the whisper's task_id into the recorded
+// answer after checking its signature. Only that one member is considered, and only for that
+// method; nil otherwise.
+func echoedTaskID(r *Record, check *SignatureCheck) []byte {
+	if check == nil || check.Deferred || r.Method != "whisper.answer" {
+		return nil
 	}
-	if _, ok := r.Params().Get("task_id"); !ok {
-		return false
-	}
-	if check.Verify() {
-		return false
+	if _, ok := r.Params().Get("task_id"); !ok || check.Verify() {
+		return nil
 	}
 	msg, err := canonical.Encode(r.Object.Without("sig").WithoutIn("params", "task_id"))
-	return err == nil && ed25519.Verify(check.Public, msg, check.Value)
+	if err != nil || !ed25519.Verify(check.Public, msg, check.Value) {
+		return nil
+	}
+	return msg
 }

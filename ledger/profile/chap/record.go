@@ -30,13 +30,12 @@ type Record struct {
 	PrevHash  *ledger.Link // evidence.prev_hash, or the audit entry's prev_hash, when present
 	Sig       *Signature   // top-level sig, nil when unsigned
 
-	// Entry reports that the record came as a Coordinator audit entry ({seq, arrived,
-	// envelope, prev_hash?} or {seq, arrived, request, outcome, prev_hash?}, as audit.read
-	// returns them). Its metadata is Meta, outside the hash and the signature.
-	Entry bool
-	Seq   *uint64   // the audit entry's seq, nil when absent
-	Arr   time.Time // the audit entry's arrived (zero when absent)
-	Meta  []byte    // canonical JSON of the audit entry's metadata members, nil when not an entry
+	// Meta is the canonical JSON of the metadata members of a Coordinator audit entry
+	// ({seq, arrived, envelope, prev_hash?} or {seq, arrived, request, outcome, prev_hash?},
+	// as audit.read returns them), outside the hash and the signature; nil when the record
+	// did not come as an audit entry (Entry).
+	Meta []byte
+	Seq  *uint64 // the audit entry's seq, nil when absent
 }
 
 // entryMeta are the members of a Coordinator audit entry that are metadata about the record,
@@ -180,11 +179,9 @@ func (r *Record) parseMeta(obj *canonical.Object) error {
 			if !ok {
 				return ledger.Refuse(ledger.CodeBadTimestamp, "audit entry arrived must be an RFC 3339 string")
 			}
-			t, err := time.Parse(time.RFC3339Nano, s)
-			if err != nil {
+			if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
 				return ledger.Refuse(ledger.CodeBadTimestamp, "audit entry arrived %.40q is not RFC 3339", s)
 			}
-			r.Arr = t
 		case "prev_hash":
 			s, ok := m.Value.(string)
 			if !ok {
@@ -207,7 +204,7 @@ func (r *Record) parseMeta(obj *canonical.Object) error {
 	if err != nil {
 		return ledger.Refuse(ledger.CodeMalformed, "audit entry metadata: %v", err)
 	}
-	r.Entry, r.Meta = true, c
+	r.Meta = c
 	return nil
 }
 
@@ -296,7 +293,7 @@ func (r *Record) parseEnvelope(obj *canonical.Object) error {
 		}
 		r.TS = t
 	}
-	if ev, ok := obj.Object("evidence"); ok && !r.Entry {
+	if ev, ok := obj.Object("evidence"); ok && !r.Entry() {
 		if s, ok := ev.String("prev_hash"); ok {
 			l, err := ledger.ParseLink(s)
 			if err != nil {
@@ -318,6 +315,9 @@ func (r *Record) parseEnvelope(obj *canonical.Object) error {
 	}
 	return nil
 }
+
+// Entry reports whether the record came as a Coordinator audit entry (Meta).
+func (r *Record) Entry() bool { return r.Meta != nil }
 
 // SigningInput returns JCS(envelope − top-level sig): the bytes a CHAP signature covers.
 func (r *Record) SigningInput() ([]byte, error) {
