@@ -19,13 +19,7 @@ import (
 // TestSubmitSealExportVerify walks the README's flow with the CLI against a real evidentd
 // (in-process, real Tessera log and SQLite store, loopback HTTP).
 func TestSubmitSealExportVerify(t *testing.T) {
-	d, err := daemon.Open(context.Background(), daemon.Config{Data: t.TempDir(), CheckpointInterval: 100 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(d.Handler())
-	defer func() { srv.Close(); d.Close() }()
+	srv := startDaemon(t)
 	dir := t.TempDir()
 	const ws = "wsp_cli"
 	b, _, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
@@ -38,11 +32,6 @@ func TestSubmitSealExportVerify(t *testing.T) {
 	array := filepath.Join(dir, "rest.json")
 	os.WriteFile(array, append(append([]byte("["), bytes.Join(recs[8:], []byte(","))...), ']'), 0o644)
 
-	cli := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		code := run(context.Background(), args, &out, &errb)
-		return code, out.String(), errb.String()
-	}
 	if code, out, errs := cli("submit", "-url", srv.URL, "-chain", ws, "-batch", "3", lines, array); code != 0 || !strings.Contains(out, "13 record(s) accepted") {
 		t.Fatalf("submit: %d %s %s", code, out, errs)
 	}
@@ -84,4 +73,25 @@ func TestSubmitSealExportVerify(t *testing.T) {
 	if code, _, _ := cli("submit", "-chain", ws); code != exitUsage {
 		t.Fatalf("submit without files: %d", code)
 	}
+}
+
+// startDaemon runs a real evidentd in-process (Tessera log and SQLite store in a temporary
+// directory) behind loopback HTTP, closed when the test ends.
+func startDaemon(t *testing.T) *httptest.Server {
+	t.Helper()
+	d, err := daemon.Open(context.Background(), daemon.Config{Data: t.TempDir(), CheckpointInterval: 100 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(d.Handler())
+	t.Cleanup(func() { srv.Close(); d.Close() })
+	return srv
+}
+
+// cli runs the evident command in-process: exit code, standard output, standard error.
+func cli(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
 }

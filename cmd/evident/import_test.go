@@ -2,31 +2,18 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/evident-log/evident/internal/evidentd/daemon"
 )
 
 // TestImportReferenceDump: `evident import` takes the CHAP reference Coordinator's audit.read
 // dump in two pieces (an interrupted import resumes where the chain stands), checks the
 // Coordinator's evidence_head, and the exported bundle verifies.
 func TestImportReferenceDump(t *testing.T) {
-	d, err := daemon.Open(context.Background(), daemon.Config{Data: t.TempDir(), CheckpointInterval: 100 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(d.Handler())
-	defer func() { srv.Close(); d.Close() }()
+	srv := startDaemon(t)
 	const ref = "../../testvectors/chap-reference/ts/"
 	audit, err := os.ReadFile(ref + "full.audit.json")
 	if err != nil {
@@ -56,11 +43,6 @@ func TestImportReferenceDump(t *testing.T) {
 		}
 		return out
 	}(), []byte("\n")), 0o644)
-	cli := func(args ...string) (int, string, string) {
-		var out, errb bytes.Buffer
-		code := run(context.Background(), args, &out, &errb)
-		return code, out.String(), errb.String()
-	}
 	if code, out, errs := cli("import", "-url", srv.URL, "-chain", ws.ID, "-batch", "7", first); code != 0 || !strings.Contains(out, "20 entries imported") {
 		t.Fatalf("first import: %d %s %s", code, out, errs)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,11 +96,7 @@ func TestReferenceCoordinatorChains(t *testing.T) {
 				t.Run(impl+"/"+name+"/"+form, func(t *testing.T) {
 					// The records name their workspace, so each run gets an evidentd of its own.
 					ctx := t.Context()
-					_, srv := start(t, t.TempDir())
-					c, err := client.New(srv.URL)
-					if err != nil {
-						t.Fatal(err)
-					}
+					srv, c := refDaemon(t)
 					chain := j.workspace
 					var last *api.IngestResponse
 					switch form {
@@ -119,6 +116,7 @@ func TestReferenceCoordinatorChains(t *testing.T) {
 							recs = j.envelopes
 						}
 						for i, r := range recs {
+							var err error
 							if last, err = c.Submit(ctx, chain, [][]byte{r}); err != nil {
 								t.Fatalf("%s %d: %v", form, i, err)
 							}
@@ -147,10 +145,10 @@ func TestReferenceCoordinatorChains(t *testing.T) {
 					case rep.Status != "matches" || rep.AuditCount != j.count:
 						t.Fatalf("evidence head: %+v", rep)
 					}
-					if _, err := c.Seal(ctx, chain, false); err != nil {
+					r, err := bundle.OpenZipBytes(sealAndExport(t, c, chain))
+					if err != nil {
 						t.Fatal(err)
 					}
-					r := exportBundle(t, c, chain)
 					ref := r.Manifest.Chains[0]
 					if !bareAfterPrefix && (ref.EvidenceHead == nil || *ref.EvidenceHead != *j.head || ref.AuditCount == nil || *ref.AuditCount != j.count) {
 						t.Fatalf("manifest evidence head %v count %v", ref.EvidenceHead, ref.AuditCount)
@@ -187,17 +185,28 @@ func TestReferenceCoordinatorChains(t *testing.T) {
 	}
 }
 
-func exportBundle(t *testing.T, c *client.Client, chain string) *bundle.Reader {
+// refDaemon starts an evidentd of its own and a client of it.
+func refDaemon(t *testing.T) (*httptest.Server, *client.Client) {
 	t.Helper()
+	_, srv := start(t, t.TempDir())
+	c, err := client.New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, c
+}
+
+// sealAndExport seals chain and returns its exported bundle.
+func sealAndExport(t *testing.T, c *client.Client, chain string) []byte {
+	t.Helper()
+	if _, err := c.Seal(t.Context(), chain, false); err != nil {
+		t.Fatal(err)
+	}
 	var zip bytes.Buffer
 	if _, err := c.Export(t.Context(), client.ExportQuery{Chains: []string{chain}}, &zip); err != nil {
 		t.Fatal(err)
 	}
-	r, err := bundle.OpenZipBytes(zip.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return zip.Bytes()
 }
 
 func failing(r *verifier.Report) string {
@@ -229,13 +238,6 @@ func TestReferenceCoordinatorTampered(t *testing.T) {
 		}
 		return b
 	}
-	clone := func() [][]byte {
-		out := make([][]byte, len(j.entries))
-		for i := range j.entries {
-			out[i] = j.entries[i]
-		}
-		return out
-	}
 	// relink recomputes seq and prev_hash of entries from..: a forger re-chaining what it changed.
 	relink := func(es [][]byte, from int) [][]byte {
 		prev := ledger.Genesis
@@ -263,14 +265,14 @@ func TestReferenceCoordinatorTampered(t *testing.T) {
 		index int
 	}{
 		{"a signed field changed", func() [][]byte {
-			es := clone()
+			es := j.records()
 			m := entry(k)
 			m["envelope"].(map[string]any)["params"].(map[string]any)["ts"] = "2099-01-01T00:00:00.000Z"
 			es[k] = marshal(m)
 			return es
 		}, api.CodeBadSignature, k},
 		{"a signature changed", func() [][]byte {
-			es := clone()
+			es := j.records()
 			m := entry(k)
 			env := m["envelope"].(map[string]any)
 			sig := []byte(env["sig"].(string))
@@ -281,25 +283,25 @@ func TestReferenceCoordinatorTampered(t *testing.T) {
 			return es
 		}, api.CodeBadSignature, k},
 		{"an entry dropped", func() [][]byte {
-			es := clone()
+			es := j.records()
 			return append(es[:k], es[k+1:]...)
 		}, api.CodeChainMismatch, k},
 		{"an entry's prev_hash changed", func() [][]byte {
-			es := clone()
+			es := j.records()
 			m := entry(k)
 			m["prev_hash"] = ledger.NextLink([]byte("elsewhere"), ledger.Genesis).String()
 			es[k] = marshal(m)
 			return es
 		}, api.CodeChainMismatch, k},
 		{"seq renumbered", func() [][]byte {
-			es := clone()
+			es := j.records()
 			m := entry(k)
 			m["seq"] = k + 1
 			es[k] = marshal(m)
 			return es
 		}, api.CodeChainMismatch, k},
 		{"prev_hash dropped after chaining began", func() [][]byte {
-			es := clone()
+			es := j.records()
 			m := entry(k)
 			delete(m, "prev_hash")
 			es[k] = marshal(m)
@@ -308,12 +310,8 @@ func TestReferenceCoordinatorTampered(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, srv := start(t, t.TempDir())
-			c, err := client.New(srv.URL)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = c.Submit(t.Context(), j.workspace, tc.batch())
+			_, c := refDaemon(t)
+			_, err := c.Submit(t.Context(), j.workspace, tc.batch())
 			var ce *client.Error
 			if !errors.As(err, &ce) || ce.Code != tc.code || ce.Index == nil || *ce.Index != tc.index {
 				t.Fatalf("got %v, want %s at record %d", err, tc.code, tc.index)
@@ -327,12 +325,8 @@ func TestReferenceCoordinatorTampered(t *testing.T) {
 	// Two entries swapped and the chain re-linked around them: every signature and every
 	// prev_hash holds, but the Coordinator's evidence_head does not, and evidentd refuses it.
 	t.Run("re-linked", func(t *testing.T) {
-		_, srv := start(t, t.TempDir())
-		c, err := client.New(srv.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		es := clone()
+		_, c := refDaemon(t)
+		es := j.records()
 		es[k], es[k+1] = es[k+1], es[k]
 		es = relink(es, k)
 		if _, err := c.Submit(t.Context(), j.workspace, es); err != nil {
@@ -344,24 +338,14 @@ func TestReferenceCoordinatorTampered(t *testing.T) {
 	})
 
 	// Offline: an honest bundle, then altered copies of it.
-	_, srv := start(t, t.TempDir())
-	c, err := client.New(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Submit(t.Context(), j.workspace, j.entries2()); err != nil {
+	_, c := refDaemon(t)
+	if _, err := c.Submit(t.Context(), j.workspace, j.records()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.ReportEvidenceHead(t.Context(), j.workspace, *j.head, j.count); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Seal(t.Context(), j.workspace, false); err != nil {
-		t.Fatal(err)
-	}
-	code, zipBytes := get(t, srv.URL+"/v1/export?chain="+j.workspace)
-	if code != http.StatusOK {
-		t.Fatalf("export: %d", code)
-	}
+	zipBytes := sealAndExport(t, c, j.workspace)
 	if rep := verifyProfileZip(t, zipBytes); rep.Verdict != verifier.Verified {
 		t.Fatalf("honest bundle: %s\n%s", rep.Verdict, profileReportText(rep))
 	}
@@ -408,8 +392,8 @@ func TestReferenceCoordinatorTampered(t *testing.T) {
 	}
 }
 
-// entries2 returns the journey's entries as records.
-func (j *refJourney) entries2() [][]byte {
+// records returns a fresh slice of the journey's entries, to submit or to alter.
+func (j *refJourney) records() [][]byte {
 	out := make([][]byte, len(j.entries))
 	for i := range j.entries {
 		out[i] = j.entries[i]
@@ -422,12 +406,8 @@ func (j *refJourney) entries2() [][]byte {
 // seq and prev_hash are checked, its metadata kept and served, its outcome filterable.
 func TestRecordedRefusalEntry(t *testing.T) {
 	j := loadRef(t, "ts", "small")
-	_, srv := start(t, t.TempDir())
-	c, err := client.New(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Submit(t.Context(), j.workspace, j.entries2()); err != nil {
+	_, c := refDaemon(t)
+	if _, err := c.Submit(t.Context(), j.workspace, j.records()); err != nil {
 		t.Fatal(err)
 	}
 	refusal := func(seq uint64, prev ledger.Link) []byte {
@@ -459,13 +439,7 @@ func TestRecordedRefusalEntry(t *testing.T) {
 	if _, err := c.ReportEvidenceHead(t.Context(), j.workspace, res.Head, j.count+1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Seal(t.Context(), j.workspace, false); err != nil {
-		t.Fatal(err)
-	}
-	code, zipBytes := get(t, srv.URL+"/v1/export?chain="+j.workspace)
-	if code != http.StatusOK {
-		t.Fatalf("export: %d", code)
-	}
+	zipBytes := sealAndExport(t, c, j.workspace)
 	if rep := verifyProfileZip(t, zipBytes); rep.Verdict != verifier.Verified {
 		t.Fatalf("verdict %s\n%s", rep.Verdict, profileReportText(rep))
 	}
