@@ -77,26 +77,51 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "evident submit:", err)
 		return exitBroken // as for any failed request
 	}
-	submit := func(recs [][]byte) (*api.IngestResponse, error) {
-		ctx, cancel := context.WithTimeout(ctx, svc.timeout)
-		defer cancel()
-		return c.Submit(ctx, *chain, recs, client.WithProfile(*profile))
+	sent, last, err := svc.sendBatches(ctx, c, *chain, *profile, records, *batch, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "evident submit: records %d..%d: %v\n", sent, min(sent+*batch, len(records))-1, err)
+		fmt.Fprintf(stderr, "%d record(s) accepted before the refusal\n", sent)
+		return exitBroken
 	}
-	sent := 0
-	var last api.IngestResponse
-	for sent < len(records) {
-		end := min(sent+*batch, len(records))
-		res, err := submit(records[sent:end])
-		if err != nil {
-			fmt.Fprintf(stderr, "evident submit: records %d..%d: %v\n", sent, end-1, err)
-			fmt.Fprintf(stderr, "%d record(s) accepted before the refusal\n", sent)
-			return exitBroken
-		}
-		last = *res
-		sent = end
+	if last == nil {
+		last = &api.IngestResponse{} // nothing to send (an empty array)
 	}
 	fmt.Fprintf(stdout, "%d record(s) accepted into %s: size %d, head %s\n", sent, *chain, last.Size, last.Head)
 	return 0
+}
+
+// call runs one request, bounded by -timeout.
+func (s *serviceFlags) call(ctx context.Context, f func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	return f(ctx)
+}
+
+// sendBatches submits records to chain in atomic batches of size batch, each request bounded
+// by -timeout, reporting progress (records sent) after each when progress is set. It returns
+// how many records were accepted, the answer to the last accepted batch (nil when none was
+// sent), and the refusal that stopped it.
+func (s *serviceFlags) sendBatches(ctx context.Context, c *client.Client, chain, profile string, records [][]byte, batch int, progress func(sent int)) (int, *api.IngestResponse, error) {
+	sent := 0
+	var last *api.IngestResponse
+	for sent < len(records) {
+		end := min(sent+batch, len(records))
+		err := s.call(ctx, func(ctx context.Context) error {
+			res, err := c.Submit(ctx, chain, records[sent:end], client.WithProfile(profile))
+			if err == nil {
+				last = res
+			}
+			return err
+		})
+		if err != nil {
+			return sent, last, err
+		}
+		sent = end
+		if progress != nil {
+			progress(sent)
+		}
+	}
+	return sent, last, nil
 }
 
 // readRecords reads one JSON value, a JSON array or JSON Lines from a file or standard input.

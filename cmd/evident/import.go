@@ -70,13 +70,8 @@ Flags:
 		fmt.Fprintln(stderr, "evident import:", err)
 		return exitFailure
 	}
-	call := func(f func(ctx context.Context) error) error {
-		ctx, cancel := context.WithTimeout(ctx, svc.timeout)
-		defer cancel()
-		return f(ctx)
-	}
 	var size uint64
-	err = call(func(ctx context.Context) error {
+	err = svc.call(ctx, func(ctx context.Context) error {
 		h, err := c.Head(ctx, *chain)
 		if err == nil {
 			size = h.Size
@@ -104,27 +99,19 @@ Flags:
 	if !*quiet && isTerminal(stderr) {
 		progress = progressPrinter(stderr)
 	}
-	sent := 0
-	var last *api.IngestResponse
-	for sent < len(todo) {
-		end := min(sent+*batch, len(todo))
-		err := call(func(ctx context.Context) error {
-			res, err := c.Submit(ctx, *chain, todo[sent:end], client.WithProfile(*profile))
-			last = res
-			return err
-		})
-		if err != nil {
-			if progress != nil {
-				fmt.Fprintln(stderr)
-			}
-			fmt.Fprintf(stderr, "evident import: entries seq %d..%d: %v\n", size+uint64(sent), size+uint64(end-1), err)
-			fmt.Fprintf(stderr, "%d entries imported before the refusal; run again to resume from seq %d\n", sent, size+uint64(sent))
-			return exitBroken
-		}
-		sent = end
+	var onSent func(int)
+	if progress != nil {
+		onSent = func(sent int) { progress("import "+*chain, uint64(sent), uint64(len(todo))) }
+	}
+	sent, last, err := svc.sendBatches(ctx, c, *chain, *profile, todo, *batch, onSent)
+	if err != nil {
 		if progress != nil {
-			progress("import "+*chain, uint64(sent), uint64(len(todo)))
+			fmt.Fprintln(stderr)
 		}
+		end := min(sent+*batch, len(todo))
+		fmt.Fprintf(stderr, "evident import: entries seq %d..%d: %v\n", size+uint64(sent), size+uint64(end-1), err)
+		fmt.Fprintf(stderr, "%d entries imported before the refusal; run again to resume from seq %d\n", sent, size+uint64(sent))
+		return exitBroken
 	}
 	if progress != nil && sent > 0 {
 		fmt.Fprintln(stderr)
@@ -138,7 +125,7 @@ Flags:
 		return 0
 	}
 	var rep *api.EvidenceHeadResponse
-	err = call(func(ctx context.Context) error {
+	err = svc.call(ctx, func(ctx context.Context) error {
 		var err error
 		rep, err = c.ReportEvidenceHead(ctx, *chain, head.EvidenceHead, head.AuditCount)
 		return err
