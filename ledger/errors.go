@@ -3,6 +3,8 @@ package ledger
 import (
 	"errors"
 	"fmt"
+
+	"github.com/evident-log/evident/ledger/canonical"
 )
 
 // Code is a stable, documented error code carried by every refusal of a record and every
@@ -48,6 +50,19 @@ const (
 	CodeTrustInvalid Code = "trust_invalid" // a trust file the check needs is unusable
 	CodeNotReplayed  Code = "not_replayed"  // a comparison needing entries that could not be read that far
 )
+
+// CanonicalRefusal turns an error of the strict JSON parser or encoder (ledger/canonical) into
+// the refusal of a record: record_too_large, number_out_of_range, or else malformed_record.
+func CanonicalRefusal(err error) error {
+	code := CodeMalformed
+	switch {
+	case errors.Is(err, canonical.ErrNumber):
+		code = CodeNumber
+	case errors.Is(err, canonical.ErrTooLarge):
+		code = CodeTooLarge
+	}
+	return &RecordError{Code: code, Detail: err.Error(), Err: err}
+}
 
 // ErrRefused is matched (errors.Is) by every *RecordError.
 var ErrRefused = errors.New("record refused")

@@ -81,7 +81,7 @@ func (s *Signature) Tag() string {
 func Parse(data []byte) (*Record, error) {
 	v, err := canonical.Parse(data, canonical.CHAP)
 	if err != nil {
-		return nil, canonicalRefusal(err)
+		return nil, ledger.CanonicalRefusal(err)
 	}
 	return FromValue(v)
 }
@@ -91,7 +91,7 @@ func Parse(data []byte) (*Record, error) {
 func ParseStored(record, meta []byte) (*Record, error) {
 	v, err := canonical.Parse(record, canonical.CHAP)
 	if err != nil {
-		return nil, canonicalRefusal(err)
+		return nil, ledger.CanonicalRefusal(err)
 	}
 	obj, ok := v.(*canonical.Object)
 	if !ok {
@@ -99,7 +99,7 @@ func ParseStored(record, meta []byte) (*Record, error) {
 	}
 	mv, err := canonical.Parse(meta, canonical.CHAP)
 	if err != nil {
-		return nil, canonicalRefusal(err)
+		return nil, ledger.CanonicalRefusal(err)
 	}
 	mo, ok := mv.(*canonical.Object)
 	if !ok {
@@ -357,15 +357,4 @@ func workspaceOf(top, params *canonical.Object) string {
 		}
 	}
 	return ""
-}
-
-func canonicalRefusal(err error) error {
-	code := ledger.CodeMalformed
-	switch {
-	case errors.Is(err, canonical.ErrNumber):
-		code = ledger.CodeNumber
-	case errors.Is(err, canonical.ErrTooLarge):
-		code = ledger.CodeTooLarge
-	}
-	return &ledger.RecordError{Code: code, Detail: err.Error(), Err: err}
 }

@@ -65,7 +65,7 @@ type Event struct {
 func Parse(data []byte) (*Event, error) {
 	v, err := canonical.Parse(data, canonical.Options{})
 	if err != nil {
-		return nil, refusal(err)
+		return nil, ledger.CanonicalRefusal(err)
 	}
 	obj, ok := v.(*canonical.Object)
 	if !ok {
@@ -158,15 +158,4 @@ func Sign(ev *canonical.Object, priv crypto.Signer, alg, kid string) (*canonical
 	out := ev.Without("sig")
 	out.Members = append(out.Members, canonical.Member{Key: "sig", Value: (&sigalg.Signature{Alg: alg, Kid: kid, Value: v}).Object("kid")})
 	return out, nil
-}
-
-func refusal(err error) error {
-	code := ledger.CodeMalformed
-	switch {
-	case errors.Is(err, canonical.ErrNumber):
-		code = ledger.CodeNumber
-	case errors.Is(err, canonical.ErrTooLarge):
-		code = ledger.CodeTooLarge
-	}
-	return &ledger.RecordError{Code: code, Detail: err.Error(), Err: err}
 }
