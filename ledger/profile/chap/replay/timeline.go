@@ -1221,17 +1221,10 @@ func (b *Builder) bindTask(id, from string) string {
 		return id
 	}
 	t := b.tasks[pick]
-	delete(b.tasks, pick)
 	t.ID, t.IDInferred = id, true
-	b.tasks[id] = t
-	if a, ok := b.taskLatest[pick]; ok {
-		b.taskLatest[id] = a
-		delete(b.taskLatest, pick)
-	}
-	if w, ok := b.lastWhisp[pick]; ok {
-		b.lastWhisp[id] = w
-		delete(b.lastWhisp, pick)
-	}
+	rekey(b.tasks, pick, id)
+	rekey(b.taskLatest, pick, id)
+	rekey(b.lastWhisp, pick, id)
 	for i := range b.t.Events {
 		if b.t.Events[i].Task == pick {
 			b.t.Events[i].Task = id
@@ -1275,10 +1268,17 @@ func (b *Builder) bindDeliberation(id string) *Deliberation {
 		return nil
 	}
 	d := b.delibs[key]
-	delete(b.delibs, key)
 	d.ID, d.IDInferred = id, true
-	b.delibs[id] = d
+	rekey(b.delibs, key, id)
 	return d
+}
+
+// rekey moves the value m holds under from to to, when it holds one.
+func rekey[V any](m map[string]V, from, to string) {
+	if v, ok := m[from]; ok {
+		delete(m, from)
+		m[to] = v
+	}
 }
 
 // whisper finds the whisper an answer or a lapse names: by its id, by the ask's envelope id,
@@ -1294,9 +1294,8 @@ func (b *Builder) whisper(id, replyTo, taskID string) *Whisper {
 	}
 	if key := b.pickIf("whisper", id); key != "" {
 		w := b.whispers[key]
-		delete(b.whispers, key)
 		w.key = ""
-		b.whispers[id] = w
+		rekey(b.whispers, key, id)
 		return w
 	}
 	return b.lastWhisp[taskID]
@@ -1310,9 +1309,8 @@ func (b *Builder) handoff(id string) *Handoff {
 	}
 	if key := b.pickIf("handoff", id); key != "" {
 		h := b.handoffIDs[key]
-		delete(b.handoffIDs, key)
 		h.ID = id
-		b.handoffIDs[id] = h
+		rekey(b.handoffIDs, key, id)
 		return h
 	}
 	if n := len(b.handoffs); n > 0 {
