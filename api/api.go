@@ -27,15 +27,19 @@ const (
 	MediaCOSESign1 = `application/cose; cose-type="cose-sign1"`
 )
 
-// AcceptedEntry is one record an ingest request added to the chain.
+// AcceptedEntry is one record an ingest request added to the chain, or found already
+// stored at its position (Duplicate: a retried submission, nothing written).
 type AcceptedEntry struct {
 	Seq     uint64      `json:"seq"`
 	Prev    ledger.Link `json:"prev"`
 	Link    ledger.Link `json:"link"`
-	Arrival string      `json:"arrival"` // RFC 3339 UTC, millisecond precision
+	Arrival string      `json:"arrival"` // RFC 3339 UTC, millisecond precision; a duplicate's first arrival
+	// Duplicate is true for a record that was already in the chain at Seq; omitted otherwise.
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
-// IngestResponse answers an accepted POST /v1/chains/{chain}/entries (201).
+// IngestResponse answers an accepted POST /v1/chains/{chain}/entries: 201 when the batch
+// added at least one record, 200 when every record was already in the chain (a retry).
 type IngestResponse struct {
 	Chain    string          `json:"chain"`
 	Accepted []AcceptedEntry `json:"accepted"`

@@ -161,6 +161,9 @@ type Accepted struct {
 	Prev    ledger.Link `json:"prev"`
 	Link    ledger.Link `json:"link"`
 	Arrival string      `json:"arrival"`
+	// Duplicate marks a record that was already stored at Seq (a retried submission): nothing
+	// was written for it, and Arrival is when it was first accepted.
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
 // Head is a chain's current state as clients see it.
@@ -195,6 +198,11 @@ func (p *Pipeline) Head(ctx context.Context, id string) (Head, error) {
 // Ingest admits records (in order) into chain id, creating the chain with profile (""
 // for the default) when it does not exist. The batch is atomic and durable on return.
 // A refusal is a *ledger.RecordError naming the record's index in the batch.
+//
+// Ingest is safe to retry: a prefix of the batch that is already in the chain, each record
+// the very one stored at its position, is acknowledged with its stored seq and link and
+// marked Duplicate, nothing is written for it, and the rest of the batch is admitted after
+// the chain's head. Only a different record at a taken position is a fork.
 func (p *Pipeline) Ingest(ctx context.Context, id, profile string, records [][]byte) ([]Accepted, error) {
 	if len(records) == 0 {
 		return nil, ledger.Refuse(ledger.CodeMalformed, "empty batch")
@@ -221,15 +229,26 @@ func (p *Pipeline) ingestLocked(ctx context.Context, s *chainSlot, id, profile s
 	if profile != "" && cur.Profile != profile {
 		return nil, ledger.Refuse(ledger.CodeProfileMismatch, "chain %.80q is a %s chain, not %s", id, cur.Profile, profile)
 	}
+	// A retried submission: what is already stored is acknowledged again, before the
+	// profile's admission rules (which would refuse a second join, a reused id, a fork).
+	dups, err := p.repeated(ctx, cur, records)
+	if err != nil {
+		return nil, err
+	}
+	if len(dups) == len(records) {
+		return dups, nil
+	}
+	off := len(dups)
 	prevSize := cur.Size
 	next := cur.Clone()
 	now := p.o.Now().UTC()
-	apps := make([]*ledger.Appended, len(records))
+	apps := make([]*ledger.Appended, len(records)-off)
 	ids := map[string]int{}
 	// Signatures are checked on every core while the chain rules run on this one.
 	sigs := startVerifying(len(records))
 	defer sigs.stop()
-	for i, rec := range records {
+	for j, rec := range records[off:] {
+		i := off + j
 		a, err := next.AppendBy(rec, now, SubmitterFrom(ctx))
 		if err != nil {
 			// The first refusal names the first bad record: an earlier record whose signature
@@ -242,12 +261,12 @@ func (p *Pipeline) ingestLocked(ctx context.Context, s *chainSlot, id, profile s
 		}
 		sigs.submit(i, a.Admission.Verify)
 		if rid := a.Admission.RecordID; rid != "" {
-			if j, dup := ids[rid]; dup {
-				return nil, &ledger.RecordError{Index: i, Code: ledger.CodeIDReused, Detail: fmt.Sprintf("id %.80q already used by record %d of this batch", rid, j)}
+			if k, dup := ids[rid]; dup {
+				return nil, &ledger.RecordError{Index: i, Code: ledger.CodeIDReused, Detail: fmt.Sprintf("id %.80q already used by record %d of this batch", rid, k)}
 			}
 			ids[rid] = i
 		}
-		apps[i] = a
+		apps[j] = a
 	}
 	if len(ids) > 0 {
 		list := make([]string, 0, len(ids))
@@ -289,6 +308,7 @@ func (p *Pipeline) ingestLocked(ctx context.Context, s *chainSlot, id, profile s
 		return nil, err
 	}
 	s.chain = next
+	acc = append(dups, acc...)
 	closedNow := next.Closed && !cur.Closed // a record closed the chain: seal it closed at once
 	if p.o.Sealer != nil && (closedNow || p.o.SealEvery > 0 && next.Size-next.SealedSize >= p.o.SealEvery) {
 		select {

@@ -36,14 +36,30 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.m.batches.Add(1)
-	s.m.recordsAccepted.Add(uint64(len(acc)))
 	last := acc[len(acc)-1]
 	w.Header().Set("Location", fmt.Sprintf("/v1/chains/%s/entries?from=%d&limit=%d", chain, acc[0].Seq, len(acc)))
 	out := api.IngestResponse{Chain: chain, Accepted: make([]api.AcceptedEntry, len(acc)), Size: last.Seq + 1, Head: last.Link}
+	added := 0
 	for i, a := range acc {
-		out.Accepted[i] = api.AcceptedEntry{Seq: a.Seq, Prev: a.Prev, Link: a.Link, Arrival: a.Arrival}
+		out.Accepted[i] = api.AcceptedEntry{Seq: a.Seq, Prev: a.Prev, Link: a.Link, Arrival: a.Arrival, Duplicate: a.Duplicate}
+		if !a.Duplicate {
+			added++
+		}
 	}
-	writeJSON(w, http.StatusCreated, out)
+	s.m.recordsAccepted.Add(uint64(added))
+	status := http.StatusCreated
+	if added == 0 {
+		// A retry of records that are all stored already: nothing was written. The chain may
+		// have grown since, so its size and head are read again.
+		status = http.StatusOK
+		head, err := s.c.Pipeline.Head(r.Context(), chain)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		out.Size, out.Head = head.Size, head.Head
+	}
+	writeJSON(w, status, out)
 }
 
 // splitBody returns the records of an ingest body: one JSON object, a JSON array of

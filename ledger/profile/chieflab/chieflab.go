@@ -138,25 +138,26 @@ func Wrap(action *canonical.Object, operator string) *canonical.Object {
 	return &canonical.Object{Members: []canonical.Member{{Key: "chieflab", Value: Version}, {Key: "submitted_by", Value: by}, {Key: "action", Value: action}}}
 }
 
-// Admit wraps (or checks) the record and replays the approval state machine.
-func (s *State) Admit(at ledger.Position, data []byte) (*ledger.Admission, error) {
+// wrapped returns the record as hashed ({"chieflab", "submitted_by", "action"}: a bare
+// action wrapped with the submitter at, a wrapped one checked against it) and its operator.
+func wrapped(at ledger.Position, data []byte) (*canonical.Object, string, error) {
 	v, err := canonical.Parse(data, canonical.Options{})
 	if err != nil {
 		code := ledger.CodeMalformed
 		if errors.Is(err, canonical.ErrTooLarge) {
 			code = ledger.CodeTooLarge
 		}
-		return nil, &ledger.RecordError{Code: code, Detail: err.Error(), Err: err}
+		return nil, "", &ledger.RecordError{Code: code, Detail: err.Error(), Err: err}
 	}
 	o, ok := v.(*canonical.Object)
 	if !ok {
-		return nil, ledger.Refuse(ledger.CodeMalformed, "a ChiefLab record is a JSON object")
+		return nil, "", ledger.Refuse(ledger.CodeMalformed, "a ChiefLab record is a JSON object")
 	}
 	var rec *canonical.Object
 	operator := ""
-	if ver, wrapped := o.String("chieflab"); wrapped {
+	if ver, isWrapped := o.String("chieflab"); isWrapped {
 		if ver != Version || len(o.Members) != 3 {
-			return nil, ledger.Refuse(ledger.CodeMalformed, `a wrapped record is exactly {"chieflab": "0.1", "submitted_by", "action"}`)
+			return nil, "", ledger.Refuse(ledger.CodeMalformed, `a wrapped record is exactly {"chieflab": "0.1", "submitted_by", "action"}`)
 		}
 		by, _ := o.Get("submitted_by")
 		switch b := by.(type) {
@@ -164,15 +165,24 @@ func (s *State) Admit(at ledger.Position, data []byte) (*ledger.Admission, error
 			operator = b
 		case nil:
 		default:
-			return nil, ledger.Refuse(ledger.CodeMalformed, "submitted_by is a string or null")
+			return nil, "", ledger.Refuse(ledger.CodeMalformed, "submitted_by is a string or null")
 		}
 		if at.Submitter != "" && operator != at.Submitter {
-			return nil, ledger.Refuse(CodeOperatorMismatch, "the record names operator %.80q; the submission was authenticated as %.80q", operator, at.Submitter)
+			return nil, "", ledger.Refuse(CodeOperatorMismatch, "the record names operator %.80q; the submission was authenticated as %.80q", operator, at.Submitter)
 		}
 		rec = o
 	} else {
 		operator = at.Submitter
 		rec = Wrap(o, operator)
+	}
+	return rec, operator, nil
+}
+
+// Admit wraps (or checks) the record and replays the approval state machine.
+func (s *State) Admit(at ledger.Position, data []byte) (*ledger.Admission, error) {
+	rec, operator, err := wrapped(at, data)
+	if err != nil {
+		return nil, err
 	}
 	act, ok := rec.Object("action")
 	if !ok {

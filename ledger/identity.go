@@ -1,0 +1,19 @@
+package ledger
+
+// Identity is what a submitted record would be stored as, read from the record alone
+// without the chain's state: its canonical bytes and whatever it says about its own place.
+// The ingest pipeline uses it to recognise a record that is already in the chain (a
+// retried submission) before the profile's admission rules run.
+type Identity struct {
+	Canonical []byte  // the bytes the link hashes (Admission.Canonical)
+	Seq       *uint64 // the chain position the record states (a CHAP audit entry's seq); nil when none
+	PrevHash  *Link   // the predecessor the record names; nil when none
+	RecordID  string  // the record's own id, unique in its chain; "" when none
+}
+
+// Identifier is implemented by a ProfileState that can read a record's Identity without
+// admitting it. at carries the chain and the submitter (a profile that writes the
+// submitter into the hashed record needs it); its Head and Seq are not used.
+type Identifier interface {
+	Identify(at Position, record []byte) (*Identity, error)
+}
