@@ -74,7 +74,9 @@ func TestRetriedSubmissions(t *testing.T) {
 		}, 4, 0},
 		{"repeated prefix and a new tail", []step{
 			{batch: func([]Accepted) [][]byte { return [][]byte{rec(alice.join(t, "wsp")), rec(alice.msg(t, "wsp", nil))} }},
-			{batch: func([]Accepted) [][]byte { return [][]byte{sent[0], sent[1], rec(alice.msg(t, "wsp", nil)), rec(bob.join(t, "wsp"))} }, dups: 2},
+			{batch: func([]Accepted) [][]byte {
+				return [][]byte{sent[0], sent[1], rec(alice.msg(t, "wsp", nil)), rec(bob.join(t, "wsp"))}
+			}, dups: 2},
 			{batch: func([]Accepted) [][]byte { return [][]byte{sent[2], sent[3], rec(bob.msg(t, "wsp", nil))} }, dups: 2},
 		}, 5, 0},
 		{"an old record resent after others", []step{
