@@ -5,8 +5,10 @@
 //
 // A batch is atomic: every record is accepted, or none is and the answer names the
 // first refused record with its stable code. Nothing is acknowledged before the store
-// has it on disk. A record that names an already-used predecessor is refused as a fork
-// and kept, with the entry that holds that position, as evidence.
+// has it on disk. A record already stored at its position (a retried submission) is
+// acknowledged again as a duplicate and not stored twice; a different record that names an
+// already-used predecessor is refused as a fork and kept, with the entry that holds that
+// position, as evidence.
 package ingest
 
 import (
