@@ -19,6 +19,7 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/daemon"
 	"github.com/evident-log/evident/internal/evidentd/server"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/trustfile"
 	"github.com/evident-log/evident/verifier"
 )
 
@@ -71,7 +72,8 @@ func compact(t *testing.T, b []byte) []byte {
 // TestRoundTrip submits, reads, seals and exports a chain and verifies the bundle offline.
 func TestRoundTrip(t *testing.T) {
 	ctx := context.Background()
-	c := newClient(t, startDaemon(t))
+	base := startDaemon(t)
+	c := newClient(t, base)
 	const ws = "wsp_client"
 	recs := triage(t, ws)
 
@@ -176,7 +178,7 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := verifier.Verify(ctx, r, verifier.Options{})
+	rep, err := verifier.Verify(ctx, r, verifier.Options{Trust: publishedTrust(t, base)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,4 +350,23 @@ func TestErrorMessage(t *testing.T) {
 	if want := "GET /v1/chains/wsp_x: 404 Not Found"; err.Error() != want {
 		t.Fatalf("message %q, want %q", err, want)
 	}
+}
+
+// publishedTrust fetches the trust file the service publishes, to pin it as a user would.
+func publishedTrust(t *testing.T, base string) *trustfile.File {
+	t.Helper()
+	resp, err := http.Get(base + "/.well-known/evident-trust")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("trust file: %d %v", resp.StatusCode, err)
+	}
+	f, err := trustfile.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

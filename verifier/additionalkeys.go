@@ -22,7 +22,7 @@ func (v *verifier) pqVerifiers() []note.Verifier {
 		return out
 	}
 	for _, c := range v.history.CheckpointKeys {
-		if c.Role != bundle.RoleAdditional || !isMLDSA44(c.VKey) {
+		if c.Role != bundle.RoleAdditional || !isMLDSA44(c.VKey) || !v.pins.pqPinned(c.VKey) {
 			continue
 		}
 		nv, err := tlogpolicy.NewCosignatureVerifier(c.VKey)

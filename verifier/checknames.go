@@ -20,11 +20,11 @@ const (
 
 // Checks of the trust material the bundle carries.
 const (
-	CheckTrustLogKey        CheckName = "trust.log_key"        // trust/log.vkey is a usable signed-note verifier key (and the pinned one, when pinned)
+	CheckTrustLogKey        CheckName = "trust.log_key"        // trust/log.vkey is a usable signed-note verifier key and a pinned one
 	CheckTrustLogPQKey      CheckName = "trust.log_pq_key"     // the log's ML-DSA-44 checkpoint key, when the bundle names one or --require-pq asks for it
 	CheckTrustIssuers       CheckName = "trust.issuers"        // trust/issuers.cbor is a CBOR array of COSE_Key, matched by RFC 9679 thumbprint (and the pinned keys, when pinned)
 	CheckTrustKeyHistory    CheckName = "trust.key_history"    // trust/key-history.json: every service key well formed, its kid its thumbprint, held by trust/issuers.cbor
-	CheckTrustWitnessPolicy CheckName = "trust.witness_policy" // trust/witness.policy is a usable C2SP tlog-policy
+	CheckTrustWitnessPolicy CheckName = "trust.witness_policy" // the witness policy judging the quorum: the pinned one, else the bundle's
 )
 
 // Checks of each chain, replayed from genesis.

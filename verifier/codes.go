@@ -22,7 +22,8 @@ const (
 // Codes of the trust material (trust.*).
 const (
 	CodeTrust          Code = ledger.CodeTrustInvalid // a trust file (trust/log.vkey, trust/issuers.cbor, trust/key-history.json, trust/cop-nodes.json) unusable
-	CodeTrustNotPinned Code = "trust_not_pinned"      // the bundle's keys are not the ones the verifier was told to trust
+	CodeTrustNotPinned Code = "trust_not_pinned"      // nothing pinned: the bundle's own key or policy was used, so who made it is not established (not evaluated)
+	CodeTrustMismatch  Code = "trust_mismatch"        // the bundle's key or keys are not among the pinned ones (broken)
 	CodeKeyWindow      Code = "key_outside_window"    // a signature by a service key outside the key's validity window in trust/key-history.json
 	CodePQKeyMissing   Code = "pq_key_missing"        // --require-pq, but the bundle names no ML-DSA-44 log key
 )
@@ -117,7 +118,7 @@ const (
 func Codes() []Code {
 	return []Code{
 		CodeManifest, CodeDigest, CodeMissing, CodeRead, CodeUnlisted, CodeNotInterpreted,
-		CodeTrust, CodeTrustNotPinned, CodeKeyWindow, CodePQKeyMissing,
+		CodeTrust, CodeTrustNotPinned, CodeTrustMismatch, CodeKeyWindow, CodePQKeyMissing,
 		CodeEntryMalformed, CodeEntryTooLong, CodeEntrySeq, CodeEntryPrev, CodeEntryLink, CodeStateMismatch, CodeUnknownProfile, CodeUnsigned, CodeNotReplayed,
 		CodeUnchainedPrefix, CodeTSRegression, CodeEvidenceHead, CodeEvidenceHeadAhead,
 		CodeSealFormat, CodeSealSignature, CodeSealPayload, CodeSealLineage, CodeSealNumbering, CodeReceipt, CodeNotAnchored, CodeChainFork, CodeChainProof,

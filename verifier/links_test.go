@@ -331,7 +331,9 @@ func TestPostQuantumLogSignature(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rep, err := verifier.Verify(context.Background(), tc.b.Reader(t), verifier.Options{RequirePQ: tc.require, Now: func() time.Time { return testbundle.Base }})
+			trust := testbundle.Trust(t)
+			trust.LogMLDSAKeys = []string{vkey} // the operator publishes the ML-DSA-44 key it signs with
+			rep, err := verifier.Verify(context.Background(), tc.b.Reader(t), verifier.Options{RequirePQ: tc.require, Now: func() time.Time { return testbundle.Base }, Trust: trust})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -44,10 +44,17 @@ func (v *verifier) loadPQKey() []Check {
 		c.Status, c.Code, c.Detail = Broken, CodeTrust, "not an ML-DSA-44 key (signed-note key type 0x06)"
 	case pv.Name() != v.r.Manifest.Log.Origin:
 		c.Status, c.Code, c.Detail = Broken, CodeTrust, fmt.Sprintf("the key is named %.80q, not the log origin %.80q", pv.Name(), v.r.Manifest.Log.Origin)
+	case len(v.pins.pqKeys) == 0:
+		v.pqKey = pv
+		c.Status, c.Code = NotEvaluated, CodeTrustNotPinned
+		c.Detail = fmt.Sprintf("post-quantum (ML-DSA-44) checkpoint key %s+%08x taken from the bundle, not pinned: the other checks use it, but that it is the log's key is not established (%s)", pv.Name(), pv.KeyHash(), PinAdvice)
+	case !v.pins.pqPinned(vkey):
+		c.Status, c.Code = Broken, CodeTrustMismatch
+		c.Detail = fmt.Sprintf("the bundle's post-quantum (ML-DSA-44) log key %s+%08x is not among the %d pinned key(s)", pv.Name(), pv.KeyHash(), len(v.pins.pqKeys))
 	default:
 		v.pqKey = pv
 		c.Status = Verified
-		c.Detail = fmt.Sprintf("post-quantum (ML-DSA-44) checkpoint key %s+%08x parsed (taken from the bundle: compare it with the log's published key)", pv.Name(), pv.KeyHash())
+		c.Detail = fmt.Sprintf("post-quantum (ML-DSA-44) checkpoint key %s+%08x is the pinned key", pv.Name(), pv.KeyHash())
 	}
 	return []Check{c}
 }

@@ -100,9 +100,12 @@ type LogReport struct {
 // Report is the outcome of verifying one bundle: the JSON form is ReportFormat, documented
 // field by field in docs/report.md.
 type Report struct {
-	Format    string        `json:"format"`
-	Bundle    string        `json:"bundle"` // what was verified; callers may overwrite it with a path
-	Verdict   Status        `json:"verdict"`
+	Format  string `json:"format"`
+	Bundle  string `json:"bundle"` // what was verified; callers may overwrite it with a path
+	Verdict Status `json:"verdict"`
+	// Hint says how to pin trust when a trust.* check is not evaluated for want of a pin
+	// (code trust_not_pinned); empty otherwise.
+	Hint      string        `json:"hint,omitempty"`
 	Checks    []Check       `json:"checks"`
 	Chains    []ChainReport `json:"chains"`
 	Log       LogReport     `json:"log"`
@@ -204,6 +207,9 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 		}
 		ew.printf("  nothing broken, but %d check(s) not evaluated\n", n)
+	}
+	if r.Hint != "" {
+		ew.printf("  %s\n", safe(r.Hint))
 	}
 	ew.printf("bundle: %s\n", safe(r.Bundle))
 	ew.printf("generated: %s\n\n", safe(r.Generated))

@@ -209,7 +209,7 @@ func TestProgressAndCancel(t *testing.T) {
 	var mu sync.Mutex
 	calls := map[string]int{}
 	var last uint64
-	rep, err := verifier.Verify(context.Background(), mustOpen(t, zip), verifier.Options{Progress: func(stage string, done, total uint64) {
+	rep, err := verifier.Verify(context.Background(), mustOpen(t, zip), verifier.Options{Trust: testbundle.Trust(t), Progress: func(stage string, done, total uint64) {
 		mu.Lock()
 		defer mu.Unlock()
 		calls[stage]++

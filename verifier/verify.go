@@ -20,6 +20,7 @@ import (
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/receipts"
+	"github.com/evident-log/evident/trustfile"
 )
 
 // MaxLineSize bounds one line of entries.jsonl: a maximal record plus the line's own members.
@@ -56,6 +57,12 @@ type Options struct {
 	// set of /.well-known/scitt-keys, retired keys included). When set, only bundle issuer keys
 	// among them are used; a seal or receipt signed by any other key is broken.
 	TrustedIssuers []crypto.PublicKey
+	// Trust pins everything an operator's trust file names (docs/trust.md): its log keys and
+	// issuer keys are added to TrustedLogKeys and TrustedIssuers, its ML-DSA-44 log keys pin
+	// trust/log-mldsa.vkey, and its witness policy (or its lack of one) replaces the bundle's
+	// for the witness quorum. Without any pin, the trust.* checks are not evaluated
+	// (trust_not_pinned) and the verdict is at best not_evaluated.
+	Trust *trustfile.File
 }
 
 type issuerKey struct {
@@ -92,6 +99,8 @@ type verifier struct {
 	chainProofErr string        // why the last chain consistency receipt did not verify (chainfork.go)
 
 	prov provenanceState // cross-chain references (provenance.go)
+
+	pins pins // what the caller pinned (pinning.go)
 }
 
 // Verify checks a bundle offline and returns its report. It returns an error only when it
@@ -108,6 +117,11 @@ func Verify(ctx context.Context, r *bundle.Reader, o Options) (*Report, error) {
 	}
 	v := &verifier{ctx: ctx, r: r, o: o, files: map[string]*fileState{},
 		cpFiles: map[uint64][]byte{}, cps: map[cpKey][]string{}, cpBroken: map[string]struct{}{}}
+	pn, err := collectPins(o)
+	if err != nil {
+		return nil, err
+	}
+	v.pins = pn
 	m := &r.Manifest
 	rep := &Report{Format: ReportFormat, Bundle: describe(m), Log: LogReport{Origin: m.Log.Origin, Checkpoints: []CheckpointReport{}},
 		Checks: []Check{}, Chains: []ChainReport{}}
@@ -148,6 +162,7 @@ func Verify(ctx context.Context, r *bundle.Reader, o Options) (*Report, error) {
 		rep.Checks = append(rep.Checks, part...)
 	}
 	rep.Verdict = verdict(rep.Checks)
+	rep.Hint = pinHint(rep.Checks)
 	rep.Generated = o.Now().UTC().Format(time.RFC3339)
 	return rep, nil
 }
@@ -248,17 +263,17 @@ func (v *verifier) loadTrust(rep *Report) []Check {
 	} else {
 		rep.Log.Key = fmt.Sprintf("%s+%08x", lv.Name(), lv.KeyHash())
 		switch {
-		case len(v.o.TrustedLogKeys) == 0:
+		case len(v.pins.logKeys) == 0:
 			v.logKey = lv
-			c.Status = Verified
-			c.Detail = fmt.Sprintf("log checkpoint key %s parsed (taken from the bundle: compare it with the log's published key, or pin it with --log-key)", rep.Log.Key)
-		case slices.Contains(v.o.TrustedLogKeys, strings.TrimSpace(string(b))):
+			c.Status, c.Code = NotEvaluated, CodeTrustNotPinned
+			c.Detail = fmt.Sprintf("log checkpoint key %s taken from the bundle, not pinned: the other checks use it, but that it is the log's key is not established (%s)", rep.Log.Key, PinAdvice)
+		case slices.Contains(v.pins.logKeys, strings.TrimSpace(string(b))):
 			v.logKey = lv
 			c.Status = Verified
 			c.Detail = fmt.Sprintf("log checkpoint key %s is the pinned key", rep.Log.Key)
 		default:
-			c.Status, c.Code = Broken, CodeTrustNotPinned
-			c.Detail = fmt.Sprintf("the bundle's log key %s is not among the %d pinned key(s): its checkpoints are not the pinned log's", rep.Log.Key, len(v.o.TrustedLogKeys))
+			c.Status, c.Code = Broken, CodeTrustMismatch
+			c.Detail = fmt.Sprintf("the bundle's log key %s is not among the %d pinned key(s): its checkpoints are not the pinned log's", rep.Log.Key, len(v.pins.logKeys))
 		}
 	}
 	checks = append(checks, c)
@@ -268,15 +283,15 @@ func (v *verifier) loadTrust(rep *Report) []Check {
 	if err != nil {
 		v.issuersErr = true
 		c.Status, c.Code, c.Detail = Broken, CodeTrust, err.Error()
-	} else if len(v.o.TrustedIssuers) == 0 {
+	} else if len(v.pins.issuers) == 0 {
 		v.issuers = keys
-		c.Status = Verified
-		c.Detail = fmt.Sprintf("%d issuer key(s) parsed (taken from the bundle: compare them with the service's published keys, or pin them with --issuer-keys)", len(keys))
+		c.Status, c.Code = NotEvaluated, CodeTrustNotPinned
+		c.Detail = fmt.Sprintf("%d issuer key(s) taken from the bundle, not pinned: the other checks use them, but that they are the service's keys is not established (%s)", len(keys), PinAdvice)
 		for _, k := range keys {
 			c.Evidence = append(c.Evidence, "kid "+hex.EncodeToString(k.kid))
 		}
 	} else {
-		v.issuers, c = pinIssuers(keys, v.o.TrustedIssuers, c)
+		v.issuers, c = pinIssuers(keys, v.pins.issuers, c)
 	}
 	return append(checks, c)
 }
@@ -299,7 +314,7 @@ func pinIssuers(keys []issuerKey, pinned []crypto.PublicKey, c Check) ([]issuerK
 		}
 	}
 	if len(kept) == 0 {
-		c.Status, c.Code = Broken, CodeTrustNotPinned
+		c.Status, c.Code = Broken, CodeTrustMismatch
 		c.Detail = fmt.Sprintf("none of the bundle's %d issuer key(s) is among the %d pinned key(s)", len(keys), len(pinned))
 		return nil, c
 	}

@@ -15,9 +15,10 @@ import (
 
 var fixedNow = func() time.Time { return time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC) }
 
+// verify verifies with the trust file of the service testbundle signs as pinned.
 func verify(t testing.TB, r *bundle.Reader) *verifier.Report {
 	t.Helper()
-	rep, err := verifier.Verify(context.Background(), r, verifier.Options{Workers: 4, Now: fixedNow})
+	rep, err := verifier.Verify(context.Background(), r, verifier.Options{Workers: 4, Now: fixedNow, Trust: testbundle.Trust(t)})
 	if err != nil {
 		t.Fatalf("Verify: %v", err)
 	}

@@ -149,24 +149,29 @@ func (v *verifier) checkWitnesses() []Check {
 	return append(checks, v.checkPolicy()...)
 }
 
-// checkPolicy evaluates trust/witness.policy on every verified checkpoint note.
+// checkPolicy evaluates the witness policy on every verified checkpoint note: the pinned one
+// when a trust file was given (Options.Trust), else the bundle's trust/witness.policy. A
+// policy that only the bundle names is used, so bad cosignatures are still found, but its
+// trust.witness_policy check is not evaluated (trust_not_pinned): whoever made the bundle
+// chose it. A bundle policy that differs from the pinned one is reported and not used.
 func (v *verifier) checkPolicy() []Check {
-	if !v.listed(bundle.WitnessPolicyFile) {
+	var bundled *tlogpolicy.Policy
+	if v.listed(bundle.WitnessPolicyFile) {
+		c := Check{Name: CheckTrustWitnessPolicy, Where: bundle.WitnessPolicyFile}
+		b, err := v.readSmall(bundle.WitnessPolicyFile, tlogpolicy.MaxSize)
+		if err != nil {
+			c.Status, c.Code, c.Detail = Broken, CodeWitnessPolicy, err.Error()
+			return []Check{c}
+		}
+		if bundled, err = tlogpolicy.Parse(b); err != nil {
+			c.Status, c.Code, c.Detail = Broken, CodeWitnessPolicy, err.Error()
+			return []Check{c}
+		}
+	}
+	p, c := v.choosePolicy(bundled)
+	if p == nil {
 		return nil
 	}
-	c := Check{Name: CheckTrustWitnessPolicy, Where: bundle.WitnessPolicyFile}
-	b, err := v.readSmall(bundle.WitnessPolicyFile, tlogpolicy.MaxSize)
-	if err != nil {
-		c.Status, c.Code, c.Detail = Broken, CodeWitnessPolicy, err.Error()
-		return []Check{c}
-	}
-	p, err := tlogpolicy.Parse(b)
-	if err != nil {
-		c.Status, c.Code, c.Detail = Broken, CodeWitnessPolicy, err.Error()
-		return []Check{c}
-	}
-	c.Status = Verified
-	c.Detail = fmt.Sprintf("witness policy parsed: %d witness(es), quorum %s (taken from the bundle: compare it with the policy the log's operator publishes)", len(p.Witnesses), p.Describe())
 	for _, w := range p.Witnesses {
 		c.Evidence = append(c.Evidence, w.Name+" "+w.VKey)
 	}
@@ -211,6 +216,40 @@ func (v *verifier) checkPolicy() []Check {
 			Detail: "the bundle holds no verified checkpoint to evaluate the witness quorum on"})
 	}
 	return checks
+}
+
+// choosePolicy picks the policy that judges the quorum and says why in the
+// trust.witness_policy check; nil when there is none to evaluate.
+func (v *verifier) choosePolicy(bundled *tlogpolicy.Policy) (*tlogpolicy.Policy, Check) {
+	c := Check{Name: CheckTrustWitnessPolicy, Where: bundle.WitnessPolicyFile}
+	pinned := v.pins.policy
+	switch {
+	case !v.pins.policySet && bundled == nil:
+		return nil, c
+	case !v.pins.policySet:
+		c.Status, c.Code = NotEvaluated, CodeTrustNotPinned
+		c.Detail = fmt.Sprintf("witness policy taken from the bundle, not pinned: %d witness(es), quorum %s; the quorum is evaluated with it, but the bundle's maker chose it (%s)", len(bundled.Witnesses), bundled.Describe(), PinAdvice)
+		return bundled, c
+	case pinned == nil && bundled == nil:
+		return nil, c
+	case pinned == nil:
+		c.Status, c.Code = NotEvaluated, CodeTrustNotPinned
+		c.Detail = fmt.Sprintf("the pinned trust file names no witness policy, the bundle names one (%d witness(es), quorum %s): the quorum is evaluated with the bundle's, which the operator does not publish", len(bundled.Witnesses), bundled.Describe())
+		return bundled, c
+	}
+	c.Where = "pinned trust file"
+	c.Status = Verified
+	c.Detail = fmt.Sprintf("pinned witness policy: %d witness(es), quorum %s; it judges every checkpoint's cosignatures", len(pinned.Witnesses), pinned.Describe())
+	switch {
+	case bundled == nil:
+		c.Detail += " (the bundle names no policy)"
+	case bundled.WithoutURLs().String() != pinned.WithoutURLs().String():
+		c.Detail += fmt.Sprintf("; the bundle's %s differs (quorum %s) and is not used", bundle.WitnessPolicyFile, bundled.Describe())
+		for _, w := range bundled.Witnesses {
+			c.Evidence = append(c.Evidence, "bundle policy, not used: "+w.Name+" "+w.VKey)
+		}
+	}
+	return pinned, c
 }
 
 func orNone(s []string) string {

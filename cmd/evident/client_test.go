@@ -53,7 +53,7 @@ func TestSubmitSealExportVerify(t *testing.T) {
 	if code, out, errs := cli("export", "-url", srv.URL, "-chain", ws, "-o", zip); code != 0 {
 		t.Fatalf("export: %d %s %s", code, out, errs)
 	}
-	if code, out, errs := cli("verify", zip, "-format", "json", "-q"); code != exitVerified || !strings.Contains(out, `"verdict": "verified"`) {
+	if code, out, errs := cli("verify", zip, "-format", "json", "-q", "--trust", pinTrust(t, srv.URL)); code != exitVerified || !strings.Contains(out, `"verdict": "verified"`) {
 		t.Fatalf("verify: %d %s %s", code, out, errs)
 	}
 	// A failed export leaves no file behind.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/evident-log/evident/client"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/verifier"
 )
 
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -139,8 +140,22 @@ func demo(ctx context.Context, work, daemonPath string, stdout, stderr io.Writer
 	}
 	fmt.Fprintf(stdout, "\n4. Exported the offline bundle: %s\n", bundlePath)
 
-	fmt.Fprintf(stdout, "\n5. Offline verification (what a regulator runs: evident verify %s):\n\n", filepath.Base(bundlePath))
-	rep, code := verifyBundle(ctx, bundlePath, true, stderr)
+	// The regulator pins the operator's published trust file; without it nothing verifies.
+	tf, raw, err := fetchTrustFile(ctx, base+trustPath, 30*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	trustPath := filepath.Join(work, trustFileName(tf.Origin))
+	if err := os.WriteFile(trustPath, raw, 0o644); err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(stdout, "\n5. Fetched the operator's trust file (evident trust fetch %s), saved to %s:\n", base, trustPath)
+	for _, line := range tf.Summary() {
+		fmt.Fprintf(stdout, "   %s\n", line)
+	}
+
+	fmt.Fprintf(stdout, "\n6. Offline verification (what a regulator runs: evident verify --trust %s %s):\n\n", filepath.Base(trustPath), filepath.Base(bundlePath))
+	rep, code := verifyBundle(ctx, bundlePath, true, stderr, func(o *verifier.Options) { o.Trust = tf })
 	if rep == nil {
 		return code, nil
 	}

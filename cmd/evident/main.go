@@ -24,6 +24,7 @@ const usage = `Usage: evident <command> [flags]
 
 Commands:
   verify BUNDLE   verify an exported bundle offline (directory or .zip); no network
+  trust fetch URL download an operator's trust file (URL/.well-known/evident-trust) to pin with verify --trust
   replay BUNDLE   rebuild a CHAP chain's timeline (or one task's, --task), answer CHAP §9.3, flag impossible histories
   receipt verify  verify RFC 9942 receipts (any SCITT service's) for a statement or a transparent statement
   keys            generate, show, thumbprint and rotate service keys
@@ -73,6 +74,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cmdKeys(ctx, args[1:], stdout, stderr)
 	case "cop-ledger":
 		return cmdCOPLedger(ctx, args[1:], stdout, stderr)
+	case "trust":
+		return cmdTrust(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

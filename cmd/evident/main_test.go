@@ -41,14 +41,18 @@ func TestDemoThenOfflineVerify(t *testing.T) {
 	if err := demo.Run(); err != nil {
 		t.Fatalf("demo: %v\n%s\n%s", err, out.String(), errb.String())
 	}
-	for _, want := range []string{"decide.override", "human:bob@example.org", "Sealed: chain size 10", "VERDICT: VERIFIED"} {
+	for _, want := range []string{"decide.override", "human:bob@example.org", "Sealed: chain size 10", "evident trust fetch", "evident verify --trust", "VERDICT: VERIFIED"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out.String())
 		}
 	}
 	bundlePath := filepath.Join(work, "wsp_support_triage.evident.zip")
 
-	args := []string{filepath.Join(bin, "evident"), "verify", "-format", "json", bundlePath}
+	trustFiles, _ := filepath.Glob(filepath.Join(work, "*.trust.json")) // the demo fetched and pinned it
+	if len(trustFiles) != 1 {
+		t.Fatalf("the demo saved trust files %v", trustFiles)
+	}
+	args := []string{filepath.Join(bin, "evident"), "verify", "-format", "json", "--trust", trustFiles[0], bundlePath}
 	if _, err := exec.LookPath("unshare"); err == nil && exec.Command("unshare", "-rn", "true").Run() == nil {
 		args = append([]string{"unshare", "-rn"}, args...)
 	} else {
@@ -76,9 +80,13 @@ func TestDemoThenOfflineVerify(t *testing.T) {
 		}
 	}
 
-	// Pinned keys: the operator's own log key verifies; another log's key is broken.
+	// Pinned keys: nothing pinned is not evaluated; the operator's own log key with its trust
+	// file verifies; another log's key is broken.
+	if code := exitCode(exec.Command(filepath.Join(bin, "evident"), "verify", "-q", bundlePath)); code != exitNotEvaluated {
+		t.Errorf("nothing pinned: exit %d, want %d", code, exitNotEvaluated)
+	}
 	vkeyFile := filepath.Join(work, "data", "keys", "log.vkey")
-	if code := exitCode(exec.Command(filepath.Join(bin, "evident"), "verify", "-q", "--log-key", vkeyFile, bundlePath)); code != exitVerified {
+	if code := exitCode(exec.Command(filepath.Join(bin, "evident"), "verify", "-q", "--log-key", vkeyFile, "--trust", trustFiles[0], bundlePath)); code != exitVerified {
 		t.Errorf("pinned to the right log key: exit %d", code)
 	}
 	other := "evident.localhost/log+b56526d1+AdA9CjZ5LE6JGHtE5FQdC7JCvQ8JlaHUWxy9+wIcUrg3" // a valid key of another log

@@ -12,6 +12,7 @@ import (
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger/profile/chap"
 	"github.com/evident-log/evident/ledger/profile/chap/replay"
+	"github.com/evident-log/evident/trustfile"
 	"github.com/evident-log/evident/verifier"
 	"github.com/evident-log/evident/verifier/htmlreport"
 )
@@ -30,6 +31,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	format := fs.String("format", "text", "output format: text or json")
 	task := fs.String("task", "", "replay only this task_id")
 	quiet := fs.Bool("q", false, "no progress, even on a terminal")
+	trustFile := fs.String("trust", "", "pin the operator's trust file for the verification (as evident verify --trust); without it the verdict is at best not evaluated")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: evident replay [flags] BUNDLE\n\nRebuilds the timeline of every CHAP chain in a bundle (or one task): who assigned,\naccepted, drafted, reviewed, approved or overrode what (diff applied to the base artefact),\nunder which key and mode; answers the CHAP paper's §9.3 questions; reports impossible\nhistories. The bundle is verified first (offline) for question 8.\n\nExit codes: 0 verified and no impossible history, 1 broken or an impossible history,\n2 not evaluated, 3 could not run, 64 usage.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -41,8 +43,16 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fs.Usage()
 		return exitUsage
 	}
+	var trust *trustfile.File
+	if *trustFile != "" {
+		var err error
+		if trust, err = readTrustFile(*trustFile); err != nil {
+			fmt.Fprintln(stderr, "evident replay: --trust:", err)
+			return exitUsage
+		}
+	}
 	path := fs.Arg(0)
-	rep, code := verifyBundle(ctx, path, *quiet, stderr)
+	rep, code := verifyBundle(ctx, path, *quiet, stderr, func(o *verifier.Options) { o.Trust = trust })
 	if rep == nil {
 		return code
 	}

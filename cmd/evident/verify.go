@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/trustfile"
 	"github.com/evident-log/evident/verifier"
 )
 
@@ -28,10 +29,11 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	maxAge := fs.Duration("witness-max-age", 0, "count only witness cosignatures at most this old toward the quorum (0: any age)")
 	var logKeys stringList
 	fs.Var(&logKeys, "log-key", "pin the log's checkpoint key: a signed-note vkey, or a file holding one (e.g. keys/log.vkey obtained from the operator); repeatable")
+	trustFile := fs.String("trust", "", "pin the operator's trust file (evident trust fetch URL saves it): log keys, service keys and witness policy; without any pin the verdict is at best not_evaluated")
 	issuerKeys := fs.String("issuer-keys", "", "pin the service's statement and receipt keys: a COSE_KeySet (GET /.well-known/scitt-keys), a COSE_Key or a PEM public key")
 	requirePQ := fs.Bool("require-pq", false, "require post-quantum signatures: checkpoints without the log's ML-DSA-44 signature, and witness quorums not met by ML-DSA-44 cosignatures alone, are not evaluated (an invalid ML-DSA-44 signature is broken either way)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: evident verify [flags] BUNDLE\n\nVerifies an Evident bundle (directory or .zip) offline: chain replay, signatures with\nkey history, seals and their lineage, receipts, checkpoint signatures. Never uses the network.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: evident verify [flags] BUNDLE\n\nVerifies an Evident bundle (directory or .zip) offline: chain replay, signatures with\nkey history, seals and their lineage, receipts, checkpoint signatures. Never uses the network.\nPin the operator's keys (--trust FILE from evident trust fetch URL, or --log-key and --issuer-keys):\nwithout a pin the verdict is at best not evaluated (exit 2).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if code, done := parseArgs(fs, args); done {
@@ -61,9 +63,16 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "evident verify: -log-key:", err)
 		return exitUsage
 	}
+	var trust *trustfile.File
+	if *trustFile != "" {
+		if trust, err = readTrustFile(*trustFile); err != nil {
+			fmt.Fprintln(stderr, "evident verify: --trust:", err)
+			return exitUsage
+		}
+	}
 	rep, code := verifyBundle(ctx, fs.Arg(0), *quiet, stderr, func(o *verifier.Options) {
 		o.Checkpoints, o.WitnessMaxAge, o.RequirePQ = extra.list, *maxAge, *requirePQ
-		o.TrustedLogKeys, o.TrustedIssuers = pinnedLog, issuers
+		o.TrustedLogKeys, o.TrustedIssuers, o.Trust = pinnedLog, issuers, trust
 	})
 	if rep == nil {
 		return code

@@ -247,7 +247,7 @@ func TestKillNineLosesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := verifier.Verify(t.Context(), r, verifier.Options{})
+	rep, err := verifier.Verify(t.Context(), r, verifier.Options{Trust: fetchTrust(t, "http://"+addr)})
 	if err != nil || rep.Verdict != verifier.Verified {
 		var buf bytes.Buffer
 		rep.WriteText(&buf)

@@ -271,7 +271,7 @@ func TestDistributedTwoReplicasKillNine(t *testing.T) {
 	}
 	// Every envelope names its predecessor, so the whole chain verifies: links, signatures,
 	// seal, receipt and checkpoint — and the replicas never forked it.
-	rep, err := verifier.Verify(t.Context(), r, verifier.Options{})
+	rep, err := verifier.Verify(t.Context(), r, verifier.Options{Trust: fetchTrust(t, "http://"+addrs[1])})
 	if err != nil || rep.Verdict != verifier.Verified {
 		var buf bytes.Buffer
 		rep.WriteText(&buf)

@@ -153,7 +153,7 @@ func TestReferenceCoordinatorChains(t *testing.T) {
 					if !bareAfterPrefix && (ref.EvidenceHead == nil || *ref.EvidenceHead != *j.head || ref.AuditCount == nil || *ref.AuditCount != j.count) {
 						t.Fatalf("manifest evidence head %v count %v", ref.EvidenceHead, ref.AuditCount)
 					}
-					vr, err := verifier.Verify(ctx, r, verifier.Options{})
+					vr, err := verifier.Verify(ctx, r, verifier.Options{Trust: fetchTrust(t, srv.URL)})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -338,7 +338,7 @@ func TestReferenceCoordinatorTampered(t *testing.T) {
 	})
 
 	// Offline: an honest bundle, then altered copies of it.
-	_, c := refDaemon(t)
+	srv, c := refDaemon(t)
 	if _, err := c.Submit(t.Context(), j.workspace, j.records()); err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +346,7 @@ func TestReferenceCoordinatorTampered(t *testing.T) {
 		t.Fatal(err)
 	}
 	zipBytes := sealAndExport(t, c, j.workspace)
-	if rep := verifyProfileZip(t, zipBytes); rep.Verdict != verifier.Verified {
+	if rep := verifyProfileZip(t, fetchTrust(t, srv.URL), zipBytes); rep.Verdict != verifier.Verified {
 		t.Fatalf("honest bundle: %s\n%s", rep.Verdict, profileReportText(rep))
 	}
 	offline := []struct {
@@ -386,7 +386,7 @@ func TestReferenceCoordinatorTampered(t *testing.T) {
 	}
 	for _, tc := range offline {
 		t.Run("offline/"+tc.name, func(t *testing.T) {
-			rep := verifyProfileZip(t, rewriteBundle(t, zipBytes, tc.f, tc.relink))
+			rep := verifyProfileZip(t, fetchTrust(t, srv.URL), rewriteBundle(t, zipBytes, tc.f, tc.relink))
 			expectProfileBroken(t, tc.name, rep, tc.check, tc.code)
 		})
 	}
@@ -406,7 +406,7 @@ func (j *refJourney) records() [][]byte {
 // seq and prev_hash are checked, its metadata kept and served, its outcome filterable.
 func TestRecordedRefusalEntry(t *testing.T) {
 	j := loadRef(t, "ts", "small")
-	_, c := refDaemon(t)
+	srv, c := refDaemon(t)
 	if _, err := c.Submit(t.Context(), j.workspace, j.records()); err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +440,7 @@ func TestRecordedRefusalEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	zipBytes := sealAndExport(t, c, j.workspace)
-	if rep := verifyProfileZip(t, zipBytes); rep.Verdict != verifier.Verified {
+	if rep := verifyProfileZip(t, fetchTrust(t, srv.URL), zipBytes); rep.Verdict != verifier.Verified {
 		t.Fatalf("verdict %s\n%s", rep.Verdict, profileReportText(rep))
 	}
 }

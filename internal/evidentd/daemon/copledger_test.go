@@ -145,7 +145,7 @@ func TestCOPLedgerOverHTTP(t *testing.T) {
 		t.Fatalf("matched %d signed %d", chk.Matched, chk.Signed)
 	}
 
-	rep := verifyProfileZip(t, zb)
+	rep := verifyProfileZip(t, fetchTrust(t, srv.URL), zb)
 	if c := checkOf(rep, "cop.ledger", topic); rep.Verdict != verifier.Verified || c == nil || c.Status != verifier.Verified {
 		t.Fatalf("verdict %s, cop.ledger %+v\n%s", rep.Verdict, c, profileReportText(rep))
 	}
@@ -173,7 +173,7 @@ func TestCOPLedgerOverHTTP(t *testing.T) {
 				f[k] = v
 			}
 			f[lf] = tc.edit(bytes.Clone(ledgerBytes))
-			expectProfileBroken(t, tc.name, verifyProfileZip(t, rezip(t, f)), "cop.ledger", tc.code)
+			expectProfileBroken(t, tc.name, verifyProfileZip(t, fetchTrust(t, srv.URL), rezip(t, f)), "cop.ledger", tc.code)
 		})
 	}
 

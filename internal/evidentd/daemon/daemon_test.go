@@ -194,7 +194,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	rep, err := verifier.Verify(context.Background(), r, verifier.Options{})
+	rep, err := verifier.Verify(context.Background(), r, verifier.Options{Trust: fetchTrust(t, srv.URL)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,7 +328,7 @@ func exportAndVerify(t *testing.T, base, chain string) *verifier.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := verifier.Verify(context.Background(), r, verifier.Options{})
+	rep, err := verifier.Verify(context.Background(), r, verifier.Options{Trust: fetchTrust(t, base)})
 	if err != nil {
 		t.Fatal(err)
 	}

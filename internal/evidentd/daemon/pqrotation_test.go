@@ -52,13 +52,13 @@ func TestAdditionalSignerRotation(t *testing.T) {
 		}
 		return zip
 	}
-	verifyPQ := func(name string, zip []byte) {
+	verifyPQ := func(name, base string, zip []byte) { // pins the trust file evidentd at base publishes
 		t.Helper()
 		r, err := bundle.OpenZipBytes(zip)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := verifier.Verify(context.Background(), r, verifier.Options{RequirePQ: true})
+		rep, err := verifier.Verify(context.Background(), r, verifier.Options{RequirePQ: true, Trust: fetchTrust(t, base)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +97,7 @@ func TestAdditionalSignerRotation(t *testing.T) {
 	d, srv := open()
 	pq1 := d.log.PostQuantumVerifierKey()
 	before := ingest(srv, recs[:6])
-	verifyPQ("before rotation", before)
+	verifyPQ("before rotation", srv.URL, before)
 	if add := additional(history(before)); len(add) != 1 || add[0].VKey != pq1 || add[0].NotAfter != "" {
 		t.Fatalf("additional signers before rotation: %+v", add)
 	}
@@ -122,9 +122,9 @@ func TestAdditionalSignerRotation(t *testing.T) {
 	if pq2 == "" || pq2 == pq1 {
 		t.Fatalf("the additional signer was not rotated")
 	}
-	verifyPQ("exported before rotation, verified after", before)
+	verifyPQ("exported before rotation, verified after", srv.URL, before)
 	after := ingest(srv, recs[6:])
-	verifyPQ("after rotation", after)
+	verifyPQ("after rotation", srv.URL, after)
 	add := additional(history(after))
 	if len(add) != 2 || add[0].VKey != pq1 || add[0].NotAfter == "" || add[1].VKey != pq2 || add[1].NotAfter != "" || add[1].NotBefore < add[0].NotAfter {
 		t.Fatalf("additional signers after rotation: %+v", add)

@@ -23,6 +23,7 @@ import (
 	"github.com/evident-log/evident/ledger/profile/cop"
 	copscenario "github.com/evident-log/evident/ledger/profile/cop/scenario"
 	owpscenario "github.com/evident-log/evident/ledger/profile/owp/scenario"
+	"github.com/evident-log/evident/trustfile"
 	"github.com/evident-log/evident/verifier"
 )
 
@@ -156,7 +157,7 @@ func TestSeedProfilesEndToEnd(t *testing.T) {
 			if code != http.StatusOK {
 				t.Fatalf("export: %d", code)
 			}
-			rep := verifyProfileZip(t, zipBytes)
+			rep := verifyProfileZip(t, fetchTrust(t, srv.URL), zipBytes)
 			if rep.Verdict != verifier.Verified {
 				t.Fatalf("fixture verdict %s:\n%s", rep.Verdict, profileReportText(rep))
 			}
@@ -170,9 +171,9 @@ func TestSeedProfilesEndToEnd(t *testing.T) {
 			}
 
 			tampered := rewriteBundle(t, zipBytes, func(l []bundle.EntryLine) []bundle.EntryLine { tc.tamper(l); return l }, false)
-			expectProfileBroken(t, "tampered", verifyProfileZip(t, tampered), "chain.entries", tc.tamperCode)
+			expectProfileBroken(t, "tampered", verifyProfileZip(t, fetchTrust(t, srv.URL), tampered), "chain.entries", tc.tamperCode)
 			broken := rewriteBundle(t, zipBytes, func(l []bundle.EntryLine) []bundle.EntryLine { return tc.breakRule(t, l) }, true)
-			expectProfileBroken(t, "rule-breaking", verifyProfileZip(t, broken), tc.ruleCheck, tc.ruleCode)
+			expectProfileBroken(t, "rule-breaking", verifyProfileZip(t, fetchTrust(t, srv.URL), broken), tc.ruleCheck, tc.ruleCode)
 		})
 	}
 
@@ -204,7 +205,7 @@ func TestSeedProfilesEndToEnd(t *testing.T) {
 			} else if name == "duplicate_execution" {
 				check = chieflab.CheckIdempotency
 			}
-			expectProfileBroken(t, name, verifyProfileZip(t, zipBytes), check, want)
+			expectProfileBroken(t, name, verifyProfileZip(t, fetchTrust(t, srv.URL), zipBytes), check, want)
 		})
 	}
 }
@@ -222,14 +223,15 @@ func waitClosedSealOf(t *testing.T, base, chain string) {
 	t.Fatal("the closed envelope was not sealed closed")
 }
 
-func verifyProfileZip(t *testing.T, b []byte) *verifier.Report {
+// verifyProfileZip verifies a bundle with trust (fetchTrust) pinned.
+func verifyProfileZip(t *testing.T, trust *trustfile.File, b []byte) *verifier.Report {
 	t.Helper()
 	r, err := bundle.OpenZipBytes(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	rep, err := verifier.Verify(context.Background(), r, verifier.Options{})
+	rep, err := verifier.Verify(context.Background(), r, verifier.Options{Trust: trust})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func TestOWPProvenanceAcrossEnvelopes(t *testing.T) {
 		if code != http.StatusOK {
 			t.Fatalf("export %v: %d %s", chains, code, zb)
 		}
-		return verifyProfileZip(t, zb)
+		return verifyProfileZip(t, fetchTrust(t, srv.URL), zb)
 	}
 	for _, tc := range []struct {
 		name    string

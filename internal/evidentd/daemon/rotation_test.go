@@ -14,16 +14,18 @@ import (
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/evidentd/servicekey"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/trustfile"
 	"github.com/evident-log/evident/verifier"
 )
 
-func verifyZip(t *testing.T, zipBytes []byte) *verifier.Report {
+// verifyZip verifies a bundle with trust (fetchTrust) pinned.
+func verifyZip(t *testing.T, trust *trustfile.File, zipBytes []byte) *verifier.Report {
 	t.Helper()
 	r, err := bundle.OpenZipBytes(zipBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := verifier.Verify(context.Background(), r, verifier.Options{})
+	rep, err := verifier.Verify(context.Background(), r, verifier.Options{Trust: trust})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func TestKeyRotationKeepsBundlesVerifying(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("export: %d", code)
 	}
-	if rep := verifyZip(t, before); rep.Verdict != verifier.Verified {
+	if rep := verifyZip(t, fetchTrust(t, srv.URL), before); rep.Verdict != verifier.Verified {
 		t.Fatalf("bundle before rotation: %s %+v", rep.Verdict, broken(rep))
 	}
 	srv.Close()
@@ -99,7 +101,7 @@ func TestKeyRotationKeepsBundlesVerifying(t *testing.T) {
 		t.Fatal("the service still signs with the retired key")
 	}
 	// The bundle exported before the rotation still verifies.
-	if rep := verifyZip(t, before); rep.Verdict != verifier.Verified {
+	if rep := verifyZip(t, fetchTrust(t, srv.URL), before); rep.Verdict != verifier.Verified {
 		t.Fatalf("bundle exported before rotation, verified after: %s %+v", rep.Verdict, broken(rep))
 	}
 	ingest(srv, recs[6:])
@@ -107,7 +109,7 @@ func TestKeyRotationKeepsBundlesVerifying(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("export: %d", code)
 	}
-	rep := verifyZip(t, after)
+	rep := verifyZip(t, fetchTrust(t, srv.URL), after)
 	if rep.Verdict != verifier.Verified {
 		t.Fatalf("bundle after rotation: %s %+v", rep.Verdict, broken(rep))
 	}
@@ -130,7 +132,7 @@ func TestKeyRotationKeepsBundlesVerifying(t *testing.T) {
 	bad.Keys = append([]bundle.HistoryKey(nil), h.Keys...)
 	bad.Keys[0].NotBefore = "2000-01-01T00:00:00Z"
 	bad.Keys[0].NotAfter = "2000-01-02T00:00:00Z"
-	if rep := verifyZip(t, replaceFile(t, after, bundle.KeyHistoryFile, mustMarshal(t, &bad))); rep.Verdict != verifier.Broken {
+	if rep := verifyZip(t, fetchTrust(t, srv.URL), replaceFile(t, after, bundle.KeyHistoryFile, mustMarshal(t, &bad))); rep.Verdict != verifier.Broken {
 		t.Fatalf("seal signed outside its key's window: verdict %s", rep.Verdict)
 	}
 }

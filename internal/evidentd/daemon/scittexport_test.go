@@ -85,7 +85,7 @@ func TestSCITTExportReplaysPolicies(t *testing.T) {
 	scannerStmt := scanner.Sign(t, sbom, opts)
 	register(srv.URL, scannerStmt, http.StatusCreated)
 	before := exportRegistrations(t, srv.URL, "all")
-	rep := verifyZip(t, before)
+	rep := verifyZip(t, fetchTrust(t, srv.URL), before)
 	if rep.Verdict != verifier.Verified {
 		t.Fatalf("export under v1: %s %+v", rep.Verdict, broken(rep))
 	}
@@ -116,11 +116,11 @@ func TestSCITTExportReplaysPolicies(t *testing.T) {
 	register(srv2.URL, builder.Sign(t, []byte(`{"spdxVersion":"SPDX-2.3","name":"v2"}`), opts), http.StatusCreated)
 	register(srv2.URL, scanner.Sign(t, []byte(`{"spdxVersion":"SPDX-2.3","name":"late"}`), opts), http.StatusForbidden)
 
-	if rep := verifyZip(t, before); rep.Verdict != verifier.Verified {
+	if rep := verifyZip(t, fetchTrust(t, srv2.URL), before); rep.Verdict != verifier.Verified {
 		t.Fatalf("bundle exported before the rotation and policy v2, verified after: %s %+v", rep.Verdict, broken(rep))
 	}
 	after := exportRegistrations(t, srv2.URL, "all")
-	rep = verifyZip(t, after)
+	rep = verifyZip(t, fetchTrust(t, srv2.URL), after)
 	if rep.Verdict != verifier.Verified {
 		t.Fatalf("export after v2: %s %+v", rep.Verdict, broken(rep))
 	}
@@ -178,7 +178,7 @@ func TestSCITTExportReplaysPolicies(t *testing.T) {
 		}), "scitt.policies", verifier.CodeSCITTIndex},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rep := verifyZip(t, replaceFile(t, after, tc.file, tc.data))
+			rep := verifyZip(t, fetchTrust(t, srv2.URL), replaceFile(t, after, tc.file, tc.data))
 			if rep.Verdict != verifier.Broken {
 				t.Fatalf("verdict %s", rep.Verdict)
 			}
@@ -211,7 +211,7 @@ func TestSCITTExportReplaysPolicies(t *testing.T) {
 	if err := regs.CompleteRegistration(ctx, hexs(entry[:]), idx, cp, rcpt); err != nil {
 		t.Fatal(err)
 	}
-	rep = verifyZip(t, exportRegistrations(t, srv2.URL, "all"))
+	rep = verifyZip(t, fetchTrust(t, srv2.URL), exportRegistrations(t, srv2.URL, "all"))
 	found := false
 	for _, c := range broken(rep) {
 		found = found || (c.Name == "scitt.registrations" && c.Code == verifier.CodeRegistrationRefused)

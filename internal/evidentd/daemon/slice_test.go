@@ -157,7 +157,7 @@ func TestCaseSlice(t *testing.T) {
 			if uint64(len(got)) >= sealed || ref.Slice.Selected == 0 || ref.Slice.Context == 0 {
 				t.Fatalf("slice of %d entries of %d, %+v", len(got), sealed, ref.Slice)
 			}
-			rep := verifyZip(t, zipBytes)
+			rep := verifyZip(t, fetchTrust(t, srv.URL), zipBytes)
 			if bs := broken(rep); len(bs) > 0 {
 				t.Fatalf("broken: %+v", bs)
 			}
@@ -208,7 +208,7 @@ func TestCaseSlice(t *testing.T) {
 				}},
 			}
 			for _, tm := range tampers {
-				rep := verifyZip(t, rewriteZip(t, zipBytes, bundle.SliceFile(ref.Dir), tm.f))
+				rep := verifyZip(t, fetchTrust(t, srv.URL), rewriteZip(t, zipBytes, bundle.SliceFile(ref.Dir), tm.f))
 				c := sliceCheck(rep, tm.check)
 				if rep.Verdict != verifier.Broken || c == nil || c.Status != verifier.Broken || tm.code != "" && c.Code != tm.code {
 					t.Errorf("%s: verdict %s, %s = %+v", tm.name, rep.Verdict, tm.check, c)

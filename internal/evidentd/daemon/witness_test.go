@@ -25,6 +25,7 @@ import (
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/tilelog"
+	"github.com/evident-log/evident/trustfile"
 	"github.com/evident-log/evident/verifier"
 	"github.com/evident-log/evident/witness"
 )
@@ -140,13 +141,14 @@ func findCheck(rep *verifier.Report, name verifier.CheckName, status verifier.St
 	return nil
 }
 
-func verifyWitnessedZip(t *testing.T, zipBytes []byte, extra ...verifier.ExtraCheckpoint) *verifier.Report {
+// verifyWitnessedZip verifies a bundle with trust (fetchTrust) pinned.
+func verifyWitnessedZip(t *testing.T, trust *trustfile.File, zipBytes []byte, extra ...verifier.ExtraCheckpoint) *verifier.Report {
 	t.Helper()
 	r, err := bundle.OpenZipBytes(zipBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := verifier.Verify(context.Background(), r, verifier.Options{Checkpoints: extra})
+	rep, err := verifier.Verify(context.Background(), r, verifier.Options{Checkpoints: extra, Trust: trust})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,14 +184,14 @@ func TestWitnessedFailClosed(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("export: %d", code)
 	}
-	rep := verifyWitnessedZip(t, zipBytes)
+	rep := verifyWitnessedZip(t, fetchTrust(t, srv.URL), zipBytes)
 	if rep.Verdict == verifier.Broken || findCheck(rep, "witness.quorum", verifier.Verified) == nil || findCheck(rep, "witness.quorum", verifier.NotEvaluated) != nil {
 		t.Fatalf("witnessed bundle: verdict %s\n%s", rep.Verdict, reportText(rep))
 	}
 	// Checked last so the fork checks below run even if another check of the bundle is
 	// not evaluated: the witnessed bundle verifies outright.
 	defer func() {
-		if rep0 := verifyWitnessedZip(t, zipBytes); rep0.Verdict != verifier.Verified {
+		if rep0 := verifyWitnessedZip(t, fetchTrust(t, srv.URL), zipBytes); rep0.Verdict != verifier.Verified {
 			t.Errorf("witnessed bundle: verdict %s, want verified\n%s", rep0.Verdict, reportText(rep0))
 		}
 	}()
@@ -218,7 +220,7 @@ func TestWitnessedFailClosed(t *testing.T) {
 			lines[i], altered = string(b), true
 		}
 	}
-	badRep := verifyWitnessedZip(t, zipBytes, verifier.ExtraCheckpoint{Name: "altered.checkpoint", Data: []byte(strings.Join(lines, "\n"))})
+	badRep := verifyWitnessedZip(t, fetchTrust(t, srv.URL), zipBytes, verifier.ExtraCheckpoint{Name: "altered.checkpoint", Data: []byte(strings.Join(lines, "\n"))})
 	if c := findCheck(badRep, "witness.cosignature", verifier.Broken); !altered || c == nil || c.Code != verifier.CodeCosignatureInvalid {
 		t.Fatalf("altered cosignature not reported broken:\n%s", reportText(badRep))
 	}
@@ -295,14 +297,14 @@ func TestWitnessedFailClosed(t *testing.T) {
 	}
 
 	// The verifier, given the forked checkpoints gathered elsewhere.
-	rep = verifyWitnessedZip(t, zipBytes, verifier.ExtraCheckpoint{Name: "split.checkpoint", Data: sameSize})
+	rep = verifyWitnessedZip(t, fetchTrust(t, srv.URL), zipBytes, verifier.ExtraCheckpoint{Name: "split.checkpoint", Data: sameSize})
 	fc := findCheck(rep, "log.fork", verifier.Broken)
 	if rep.Verdict != verifier.Broken || fc == nil || len(fc.Evidence) != 2 || !strings.Contains(strings.Join(fc.Evidence, " "), "split.checkpoint") {
 		t.Fatalf("split view not reported as broken with both checkpoints:\n%s", reportText(rep))
 	}
 	p, _ := fork.ConsistencyProof(held.Size, held.Size+3)
 	body = (&witness.Request{OldSize: held.Size, Proof: p, Checkpoint: sign(held.Size + 3)}).Marshal()
-	rep = verifyWitnessedZip(t, zipBytes, verifier.ExtraCheckpoint{Name: "inconsistent.body", Data: body})
+	rep = verifyWitnessedZip(t, fetchTrust(t, srv.URL), zipBytes, verifier.ExtraCheckpoint{Name: "inconsistent.body", Data: body})
 	ic := findCheck(rep, "log.consistency", verifier.Broken)
 	if rep.Verdict != verifier.Broken || ic == nil || len(ic.Evidence) != 2 {
 		t.Fatalf("inconsistent pair not reported as broken with both checkpoints:\n%s", reportText(rep))
@@ -313,7 +315,7 @@ func TestWitnessedFailClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	body = (&witness.Request{OldSize: held.Size, Proof: rp, Checkpoint: cp}).Marshal()
-	rep = verifyWitnessedZip(t, zipBytes, verifier.ExtraCheckpoint{Name: "honest.body", Data: body})
+	rep = verifyWitnessedZip(t, fetchTrust(t, srv.URL), zipBytes, verifier.ExtraCheckpoint{Name: "honest.body", Data: body})
 	if findCheck(rep, "log.consistency", verifier.Verified) == nil || rep.Verdict == verifier.Broken {
 		t.Fatalf("honest later checkpoint:\n%s", reportText(rep))
 	}
@@ -342,7 +344,7 @@ func TestWitnessedFailOpen(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("export: %d", code)
 	}
-	rep := verifyWitnessedZip(t, zipBytes)
+	rep := verifyWitnessedZip(t, fetchTrust(t, srv.URL), zipBytes)
 	q := findCheck(rep, "witness.quorum", verifier.NotEvaluated)
 	if rep.Verdict != verifier.NotEvaluated || q == nil || q.Code != verifier.CodeQuorumUnmet || !strings.Contains(strings.Join(q.Evidence, " "), "w1") {
 		t.Fatalf("fail-open bundle: verdict %s\n%s", rep.Verdict, reportText(rep))

@@ -149,7 +149,7 @@ func TestWitnessProcessesPostQuantum(t *testing.T) {
 	if len(r.List("log/consistency/")) == 0 || len(r.List("log/checkpoints/")) < 2 {
 		t.Errorf("bundle lacks the seal-time checkpoint and its consistency proof: %v %v", r.List("log/checkpoints/"), r.List("log/consistency/"))
 	}
-	rep, err := verifier.Verify(context.Background(), r, verifier.Options{RequirePQ: true})
+	rep, err := verifier.Verify(context.Background(), r, verifier.Options{RequirePQ: true, Trust: fetchTrust(t, srv.URL)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package export
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"errors"
 	"io"
 	"log/slog"
@@ -255,7 +256,9 @@ func TestChainsBundleVerifies(t *testing.T) {
 	if want := f.rootAt(t, chain, 40); !bytes.Equal(newRoot, want[:]) {
 		t.Errorf("consistency receipt root %x, chain root %x", newRoot, want)
 	}
-	rep, err := verifier.Verify(context.Background(), r, verifier.Options{})
+	// Pin the keys the fixture's service signs with, as its operator would publish them.
+	rep, err := verifier.Verify(context.Background(), r, verifier.Options{
+		TrustedLogKeys: []string{f.svc.Log().VerifierKey()}, TrustedIssuers: []crypto.PublicKey{f.svc.Signer().Public()}})
 	if err != nil {
 		t.Fatal(err)
 	}

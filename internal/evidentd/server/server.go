@@ -119,6 +119,8 @@ func New(c Config) *Server {
 	s.mux.HandleFunc("GET /v1/export", s.handleExport)
 	s.mux.HandleFunc("GET /v1/chains/{chain}/cop-ledger", s.handleCOPLedger)
 	s.mux.Handle("GET /log/", http.StripPrefix("/log", c.Service.Log().Handler()))
+	s.mux.HandleFunc("GET /log/vkey", s.handleLogVKey)                    // trust.go
+	s.mux.HandleFunc("GET /.well-known/evident-trust", s.handleTrustFile) // trust.go
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	s.mux.HandleFunc("GET /readyz", s.handleReady)
 	s.mux.HandleFunc("GET /metrics", s.handleMetrics)

@@ -9,7 +9,6 @@ import (
 	"archive/zip"
 	"bytes"
 	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -32,6 +31,7 @@ import (
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/profile/chap"
 	"github.com/evident-log/evident/receipts"
+	"github.com/evident-log/evident/trustfile"
 )
 
 // Options shape a bundle. The zero value gives a small, fully signed and sealed chain.
@@ -65,6 +65,10 @@ type Options struct {
 	// join introduces, lets the join verify it; another kid leaves it unverified. SealAt
 	// positions then count this record too.
 	CreateKid string
+	// Service names the service that signs the bundle: its log key and issuer key are
+	// derived from it. "" is the service Trust describes; any other name is a forger that
+	// re-signs everything under keys of its own (TrustOf describes it).
+	Service string
 	// TSBack stamps the records at these seqs 5 s earlier than their position's time (a
 	// sender whose clock stepped back; seqs must be ≥ Participants+3 to stay in key windows).
 	TSBack []int
@@ -220,6 +224,42 @@ func key(name string) ed25519.PrivateKey {
 	return ed25519.NewKeyFromSeed(seed[:])
 }
 
+// Origin is the log origin of every bundle Build makes.
+const Origin = "evident.test/log"
+
+// logKey derives the log's checkpoint key from a fixed seed, so that every bundle Build makes
+// is signed by one log, whose trust file Trust returns.
+func logKey(origin, service string) (skey, vkey string, err error) {
+	seed := sha256.Sum256([]byte("testbundle key log " + origin + service))
+	return note.GenerateKey(bytes.NewReader(seed[:]), origin)
+}
+
+// Trust returns the trust file of the service Build signs as: the log key and the issuer key
+// derived from the seeds Build uses, what that service's operator would publish. It is made
+// from the keys, never read out of a bundle.
+func Trust(tb testing.TB) *trustfile.File {
+	tb.Helper()
+	return TrustOf(tb, "")
+}
+
+// TrustOf is Trust for the service of Options.Service.
+func TrustOf(tb testing.TB, service string) *trustfile.File {
+	tb.Helper()
+	_, vkey, err := logKey(Origin, service)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ik, err := trustfile.IssuerKeyOf(key("issuer"+service).Public(), "", "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f := &trustfile.File{Format: trustfile.Format, Origin: Origin, LogKeys: []string{vkey}, IssuerKeys: []trustfile.IssuerKey{ik}}
+	if err := f.Check(); err != nil {
+		tb.Fatal(err)
+	}
+	return f
+}
+
 // Base is the time of the chain's first record.
 var Base = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
@@ -261,7 +301,7 @@ func Build(tb testing.TB, o Options) *Bundle {
 		}
 	}
 
-	b := &Bundle{Files: map[string][]byte{}, Origin: "evident.test/log", Dir: bundle.ChainDir(o.ChainID)}
+	b := &Bundle{Files: map[string][]byte{}, Origin: Origin, Dir: bundle.ChainDir(o.ChainID)}
 	chain, err := ledger.NewChain(o.ChainID, chap.Adapter{})
 	must(err)
 
@@ -288,12 +328,12 @@ func Build(tb testing.TB, o Options) *Bundle {
 		sealAt[s] = true
 	}
 
-	issuerPriv := key("issuer")
+	issuerPriv := key("issuer" + o.Service)
 	issuer, err := receipts.NewSigner(issuerPriv)
 	must(err)
 	otherIssuer, err := receipts.NewSigner(key("other issuer"))
 	must(err)
-	skey, vkey, err := note.GenerateKey(rand.Reader, b.Origin)
+	skey, vkey, err := logKey(b.Origin, o.Service)
 	must(err)
 	noteSigner, err := note.NewSigner(skey)
 	must(err)
