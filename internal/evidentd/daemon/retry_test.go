@@ -240,7 +240,7 @@ func checkChainHolds(t *testing.T, base, chain string, records [][]byte) {
 			t.Fatalf("entry %d (seq %d) is not record %d sent", i, e.Seq, i)
 		}
 	}
-	rep := verifyZip(t, sealAndExport(t, c, chain))
+	rep := verifyZip(t, fetchTrust(t, base), sealAndExport(t, c, chain))
 	if rep.Verdict != verifier.Verified {
 		t.Fatalf("verdict %s\n%s", rep.Verdict, failing(rep))
 	}
