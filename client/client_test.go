@@ -336,16 +336,21 @@ func TestNew(t *testing.T) {
 	}
 }
 
-// TestErrorMessage: an answer that is not a problem detail still becomes an *Error.
+// TestErrorMessage: an answer that is not a problem detail (a proxy's, say) still becomes
+// an *Error; evidentd itself answers a path it does not serve with a problem.
 func TestErrorMessage(t *testing.T) {
-	base := startDaemon(t)
-	c := newClient(t, base+"/no-such-prefix")
-	_, err := c.Head(context.Background(), "wsp_x")
+	proxy := httptest.NewServer(http.NotFoundHandler())
+	defer proxy.Close()
+	_, err := newClient(t, proxy.URL).Head(context.Background(), "wsp_x")
 	var e *client.Error
 	if !errors.As(err, &e) || e.StatusCode != http.StatusNotFound || e.Code != "" {
 		t.Fatalf("got %v", err)
 	}
 	if want := "GET /v1/chains/wsp_x: 404 Not Found"; err.Error() != want {
 		t.Fatalf("message %q, want %q", err, want)
+	}
+	_, err = newClient(t, startDaemon(t)+"/no-such-prefix").Head(context.Background(), "wsp_x")
+	if !client.IsCode(err, api.CodeNoSuchRoute) || !errors.As(err, &e) || e.StatusCode != http.StatusNotFound {
+		t.Fatalf("got %v", err)
 	}
 }
