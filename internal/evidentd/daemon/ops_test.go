@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/internal/buildinfo"
 	"github.com/evident-log/evident/internal/logging"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
@@ -249,5 +252,29 @@ func TestMetricsAndAccessLog(t *testing.T) {
 	d, ok := first["duration"].(string)
 	if _, err := time.ParseDuration(d); !ok || err != nil {
 		t.Errorf("duration %v is not text", first["duration"])
+	}
+}
+
+// TestBundleProducerIsTheBuild: a bundle's manifest names the evidentd build that made it.
+func TestBundleProducerIsTheBuild(t *testing.T) {
+	_, srv, _ := startLogged(t)
+	b, _, err := scenario.SupportTriage("wsp_p", time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, body := post(t, srv.URL+"/v1/chains/wsp_p/entries", "application/jsonl", bytes.Join(b.Records(), []byte("\n"))); code != http.StatusCreated {
+		t.Fatalf("ingest: %d %s", code, body)
+	}
+	resp, zip := opsDo(t, "GET", srv.URL+"/v1/export?chain=wsp_p")
+	if resp.StatusCode != 200 {
+		t.Fatalf("export: %d %s", resp.StatusCode, zip)
+	}
+	r, err := bundle.OpenZipBytes(zip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if want := buildinfo.Read().Program("evidentd"); r.Manifest.Producer != want || !strings.Contains(want, runtime.Version()) {
+		t.Fatalf("producer %q, want %q", r.Manifest.Producer, want)
 	}
 }
