@@ -193,6 +193,7 @@ func TestMetricsAndAccessLog(t *testing.T) {
 	}
 	opsDo(t, "GET", srv.URL+"/v1/chains/nope")
 	opsDo(t, "GET", srv.URL+"/nope")
+	opsDo(t, "BREW", srv.URL+"/nope")
 	resp, body := opsDo(t, "GET", srv.URL+"/metrics")
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
 		t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
@@ -241,7 +242,7 @@ func TestMetricsAndAccessLog(t *testing.T) {
 			lines = append(lines, m)
 		}
 	}
-	if len(lines) < 6 {
+	if len(lines) < 7 {
 		t.Fatalf("%d access log lines:\n%s", len(lines), logs.String())
 	}
 	first := lines[0]

@@ -33,7 +33,7 @@ type metrics struct {
 	requests        *prometheus.HistogramVec
 }
 
-// Unmatched is the route label of requests no route matched.
+// unmatchedRoute is the route label of requests no route matched.
 const unmatchedRoute = "unmatched"
 
 func newMetrics(logSize func() float64) *metrics {
@@ -138,7 +138,7 @@ func (s *Server) observe(mux *http.ServeMux) http.Handler {
 			sw.status = http.StatusOK
 		}
 		elapsed := time.Since(start)
-		s.m.requests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status/100)+"xx").Observe(elapsed.Seconds())
+		s.m.requests.WithLabelValues(route, methodLabel(r.Method), strconv.Itoa(sw.status/100)+"xx").Observe(elapsed.Seconds())
 		if s.c.AccessLog {
 			s.c.Logger.LogAttrs(r.Context(), slog.LevelInfo, "http request",
 				slog.String("method", r.Method), slog.String("path", r.URL.RequestURI()), slog.Int("status", sw.status),
@@ -146,6 +146,16 @@ func (s *Server) observe(mux *http.ServeMux) http.Handler {
 				slog.String("route", route))
 		}
 	})
+}
+
+// methodLabel bounds the method label to the standard methods: a client chooses the
+// method, and every distinct label value is a new time series.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
 }
 
 // unmatched answers a request no route matched with a problem detail: 405 with the mux's
