@@ -15,23 +15,25 @@ func (c ProblemCode) Type() string { return ProblemTypePrefix + string(c) }
 
 // Problems of the API itself (docs/errors.md, "Other problems").
 const (
-	CodeBadQuery         ProblemCode = "bad_query"         // a query or path parameter the request cannot have
-	CodeInvalidChainID   ProblemCode = "invalid_chain_id"  // a chain id that is not 1–256 printable ASCII without '/', '\', '%'
-	CodeUnauthorized     ProblemCode = "unauthorized"      // no bearer token (or client certificate) scoped to the chain
-	CodeForbidden        ProblemCode = "forbidden"         // no token configured and a client that is not on loopback
-	CodeNoSuchChain      ProblemCode = "no_such_chain"     // the chain does not exist
-	CodeNoSuchEntry      ProblemCode = "no_such_entry"     // a seq at or beyond the chain's size
-	CodeNotSealed        ProblemCode = "not_sealed"        // the entries are not covered by a registered seal yet
-	CodeUnknownProfile   ProblemCode = "unknown_profile"   // ?profile= names no profile evidentd knows
-	CodeNotCOP           ProblemCode = "not_cop"           // a COP Ledger asked of a chain that is not a COP Topic
-	CodeNoCOPNode        ProblemCode = "no_cop_node"       // a COP Ledger asked of an evidentd without a COP node key
-	CodeNotFound         ProblemCode = "not_found"         // no SCITT registration, or no service key, with this id
-	CodePushback         ProblemCode = "pushback"          // the log is busy: retry after Retry-After
-	CodeConcurrentWriter ProblemCode = "concurrent_writer" // another writer moved the chain: retry after Retry-After
-	CodeTimeout          ProblemCode = "timeout"           // the operation did not finish in time; it completes in the background
-	CodeCanceled         ProblemCode = "canceled"          // the client went away (status 499)
-	CodeInternal         ProblemCode = "internal"          // an internal error, logged by the service
-	CodeNotReady         ProblemCode = "not_ready"         // GET /readyz before the first checkpoint
+	CodeBadQuery         ProblemCode = "bad_query"          // a query or path parameter the request cannot have
+	CodeInvalidChainID   ProblemCode = "invalid_chain_id"   // a chain id that is not 1–256 printable ASCII without '/', '\', '%'
+	CodeUnauthorized     ProblemCode = "unauthorized"       // no bearer token (or client certificate) scoped to the chain
+	CodeForbidden        ProblemCode = "forbidden"          // no token configured and a client that is not on loopback
+	CodeNoSuchChain      ProblemCode = "no_such_chain"      // the chain does not exist
+	CodeNoSuchEntry      ProblemCode = "no_such_entry"      // a seq at or beyond the chain's size
+	CodeNotSealed        ProblemCode = "not_sealed"         // the entries are not covered by a registered seal yet
+	CodeUnknownProfile   ProblemCode = "unknown_profile"    // ?profile= names no profile evidentd knows
+	CodeNotCOP           ProblemCode = "not_cop"            // a COP Ledger asked of a chain that is not a COP Topic
+	CodeNoCOPNode        ProblemCode = "no_cop_node"        // a COP Ledger asked of an evidentd without a COP node key
+	CodeNotFound         ProblemCode = "not_found"          // no SCITT registration, or no service key, with this id
+	CodePushback         ProblemCode = "pushback"           // the log is busy: retry after Retry-After
+	CodeConcurrentWriter ProblemCode = "concurrent_writer"  // another writer moved the chain: retry after Retry-After
+	CodeTimeout          ProblemCode = "timeout"            // the operation did not finish in time; it completes in the background
+	CodeCanceled         ProblemCode = "canceled"           // the client went away (status 499)
+	CodeInternal         ProblemCode = "internal"           // an internal error, logged by the service
+	CodeNotReady         ProblemCode = "not_ready"          // GET /readyz before the first checkpoint
+	CodeNoSuchRoute      ProblemCode = "no_such_route"      // a path evidentd does not serve
+	CodeMethodNotAllowed ProblemCode = "method_not_allowed" // a path evidentd serves, but not with this method (Allow lists those it does)
 )
 
 // Problems of the SCRAPI surface (RFC 9290 concise problem details).
@@ -99,6 +101,7 @@ var problemCodes = []ProblemCode{
 	CodeBadQuery, CodeInvalidChainID, CodeUnauthorized, CodeForbidden, CodeNoSuchChain, CodeNoSuchEntry,
 	CodeNotSealed, CodeUnknownProfile, CodeNotCOP, CodeNoCOPNode, CodeNotFound, CodePushback,
 	CodeConcurrentWriter, CodeTimeout, CodeCanceled, CodeInternal, CodeNotReady,
+	CodeNoSuchRoute, CodeMethodNotAllowed,
 
 	CodeBeyondPublished, CodeUnsupportedMediaType, CodeBadID, CodeBadKid,
 

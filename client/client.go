@@ -1,9 +1,12 @@
 // Package client is a Go client of evidentd's /v1 HTTP API, for Coordinators and tools
 // that submit evidence, seal chains, read them back and export offline bundles.
 //
-// Every call takes a context that bounds it; the default http.Client also gives up after
-// DefaultTimeout. A refusal comes back as an *Error carrying the HTTP status and the
-// stable api.ProblemCode of the problem detail:
+// Every call takes a context that bounds it; the default http.Client also gives up on one
+// attempt after DefaultTimeout. A 503 answer (the log pushed back, another writer moved
+// the chain) and a connection that fails before any answer are retried with jittered
+// exponential backoff, honouring Retry-After, within the context's deadline: DefaultRetry,
+// or WithRetry. A refusal comes back as an *Error carrying the HTTP status and the stable
+// api.ProblemCode of the problem detail:
 //
 //	c, err := client.New("https://evident.example", client.WithToken(token))
 //	if err != nil {
@@ -53,6 +56,7 @@ type Client struct {
 	base  *url.URL
 	hc    *http.Client
 	token string
+	retry RetryPolicy
 }
 
 // Option configures a Client.
@@ -73,7 +77,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
 		return nil, fmt.Errorf("client: base URL %q: want http(s)://host[:port]", baseURL)
 	}
-	c := &Client{base: u, hc: &http.Client{Timeout: DefaultTimeout}}
+	c := &Client{base: u, hc: &http.Client{Timeout: DefaultTimeout}, retry: DefaultRetry()}
 	for _, o := range opts {
 		o(c)
 	}
@@ -325,6 +329,57 @@ func (c *Client) doJSON(ctx context.Context, method, path string, q url.Values, 
 	return nil
 }
 
+// send sends a request under the retry policy and returns the last attempt's response (any
+// status) or error. The body is sent again from the start on every attempt.
+func (c *Client) send(ctx context.Context, method, u, contentType string, body []byte) (*http.Response, error) {
+	for attempt := 1; ; attempt++ {
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, u, rd)
+		if err != nil {
+			return nil, fmt.Errorf("client: %w", err)
+		}
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := c.hc.Do(req)
+		again, asked := retryable(resp, err)
+		if !again || attempt >= c.retry.MaxAttempts {
+			return resp, err
+		}
+		d := c.retry.backoff(attempt)
+		if asked > 0 {
+			d = min(max(d, asked), c.retry.MaxDelay)
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
+			return resp, err // the context would end first: the last answer stands
+		}
+		if c.retry.OnRetry != nil {
+			c.retry.OnRetry(attempt, attemptError(resp, err), d)
+		}
+		if resp != nil {
+			io.Copy(io.Discard, io.LimitReader(resp.Body, maxProblem))
+			resp.Body.Close()
+		}
+		if err := sleep(ctx, d); err != nil {
+			return nil, fmt.Errorf("client: %s %s: waiting to retry: %w", method, u, err)
+		}
+	}
+}
+
+// attemptError describes a failed attempt for RetryPolicy.OnRetry.
+func attemptError(resp *http.Response, err error) error {
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%s %s: %s", resp.Request.Method, resp.Request.URL.Path, resp.Status)
+}
+
 // do sends a request and returns a 2xx response, whose body the caller closes; any other
 // status becomes an *Error.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, contentType string, body []byte) (*http.Response, error) {
@@ -332,21 +387,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, cont
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return nil, fmt.Errorf("client: %w", err)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.send(ctx, method, u, contentType, body)
 	if err != nil {
 		return nil, err // a *url.Error naming the request; it wraps the context's error
 	}
@@ -358,9 +399,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, cont
 	if len(q) > 0 {
 		e.Path += "?" + q.Encode()
 	}
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
-		e.RetryAfter = time.Duration(s) * time.Second
-	}
+	e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"))
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxProblem))
 	if err != nil {
 		return nil, fmt.Errorf("client: %s %s: %s: %w", method, path, resp.Status, err)

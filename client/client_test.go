@@ -193,7 +193,12 @@ func TestRoundTrip(t *testing.T) {
 	if s, err := c.Seal(ctx, ws, true); err != nil || !s.Seal.Closed || s.N != 1 {
 		t.Fatalf("closing seal: %+v %v", s, err)
 	}
-	_, err = c.Submit(ctx, ws, recs[:1])
+	// A resend of what the chain already holds is acknowledged again, even closed; anything
+	// new is refused.
+	if again, err := c.Submit(ctx, ws, recs[:1]); err != nil || len(again.Accepted) != 1 || !again.Accepted[0].Duplicate || again.Accepted[0].Seq != 0 {
+		t.Fatalf("resend to a closed chain: %+v %v", again, err)
+	}
+	_, err = c.Submit(ctx, ws, triage(t, "wsp_other")[:1])
 	var e *client.Error
 	if !errors.As(err, &e) || e.Code != api.CodeChainClosed || e.StatusCode != http.StatusConflict {
 		t.Fatalf("submit to a closed chain: %v", err)
@@ -338,17 +343,22 @@ func TestNew(t *testing.T) {
 	}
 }
 
-// TestErrorMessage: an answer that is not a problem detail still becomes an *Error.
+// TestErrorMessage: an answer that is not a problem detail (a proxy's, say) still becomes
+// an *Error; evidentd itself answers a path it does not serve with a problem.
 func TestErrorMessage(t *testing.T) {
-	base := startDaemon(t)
-	c := newClient(t, base+"/no-such-prefix")
-	_, err := c.Head(context.Background(), "wsp_x")
+	proxy := httptest.NewServer(http.NotFoundHandler())
+	defer proxy.Close()
+	_, err := newClient(t, proxy.URL).Head(context.Background(), "wsp_x")
 	var e *client.Error
 	if !errors.As(err, &e) || e.StatusCode != http.StatusNotFound || e.Code != "" {
 		t.Fatalf("got %v", err)
 	}
 	if want := "GET /v1/chains/wsp_x: 404 Not Found"; err.Error() != want {
 		t.Fatalf("message %q, want %q", err, want)
+	}
+	_, err = newClient(t, startDaemon(t)+"/no-such-prefix").Head(context.Background(), "wsp_x")
+	if !client.IsCode(err, api.CodeNoSuchRoute) || !errors.As(err, &e) || e.StatusCode != http.StatusNotFound {
+		t.Fatalf("got %v", err)
 	}
 }
 

@@ -110,6 +110,9 @@ type Report struct {
 	Chains    []ChainReport `json:"chains"`
 	Log       LogReport     `json:"log"`
 	Generated string        `json:"generated"`
+	// Verifier names the build of the verifier that wrote the report (buildinfo), e.g.
+	// "evident v0.3.1 (rev 1a2b3c4d5e6f, 2026-05-17T09:00:00Z, go1.26.8)".
+	Verifier string `json:"verifier,omitempty"`
 }
 
 // verdict folds checks: broken if any is broken, else not_evaluated if any is, else verified.
@@ -212,7 +215,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		ew.printf("  %s\n", safe(r.Hint))
 	}
 	ew.printf("bundle: %s\n", safe(r.Bundle))
-	ew.printf("generated: %s\n\n", safe(r.Generated))
+	ew.printf("generated: %s\n", safe(r.Generated))
+	if r.Verifier != "" {
+		ew.printf("verifier: %s\n", safe(r.Verifier))
+	}
+	ew.printf("\n")
 	for _, c := range r.Checks {
 		ew.printf("%s %s", mark(c.Status), safe(string(c.Name)))
 		if c.Chain != "" {

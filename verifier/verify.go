@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/evident-log/evident/internal/buildinfo"
 	"github.com/fxamacker/cbor/v2"
 	tlog "github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
@@ -164,6 +165,7 @@ func Verify(ctx context.Context, r *bundle.Reader, o Options) (*Report, error) {
 	rep.Verdict = verdict(rep.Checks)
 	rep.Hint = pinHint(rep.Checks)
 	rep.Generated = o.Now().UTC().Format(time.RFC3339)
+	rep.Verifier = buildinfo.Read().Program("evident")
 	return rep, nil
 }
 

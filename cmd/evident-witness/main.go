@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/evident-log/evident/internal/buildinfo"
 	"github.com/evident-log/evident/witness"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -51,6 +52,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	name := fs.String("name", env("EVIDENT_WITNESS_NAME", ""), "witness name, the cosignature key name; needed when the key is created (env EVIDENT_WITNESS_NAME)")
 	key := fs.String("key", env("EVIDENT_WITNESS_KEY", ""), "Ed25519 cosigning key file, created if missing (env EVIDENT_WITNESS_KEY; default <state>/witness.key)")
 	pqKey := fs.String("mldsa-key", env("EVIDENT_WITNESS_MLDSA_KEY", ""), "also cosign with this ML-DSA-44 key file, created if missing (env EVIDENT_WITNESS_MLDSA_KEY; default: no ML-DSA-44)")
+	version := fs.Bool("version", false, "print the build (module version, VCS revision and time, Go version) and exit")
 	printKeys := fs.Bool("print-vkeys", false, "print the verifier keys (creating the keys if needed) and exit")
 	logFormat := fs.String("log-format", env("EVIDENT_WITNESS_LOG_FORMAT", "text"), "log format: text or json (env EVIDENT_WITNESS_LOG_FORMAT)")
 	fs.Usage = func() {
@@ -59,6 +61,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *version {
+		fmt.Fprintln(stdout, buildinfo.Read().Program("evident-witness"))
+		return nil
 	}
 	if fs.NArg() > 0 {
 		fs.Usage()

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/evident-log/evident/internal/buildinfo"
 )
 
 // Exit codes shared by every subcommand.
@@ -33,6 +35,7 @@ Commands:
   import -chain C FILE...   take a CHAP Coordinator's audit.read dump into a chain (resumes; -describe checks its evidence_head)
   seal -chain C             seal a chain into the transparency log now and print the seal
   export -chain C [-task T] download a chain's (or one case's) offline bundle
+  version         print the build: module version, VCS revision and time, Go version (also --version)
   demo            run a CHAP support triage through a local evidentd, seal, export and verify it
 
 Exit codes: 0 verified, 1 broken, 2 not evaluated (nothing broken, something unchecked),
@@ -76,6 +79,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cmdCOPLedger(ctx, args[1:], stdout, stderr)
 	case "trust":
 		return cmdTrust(ctx, args[1:], stdout, stderr)
+	case "-version", "--version", "version":
+		fmt.Fprintln(stdout, buildinfo.Read().Program("evident"))
+		return 0
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

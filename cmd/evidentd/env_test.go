@@ -2,9 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/evident-log/evident/internal/buildinfo"
 )
 
 // TestMalformedEnvironmentIsAnError: a bad EVIDENT_* value stops evidentd with a message that
@@ -17,10 +26,82 @@ func TestMalformedEnvironmentIsAnError(t *testing.T) {
 		"EVIDENT_LOG_MLDSA":         "on",
 	} {
 		env := map[string]string{name: value, "EVIDENT_DATA": t.TempDir() + "/data"}
-		err := run(context.Background(), nil, func(k string) string { return env[k] }, io.Discard)
+		err := run(context.Background(), nil, func(k string) string { return env[k] }, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s=%q: %v", name, value, err)
 		}
+	}
+}
+
+// TestInvalidConfigurationCreatesNothing: a bad flag or environment value is refused with
+// the exit code for usage and a message naming the flag or the variable it came from, and
+// the data directory is not created.
+func TestInvalidConfigurationCreatesNothing(t *testing.T) {
+	policy := filepath.Join(t.TempDir(), "missing.policy")
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"seal interval from the environment", nil, map[string]string{"EVIDENT_SEAL_INTERVAL": "x"}, `EVIDENT_SEAL_INTERVAL: invalid duration "x"`},
+		{"seal interval flag", []string{"-seal-interval", "x"}, nil, `-seal-interval: invalid duration "x"`},
+		{"flag wins over the environment", []string{"-seal-interval", "1m"}, map[string]string{"EVIDENT_SEAL_INTERVAL": "x"}, ""},
+		{"seal every", nil, map[string]string{"EVIDENT_SEAL_EVERY": "ten"}, `EVIDENT_SEAL_EVERY: invalid count "ten"`},
+		{"checkpoint interval too short", nil, map[string]string{"EVIDENT_CHECKPOINT_INTERVAL": "10ms"}, `EVIDENT_CHECKPOINT_INTERVAL: "10ms" is shorter than 100ms`},
+		{"negative witness timeout", []string{"-witness-timeout", "-1s"}, nil, `-witness-timeout: negative duration "-1s"`},
+		{"registration wait", nil, map[string]string{"EVIDENT_REGISTRATION_WAIT": "soon"}, `EVIDENT_REGISTRATION_WAIT: invalid duration "soon"`},
+		{"listen address", nil, map[string]string{"EVIDENT_LISTEN": "8080"}, `EVIDENT_LISTEN: invalid address "8080"`},
+		{"log format", nil, map[string]string{"EVIDENT_LOG_FORMAT": "xml"}, `EVIDENT_LOG_FORMAT: log format: want text or json, not "xml"`},
+		{"access log", nil, map[string]string{"EVIDENT_ACCESS_LOG": "off"}, `EVIDENT_ACCESS_LOG: invalid boolean "off"`},
+		{"max body", nil, map[string]string{"EVIDENT_MAX_BODY": "64MB"}, `EVIDENT_MAX_BODY: invalid integer "64MB"`},
+		{"tls key without cert", []string{"-tls-key", "k.pem"}, nil, "-tls-cert and -tls-key"},
+		{"missing witness policy", nil, map[string]string{"EVIDENT_WITNESS_POLICY": policy}, "EVIDENT_WITNESS_POLICY: stat " + policy},
+		{"short token", []string{"-tokens", "short"}, nil, "at least 16 characters"},
+		{"unknown flag", []string{"-sael-every", "3"}, nil, "flag provided but not defined: -sael-every"},
+		{"stray argument", []string{"serve"}, nil, "unexpected arguments: serve"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "data")
+			env := map[string]string{"EVIDENT_DATA": data, "EVIDENT_LISTEN": "127.0.0.1:0"}
+			maps.Copy(env, tc.env)
+			o, err := parseConfig(tc.args, func(k string) string { return env[k] }, io.Discard)
+			if tc.want == "" {
+				if err != nil || o.cfg.SealInterval != time.Minute {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+			var stderr strings.Builder
+			if code := exitCode(run(context.Background(), tc.args, func(k string) string { return env[k] }, io.Discard, io.Discard), &stderr); code != exitUsage {
+				t.Errorf("exit code %d, want %d", code, exitUsage)
+			}
+			if !strings.HasPrefix(stderr.String(), "evidentd: ") || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("stderr %q", stderr.String())
+			}
+			if _, err := os.Stat(data); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("data directory: %v", err)
+			}
+		})
+	}
+}
+
+// TestVersion: --version prints the build and exits 0 without creating anything.
+func TestVersion(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	var stdout strings.Builder
+	err := run(context.Background(), []string{"--version"}, func(k string) string { return map[string]string{"EVIDENT_DATA": data}[k] }, &stdout, io.Discard)
+	if err != nil || exitCode(err, io.Discard) != 0 {
+		t.Fatal(err)
+	}
+	if want := buildinfo.Read().Program("evidentd") + "\n"; stdout.String() != want || !strings.Contains(want, runtime.Version()) {
+		t.Fatalf("printed %q, want %q", stdout.String(), want)
+	}
+	if _, err := os.Stat(data); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("data directory: %v", err)
 	}
 }
 

@@ -18,27 +18,74 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/evident-log/evident/internal/buildinfo"
 	"github.com/evident-log/evident/internal/evidentd/daemon"
 	"github.com/evident-log/evident/internal/evidentd/server"
+	"github.com/evident-log/evident/internal/logging"
 	"k8s.io/klog/v2"
+)
+
+// Exit codes.
+const (
+	exitFailure = 1  // evidentd could not start or stopped on an error
+	exitUsage   = 64 // EX_USAGE: a flag, environment variable or config file is invalid
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "evidentd:", err)
-		os.Exit(1)
-	}
+	code := exitCode(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr), os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+// usageError is a configuration refusal: nothing was created, the exit code is exitUsage.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// exitCode reports err on stderr and maps it to the process exit code.
+func exitCode(err error, stderr io.Writer) int {
+	var ue *usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintln(stderr, "evidentd:", err)
+		return exitUsage
+	}
+	fmt.Fprintln(stderr, "evidentd:", err)
+	return exitFailure
+}
+
+// run parses and checks the whole configuration, then starts evidentd and serves until ctx
+// ends. A configuration refusal is a *usageError returned before anything is created on disk.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	o, err := parseConfig(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	if o.version {
+		fmt.Fprintln(stdout, buildinfo.Read().Program("evidentd"))
+		return nil
+	}
+	return serve(ctx, o)
+}
+
+// options is the checked configuration of one run.
+type options struct {
+	cfg     daemon.Config
+	version bool
+	logger  *slog.Logger
+}
+
+// parseConfig reads flags, environment and config file and checks every value, naming the
+// flag or the environment variable a bad value came from; it touches nothing on disk
+// beyond reading the files the configuration names.
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {
 	getenv, cfgErr := withConfigFile(args, getenv)
 	if cfgErr != nil {
-		return cfgErr
+		return nil, &usageError{cfgErr}
 	}
 	fs := flag.NewFlagSet("evidentd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -57,7 +104,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			envErrs = append(envErrs, fmt.Errorf("%s=%q: not an integer", name, v))
+			envErrs = append(envErrs, fmt.Errorf("%s: invalid integer %q", name, v))
 			return def
 		}
 		return n
@@ -69,7 +116,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			envErrs = append(envErrs, fmt.Errorf("%s=%q: not true or false", name, v))
+			envErrs = append(envErrs, fmt.Errorf("%s: invalid boolean %q (want true or false)", name, v))
 		}
 		return b
 	}
@@ -97,58 +144,128 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	witnessFailOpen := fs.Bool("witness-fail-open", envBool("EVIDENT_WITNESS_FAIL_OPEN"), "publish checkpoints whose witness quorum is not met (default fail-closed: publication stops until the quorum cosigns) (env EVIDENT_WITNESS_FAIL_OPEN=true)")
 	fs.BoolVar(&cfg.PostQuantum, "log-mldsa", envBool("EVIDENT_LOG_MLDSA"), "also sign every checkpoint with ML-DSA-44 (post-quantum), key created on first start in <data>/keys/log-mldsa.key; bundles then carry trust/log-mldsa.vkey (env EVIDENT_LOG_MLDSA=true)")
 	witnessTimeout := fs.String("witness-timeout", env("EVIDENT_WITNESS_TIMEOUT", "5s"), "how long a checkpoint waits for its witness quorum (env EVIDENT_WITNESS_TIMEOUT)")
+	accessLog := fs.Bool("access-log", !strings.EqualFold(getenv("EVIDENT_ACCESS_LOG"), "false"), "log one line per HTTP request: method, path, status, bytes, duration, remote (env EVIDENT_ACCESS_LOG=false turns it off)")
+	version := fs.Bool("version", false, "print the build (module version, VCS revision and time, Go version) and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: evidentd [flags]\n\nRuns the Evident service. With no flags: data in ./%s, listening on %s.\n\nFlags:\n", daemon.DefaultData, daemon.DefaultListen)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, &usageError{err}
+	}
+	if *version {
+		return &options{version: true}, nil
+	}
+	if _, err := strconv.ParseBool(firstOf(getenv("EVIDENT_ACCESS_LOG"), "true")); err != nil {
+		envErrs = append(envErrs, fmt.Errorf("EVIDENT_ACCESS_LOG: invalid boolean %q (want true or false)", getenv("EVIDENT_ACCESS_LOG")))
 	}
 	if err := errors.Join(envErrs...); err != nil {
-		return err
+		return nil, &usageError{err}
 	}
 	if fs.NArg() > 0 {
 		fs.Usage()
-		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return nil, &usageError{fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))}
 	}
+	// origin names where a value came from: the flag when given, else its environment
+	// variable (or config file line), so that a refusal names what the operator has to fix.
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	origin := func(flagName, envName string) string {
+		if set[flagName] || getenv(envName) == "" {
+			return "-" + flagName
+		}
+		return envName
+	}
+	var errs []error
+	duration := func(flagName, envName, v string, min time.Duration) time.Duration {
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: invalid duration %q", origin(flagName, envName), v))
+		case d < 0:
+			errs = append(errs, fmt.Errorf("%s: negative duration %q", origin(flagName, envName), v))
+		case d < min && d != 0 || min > 0 && d == 0:
+			errs = append(errs, fmt.Errorf("%s: %q is shorter than %s", origin(flagName, envName), v, min))
+		}
+		return d
+	}
+	cfg.CheckpointInterval = duration("checkpoint-interval", "EVIDENT_CHECKPOINT_INTERVAL", *cpi, 100*time.Millisecond)
+	cfg.SealInterval = duration("seal-interval", "EVIDENT_SEAL_INTERVAL", *sealInterval, 0)
+	cfg.SCITT.RegistrationWait = duration("registration-wait", "EVIDENT_REGISTRATION_WAIT", *regWait, 0)
+	wt := duration("witness-timeout", "EVIDENT_WITNESS_TIMEOUT", *witnessTimeout, 0)
 	var err error
-	if cfg.CheckpointInterval, err = time.ParseDuration(*cpi); err != nil {
-		return fmt.Errorf("-checkpoint-interval: %w", err)
-	}
-	if cfg.SealInterval, err = time.ParseDuration(*sealInterval); err != nil {
-		return fmt.Errorf("-seal-interval: %w", err)
-	}
 	if cfg.SealEvery, err = strconv.ParseUint(*sealEvery, 10, 64); err != nil {
-		return fmt.Errorf("-seal-every: %w", err)
+		errs = append(errs, fmt.Errorf("%s: invalid count %q (want a non-negative integer)", origin("seal-every", "EVIDENT_SEAL_EVERY"), *sealEvery))
 	}
 	cfg.MaxBody = *maxBody
-	if cfg.SCITT.RegistrationWait, err = time.ParseDuration(*regWait); err != nil {
-		return fmt.Errorf("-registration-wait: %w", err)
+	if cfg.MaxBody < 0 {
+		errs = append(errs, fmt.Errorf("%s: %d is negative", origin("max-body", "EVIDENT_MAX_BODY"), cfg.MaxBody))
+	}
+	if cfg.MaxBatch < 0 {
+		errs = append(errs, fmt.Errorf("%s: %d is negative", origin("max-batch", "EVIDENT_MAX_BATCH"), cfg.MaxBatch))
+	}
+	if _, _, err := net.SplitHostPort(cfg.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("%s: invalid address %q: %w", origin("listen", "EVIDENT_LISTEN"), cfg.Listen, err))
+	}
+	if cfg.Data == "" {
+		errs = append(errs, fmt.Errorf("%s: empty data directory", origin("data", "EVIDENT_DATA")))
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		errs = append(errs, errors.New("-tls-cert and -tls-key (EVIDENT_TLS_CERT, EVIDENT_TLS_KEY) go together"))
+	}
+	if cfg.ClientCA != "" && cfg.TLSCert == "" {
+		errs = append(errs, fmt.Errorf("%s: a client CA (mTLS) needs -tls-cert and -tls-key", origin("client-ca", "EVIDENT_CLIENT_CA")))
+	}
+	for _, f := range []struct{ flag, env, path string }{
+		{"tls-cert", "EVIDENT_TLS_CERT", cfg.TLSCert}, {"tls-key", "EVIDENT_TLS_KEY", cfg.TLSKey}, {"client-ca", "EVIDENT_CLIENT_CA", cfg.ClientCA},
+		{"witness-policy", "EVIDENT_WITNESS_POLICY", *witnessPolicy}, {"registration-policy", "EVIDENT_REGISTRATION_POLICY", cfg.SCITT.RegistrationPolicy},
+	} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", origin(f.flag, f.env), err))
+		}
 	}
 	if cfg.Distributed, err = distributed(); err != nil {
-		return err
+		errs = append(errs, err)
 	}
 	if *witnessPolicy != "" {
-		cfg.Witnesses = &daemon.Witnesses{PolicyFile: *witnessPolicy, FailOpen: *witnessFailOpen}
-		if cfg.Witnesses.Timeout, err = time.ParseDuration(*witnessTimeout); err != nil {
-			return fmt.Errorf("-witness-timeout: %w", err)
-		}
+		cfg.Witnesses = &daemon.Witnesses{PolicyFile: *witnessPolicy, FailOpen: *witnessFailOpen, Timeout: wt}
 	}
 	if pw := getenv("EVIDENT_SERVICE_KEY_PASSWORD"); pw != "" {
 		cfg.ServiceKeyPassword = []byte(pw)
 	}
 	if cfg.Tokens, err = parseTokens(*tokens); err != nil {
-		return err
+		errs = append(errs, err)
 	}
-	var h slog.Handler = slog.NewTextHandler(stderr, nil)
-	if *logFormat == "json" {
-		h = slog.NewJSONHandler(stderr, nil)
+	logger, err := logging.New(stderr, *logFormat)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", origin("log-format", "EVIDENT_LOG_FORMAT"), err))
 	}
-	logger := slog.New(h)
+	if err := errors.Join(errs...); err != nil {
+		return nil, &usageError{err}
+	}
 	cfg.Logger = logger
+	cfg.AccessLog = *accessLog
+	return &options{cfg: cfg, logger: logger}, nil
+}
+
+// serve opens the data directory (creating keys on first start) and serves until ctx ends.
+func serve(ctx context.Context, o *options) error {
+	cfg, logger := o.cfg, o.logger
 	// Tessera logs through klog; send it to the same structured log.
 	klog.SetSlogLogger(logger.With("component", "tessera"))
 
+	// Listen first: an address in use stops evidentd before it creates anything.
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
 	d, err := daemon.Open(ctx, cfg)
 	if err != nil {
 		return err
@@ -158,15 +275,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			logger.Error("shutdown", "err", err)
 		}
 	}()
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return err
-	}
 	scheme := "http://"
 	if cfg.TLSCert != "" {
 		scheme = "https://"
 	}
-	logger.Info("evidentd listening", "addr", scheme+ln.Addr().String(), "data", cfg.Data, "origin", d.Log().Origin(), "vkey", d.Log().VerifierKey())
+	logger.Info("evidentd listening", "addr", scheme+ln.Addr().String(), "data", cfg.Data, "origin", d.Log().Origin(), "vkey", d.Log().VerifierKey(),
+		"version", buildinfo.Read().String())
+	for _, k := range d.KeyFiles() {
+		logger.Info("key file", "path", k.Path, "secret", k.Secret, "holds", k.Holds)
+	}
 	if cfg.Witnesses != nil {
 		mode := "fail-closed: checkpoints are published only with the witness quorum"
 		if cfg.Witnesses.FailOpen {

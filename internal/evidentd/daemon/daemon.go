@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/evident-log/evident/internal/buildinfo"
 	"github.com/evident-log/evident/internal/evidentd/ingest"
 	"github.com/evident-log/evident/internal/evidentd/scitt"
 	"github.com/evident-log/evident/internal/evidentd/server"
@@ -24,9 +25,6 @@ import (
 	"github.com/evident-log/evident/ledger/profile"
 	"github.com/evident-log/evident/tilelog"
 )
-
-// Version is evidentd's version, written into bundles.
-const Version = "0.1.0"
 
 // Config is evidentd's configuration; every field has a flag and an environment variable
 // in cmd/evidentd.
@@ -66,6 +64,8 @@ type Config struct {
 	// (--log-mldsa, EVIDENT_LOG_MLDSA); the key is generated on first start into
 	// <data>/keys/log-mldsa.key and bundles carry its verifier key.
 	PostQuantum bool
+	// AccessLog logs one line per HTTP request (--access-log, EVIDENT_ACCESS_LOG).
+	AccessLog bool
 }
 
 // Defaults.
@@ -179,7 +179,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d.handler = server.New(server.Config{Pipeline: p, Store: st, Service: svc, Tokens: cfg.Tokens, ClientCerts: cfg.ClientCA != "", MaxBody: cfg.MaxBody, MaxBatch: cfg.MaxBatch,
-		Producer: "evidentd " + Version, Logger: cfg.Logger, SCITT: sc, COPNode: copNode})
+		Producer: buildinfo.Read().Program("evidentd"), Logger: cfg.Logger, SCITT: sc, COPNode: copNode, AccessLog: cfg.AccessLog})
 	bg, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
 	go func() {

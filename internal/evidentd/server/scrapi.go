@@ -62,17 +62,7 @@ func (s *Server) routeSCITT() {
 	if sc.RetryAfter <= 0 {
 		sc.RetryAfter = time.Second
 	}
-	if sc.Registrar != nil {
-		s.mux.HandleFunc("POST /entries", s.handleRegister)
-		s.mux.HandleFunc("GET /entries/{id}", s.handleRegistration)
-		s.mux.HandleFunc("GET /entries/{id}/statement", s.handleTransparent)
-	}
-	if sc.Keys != nil {
-		s.mux.HandleFunc("GET /.well-known/scitt-keys", s.handleKeySet)
-		s.mux.HandleFunc("GET /.well-known/scitt-keys/{kid}", s.handleKey)
-	}
-	s.mux.HandleFunc("GET /v1/log/consistency", s.handleLogConsistency)
-	s.mux.HandleFunc("GET /v1/chains/{chain}/consistency", s.handleChainConsistency)
+	// The routes are in the table of server.go.
 }
 
 func (s *Server) retryAfter(w http.ResponseWriter) {

@@ -20,7 +20,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/evident-log/evident/api"
@@ -63,6 +62,9 @@ type Config struct {
 	SealTimeout time.Duration
 	Producer    string // written into bundles, e.g. "evidentd v0.1.0"
 	Logger      *slog.Logger
+	// AccessLog logs one line per request at Info: method, path, status, bytes, duration,
+	// remote address.
+	AccessLog bool
 	// SCITT configures SCRAPI (POST /entries, /.well-known/scitt-keys, consistency
 	// receipts): scrapi.go. Nil serves none of it.
 	SCITT *SCITTConfig
@@ -73,20 +75,71 @@ type Config struct {
 
 // Server serves evidentd's HTTP API.
 type Server struct {
-	c   Config
-	mux *http.ServeMux
-	m   metrics
-	ex  *export.Exporter
+	c       Config
+	mux     *http.ServeMux
+	handler http.Handler // mux behind the access log and the request metrics
+	m       *metrics
+	ex      *export.Exporter
 }
 
-type metrics struct {
-	recordsAccepted atomic.Uint64
-	recordsRefused  atomic.Uint64
-	batches         atomic.Uint64
-	seals           atomic.Uint64
-	exports         atomic.Uint64
-	pushbacks       atomic.Uint64
+// route is one route of the API: a ServeMux pattern, its handler, and when it is served.
+type route struct {
+	pattern string                     // "METHOD /path/{wildcard}", as http.ServeMux takes it
+	handler func(*Server) http.Handler // the handler, built once by New
+	when    func(*Server) bool         // nil: always served
 }
+
+// routes is the table of every route evidentd serves: New registers it on the mux, and a
+// test checks it against the OpenAPI description (api/openapi.json). Adding a route is one
+// line here and one path in the description.
+func routes() []route {
+	return []route{
+		{"POST /v1/chains/{chain}/entries", write((*Server).handleIngest), nil},
+		{"POST /v1/chains/{chain}/seal", write((*Server).handleSeal), nil},
+		{"POST /v1/chains/{chain}/evidence-head", write((*Server).handleEvidenceHead), nil},
+		{"GET /v1/chains", read((*Server).handleChains), nil},
+		{"GET /v1/chains/{chain}", read((*Server).handleHead), nil},
+		{"GET /v1/chains/{chain}/entries", read((*Server).handleEntries), nil},
+		{"GET /v1/chains/{chain}/entries/{seq}/receipt", read((*Server).handleEntryReceipt), nil},
+		{"GET /v1/chains/{chain}/entries/{seq}/statement", read((*Server).handleEntryStatement), nil},
+		{"GET /v1/chains/{chain}/seals", read((*Server).handleSeals), nil},
+		{"GET /v1/chains/{chain}/cop-ledger", read((*Server).handleCOPLedger), nil},
+		{"GET /v1/chains/{chain}/consistency", read((*Server).handleChainConsistency), hasSCITT},
+		{"GET /v1/log/consistency", read((*Server).handleLogConsistency), hasSCITT},
+		{"GET /v1/export", read((*Server).handleExport), nil},
+		{"GET /v1/openapi.json", read((*Server).handleOpenAPI), nil},
+		{"GET /log/", func(s *Server) http.Handler { return http.StripPrefix("/log", s.c.Service.Log().Handler()) }, nil},
+		{"GET /log/vkey", read((*Server).handleLogVKey), nil},
+		{"GET /.well-known/evident-trust", read((*Server).handleTrustFile), nil},
+		{"POST /entries", read((*Server).handleRegister), hasRegistrar},
+		{"GET /entries/{id}", read((*Server).handleRegistration), hasRegistrar},
+		{"GET /entries/{id}/statement", read((*Server).handleTransparent), hasRegistrar},
+		{"GET /.well-known/scitt-keys", read((*Server).handleKeySet), hasKeys},
+		{"GET /.well-known/scitt-keys/{kid}", read((*Server).handleKey), hasKeys},
+		{"GET /healthz", read((*Server).handleHealth), nil},
+		{"GET /readyz", read((*Server).handleReady), nil},
+		{"GET /metrics", func(s *Server) http.Handler { return s.m.handler() }, nil},
+	}
+}
+
+type handlerMethod = func(*Server, http.ResponseWriter, *http.Request)
+
+// read serves a route as it is; write puts it behind the write authorization.
+func read(h handlerMethod) func(*Server) http.Handler {
+	return func(s *Server) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(s, w, r) })
+	}
+}
+
+func write(h handlerMethod) func(*Server) http.Handler {
+	return func(s *Server) http.Handler {
+		return s.write(func(w http.ResponseWriter, r *http.Request) { h(s, w, r) })
+	}
+}
+
+func hasSCITT(s *Server) bool     { return s.c.SCITT != nil }
+func hasRegistrar(s *Server) bool { return s.c.SCITT != nil && s.c.SCITT.Registrar != nil }
+func hasKeys(s *Server) bool      { return s.c.SCITT != nil && s.c.SCITT.Keys != nil }
 
 // New returns the HTTP handler of evidentd.
 func New(c Config) *Server {
@@ -108,28 +161,38 @@ func New(c Config) *Server {
 	}
 	ex := export.New(export.Config{Pipeline: c.Pipeline, Store: c.Store, Service: c.Service, Keys: keys, COPNode: c.COPNode, Producer: c.Producer})
 	s := &Server{c: c, mux: http.NewServeMux(), ex: ex}
-	s.mux.HandleFunc("POST /v1/chains/{chain}/entries", s.write(s.handleIngest))
-	s.mux.HandleFunc("POST /v1/chains/{chain}/seal", s.write(s.handleSeal))
-	s.mux.HandleFunc("POST /v1/chains/{chain}/evidence-head", s.write(s.handleEvidenceHead))
-	s.mux.HandleFunc("GET /v1/chains/{chain}", s.handleHead)
-	s.mux.HandleFunc("GET /v1/chains/{chain}/entries", s.handleEntries)
-	s.mux.HandleFunc("GET /v1/chains/{chain}/entries/{seq}/receipt", s.handleEntryReceipt)
-	s.mux.HandleFunc("GET /v1/chains/{chain}/entries/{seq}/statement", s.handleEntryStatement)
-	s.mux.HandleFunc("GET /v1/chains/{chain}/seals", s.handleSeals)
-	s.mux.HandleFunc("GET /v1/export", s.handleExport)
-	s.mux.HandleFunc("GET /v1/chains/{chain}/cop-ledger", s.handleCOPLedger)
-	s.mux.Handle("GET /log/", http.StripPrefix("/log", c.Service.Log().Handler()))
-	s.mux.HandleFunc("GET /log/vkey", s.handleLogVKey)                    // trust.go
-	s.mux.HandleFunc("GET /.well-known/evident-trust", s.handleTrustFile) // trust.go
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
-	s.mux.HandleFunc("GET /readyz", s.handleReady)
-	s.mux.HandleFunc("GET /metrics", s.handleMetrics)
+	s.m = newMetrics(s.logSize)
 	s.routeSCITT()
+	for _, rt := range routes() {
+		if rt.when == nil || rt.when(s) {
+			s.mux.Handle(rt.pattern, rt.handler(s))
+		}
+	}
+	s.handler = s.observe(s.mux)
 	return s
 }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Routes returns the patterns of the routes this server serves, in table order.
+func (s *Server) Routes() []string {
+	var out []string
+	for _, rt := range routes() {
+		if rt.when == nil || rt.when(s) {
+			out = append(out, rt.pattern)
+		}
+	}
+	return out
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") }
+
+func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", api.MediaJSON)
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	w.Write(api.OpenAPI())
+}
 
 // write wraps a handler that changes state with the authentication check.
 func (s *Server) write(h http.HandlerFunc) http.HandlerFunc {
@@ -301,25 +364,6 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	io.WriteString(w, "ready\n")
-}
-
-func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	size, _ := s.c.Service.Log().Size(r.Context())
-	for _, m := range []struct {
-		name, help, typ string
-		v               uint64
-	}{
-		{"evident_records_accepted_total", "Records accepted into chains.", "counter", s.m.recordsAccepted.Load()},
-		{"evident_records_refused_total", "Ingest requests refused.", "counter", s.m.recordsRefused.Load()},
-		{"evident_ingest_batches_total", "Ingest requests accepted.", "counter", s.m.batches.Load()},
-		{"evident_seals_total", "Seals registered through the API.", "counter", s.m.seals.Load()},
-		{"evident_exports_total", "Bundles exported.", "counter", s.m.exports.Load()},
-		{"evident_pushback_total", "Requests answered 503 because the log pushed back.", "counter", s.m.pushbacks.Load()},
-		{"evident_log_size", "Entries in the transparency log (latest checkpoint).", "gauge", size},
-	} {
-		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %d\n", m.name, m.help, m.name, m.typ, m.name, m.v)
-	}
 }
 
 func queryUint(r *http.Request, key string, def uint64) (uint64, error) {

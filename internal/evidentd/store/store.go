@@ -140,6 +140,9 @@ type Store interface {
 	EvidenceHead(ctx context.Context, chain string) (*EvidenceHead, error)
 	// Chains lists chain ids.
 	Chains(ctx context.Context) ([]string, error)
+	// ListChains returns up to limit chains whose id sorts after after ("" from the first),
+	// in id order, for paged listings: their state without Tree and State.
+	ListChains(ctx context.Context, after string, limit int) ([]ChainRecord, error)
 	// Close releases the store.
 	Close() error
 }

@@ -283,6 +283,44 @@ func (s *Store) Chains(ctx context.Context) ([]string, error) {
 	return out, rows.Err()
 }
 
+// ListChains implements store.Store.
+func (s *Store) ListChains(ctx context.Context, after string, limit int) ([]store.ChainRecord, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT id, profile, size, head, closed, last_seal, sealed_size, created FROM `+s.d.Tables.Chains+
+		` WHERE id > ? ORDER BY id LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list chains after %q: %w", after, err)
+	}
+	defer rows.Close()
+	var out []store.ChainRecord
+	for rows.Next() {
+		var c store.ChainRecord
+		var head []byte
+		var createdMS int64
+		var createdText string
+		created := any(&createdMS)
+		if s.d.CreatedText {
+			created = &createdText
+		}
+		if err := rows.Scan(&c.ID, &c.Profile, &c.Size, &head, &c.Closed, &c.LastSeal, &c.SealedSize, created); err != nil {
+			return nil, fmt.Errorf("list chains: %w", err)
+		}
+		copy(c.Head[:], head)
+		if s.d.CreatedText {
+			c.Created, _ = time.Parse(time.RFC3339Nano, createdText)
+		} else {
+			c.Created = fromMS(createdMS)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list chains: %w", err)
+	}
+	return out, nil
+}
+
 // inChunk bounds the values of one IN (…) list.
 const inChunk = 500
 

@@ -1,0 +1,183 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/evident-log/evident/api"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// counter is a Prometheus counter counted in whole events.
+type counter struct{ c prometheus.Counter }
+
+// Add adds n events.
+func (c counter) Add(n uint64) { c.c.Add(float64(n)) }
+
+// metrics are the Prometheus metrics of one Server, in a registry of its own (no global
+// state: two servers in one process count apart).
+type metrics struct {
+	reg             *prometheus.Registry
+	recordsAccepted counter
+	recordsRefused  counter
+	batches         counter
+	seals           counter
+	exports         counter
+	pushbacks       counter
+	requests        *prometheus.HistogramVec
+}
+
+// unmatchedRoute is the route label of requests no route matched.
+const unmatchedRoute = "unmatched"
+
+func newMetrics(logSize func() float64) *metrics {
+	reg := prometheus.NewRegistry()
+	newCounter := func(name, help string) counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+		reg.MustRegister(c)
+		return counter{c}
+	}
+	m := &metrics{
+		reg:             reg,
+		recordsAccepted: newCounter("evident_records_accepted_total", "Records accepted into chains."),
+		recordsRefused:  newCounter("evident_records_refused_total", "Ingest requests refused."),
+		batches:         newCounter("evident_ingest_batches_total", "Ingest requests accepted."),
+		seals:           newCounter("evident_seals_total", "Seals registered through the API."),
+		exports:         newCounter("evident_exports_total", "Bundles exported."),
+		pushbacks:       newCounter("evident_pushback_total", "Requests answered 503 because the log pushed back."),
+		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "evident_http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by route pattern, method and status class (2xx, 4xx, …).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"route", "method", "code"}),
+	}
+	reg.MustRegister(m.requests,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "evident_log_size", Help: "Entries in the transparency log (latest checkpoint)."}, logSize),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// handler serves the registry in the Prometheus exposition formats.
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// logSize is the log's size for the evident_log_size gauge; 0 while none is published.
+func (s *Server) logSize() float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	n, err := s.c.Service.Log().Size(ctx)
+	if err != nil {
+		return 0
+	}
+	return float64(n)
+}
+
+// statusWriter records what a handler answered, for the access log and the metrics.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Flush lets streaming handlers (exports, COP Ledgers) flush through the wrapper.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		if w.status == 0 {
+			w.status = http.StatusOK
+		}
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// observe wraps the mux: requests no route matches get a JSON problem instead of the mux's
+// plain text, and every request is timed into the latency histogram and, when configured,
+// written to the access log.
+func (s *Server) observe(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		route := unmatchedRoute
+		if h, pattern := mux.Handler(r); pattern == "" {
+			s.unmatched(sw, r, h)
+		} else {
+			mux.ServeHTTP(sw, r)
+			route = pattern
+			if r.Pattern != "" {
+				route = r.Pattern
+			}
+		}
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		elapsed := time.Since(start)
+		s.m.requests.WithLabelValues(route, methodLabel(r.Method), strconv.Itoa(sw.status/100)+"xx").Observe(elapsed.Seconds())
+		if s.c.AccessLog {
+			s.c.Logger.LogAttrs(r.Context(), slog.LevelInfo, "http request",
+				slog.String("method", r.Method), slog.String("path", r.URL.RequestURI()), slog.Int("status", sw.status),
+				slog.Int64("bytes", sw.bytes), slog.Duration("duration", elapsed), slog.String("remote", r.RemoteAddr),
+				slog.String("route", route))
+		}
+	})
+}
+
+// methodLabel bounds the method label to the standard methods: a client chooses the
+// method, and every distinct label value is a new time series.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
+}
+
+// unmatched answers a request no route matched with a problem detail: 405 with the mux's
+// Allow header when the path is served under other methods, 404 otherwise.
+func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	rec := &headerRecorder{header: http.Header{}}
+	h.ServeHTTP(rec, r)
+	if rec.status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", rec.header.Get("Allow"))
+		problem(w, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, r.Method+" is not served on "+r.URL.Path+"; allowed: "+rec.header.Get("Allow"), -1)
+		return
+	}
+	problem(w, http.StatusNotFound, api.CodeNoSuchRoute, "no route "+r.Method+" "+r.URL.Path+"; see GET /v1/openapi.json", -1)
+}
+
+// headerRecorder keeps the status and headers the mux's own 404 and 405 handlers write.
+type headerRecorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (h *headerRecorder) Header() http.Header         { return h.header }
+func (h *headerRecorder) WriteHeader(code int)        { h.status = code }
+func (h *headerRecorder) Write(b []byte) (int, error) { return h.body.Write(b) }
