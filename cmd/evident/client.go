@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -59,9 +60,11 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if code, done := parseArgs(fs, args); done {
 		return code
 	}
-	if *chain == "" || fs.NArg() == 0 || *batch < 1 {
-		fs.Usage()
-		return exitUsage
+	if code, ok := checkService(fs, *chain, *batch); !ok {
+		return code
+	}
+	if fs.NArg() == 0 {
+		return usageErr(fs, "missing FILE argument (records to send; - for standard input)")
 	}
 	var records [][]byte
 	for _, name := range fs.Args() {
@@ -74,20 +77,55 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	c, err := svc.client()
 	if err != nil {
-		fmt.Fprintln(stderr, "evident submit:", err)
-		return exitBroken // as for any failed request
+		return usageErr(fs, "-url: %v", err)
 	}
 	sent, last, err := svc.sendBatches(ctx, c, *chain, *profile, records, *batch, nil)
 	if err != nil {
+		code := submitExit(err)
 		fmt.Fprintf(stderr, "evident submit: records %d..%d: %v\n", sent, min(sent+*batch, len(records))-1, err)
-		fmt.Fprintf(stderr, "%d record(s) accepted before the refusal\n", sent)
-		return exitBroken
+		if code == exitBroken {
+			fmt.Fprintf(stderr, "%d record(s) accepted before the refusal\n", sent)
+		} else {
+			fmt.Fprintf(stderr, "%d record(s) accepted before the error; nothing of this batch was refused as evidence\n", sent)
+		}
+		return code
 	}
 	if last == nil {
 		last = &api.IngestResponse{} // nothing to send (an empty array)
 	}
 	fmt.Fprintf(stdout, "%d record(s) accepted into %s: size %d, head %s\n", sent, *chain, last.Size, last.Head)
 	return 0
+}
+
+// checkService checks the flags every command that writes to a chain needs: -chain, and
+// a -batch of at least one record.
+func checkService(fs *flag.FlagSet, chain string, batch int) (int, bool) {
+	switch {
+	case chain == "":
+		return usageErr(fs, "missing -chain (the chain id; CHAP: the workspace)"), false
+	case batch < 1:
+		return usageErr(fs, "-batch must be at least 1, not %d", batch), false
+	}
+	return 0, true
+}
+
+// submitExit is the exit code of a failed submission: broken when evidentd refused a
+// record as evidence (the problem names the record: a bad signature, a fork, …) or found
+// the Coordinator's evidence_head disagreeing with the chain; could not run for anything
+// else (unreachable, timed out, unauthorized, overloaded, a closed chain or another
+// profile's: where the records went, not what they are).
+func submitExit(err error) int {
+	var e *client.Error
+	if !errors.As(err, &e) {
+		return exitFailure
+	}
+	switch {
+	case e.Code == api.CodeChainClosed || e.Code == api.CodeProfileMismatch:
+		return exitFailure
+	case e.Index != nil || e.Code == api.CodeEvidenceHeadMismatch:
+		return exitBroken
+	}
+	return exitFailure
 }
 
 // call runs one request, bounded by -timeout.
@@ -183,14 +221,15 @@ func cmdSeal(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, done := parseArgs(fs, args); done {
 		return code
 	}
-	if *chain == "" || fs.NArg() != 0 {
-		fs.Usage()
-		return exitUsage
+	if code, ok := checkService(fs, *chain, 1); !ok {
+		return code
+	}
+	if code, ok := checkArgs(fs); !ok {
+		return code
 	}
 	c, err := svc.client()
 	if err != nil {
-		fmt.Fprintln(stderr, "evident seal:", err)
-		return exitFailure
+		return usageErr(fs, "-url: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, svc.timeout)
 	defer cancel()
@@ -231,14 +270,18 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if code, done := parseArgs(fs, args); done {
 		return code
 	}
-	if *chain == "" || fs.NArg() != 0 {
-		fs.Usage()
-		return exitUsage
+	if code, ok := checkService(fs, *chain, 1); !ok {
+		return code
+	}
+	if code, ok := checkArgs(fs); !ok {
+		return code
+	}
+	if *task != "" && *logical != "" {
+		return usageErr(fs, "-task and -logical-id name two different case slices: give one")
 	}
 	c, err := svc.client()
 	if err != nil {
-		fmt.Fprintln(stderr, "evident export:", err)
-		return exitFailure
+		return usageErr(fs, "-url: %v", err)
 	}
 	name := *out
 	if name == "" {

@@ -33,6 +33,9 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, done := parseArgs(fs, args); done {
 		return code
 	}
+	if code, ok := checkArgs(fs); !ok {
+		return code
+	}
 	work := *dir
 	if work != "" {
 		if err := os.MkdirAll(work, 0o755); err != nil {

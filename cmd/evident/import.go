@@ -43,9 +43,11 @@ Flags:
 	if code, done := parseArgs(fs, args); done {
 		return code
 	}
-	if *chain == "" || fs.NArg() == 0 || *batch < 1 {
-		fs.Usage()
-		return exitUsage
+	if code, ok := checkService(fs, *chain, *batch); !ok {
+		return code
+	}
+	if fs.NArg() == 0 {
+		return usageErr(fs, "missing FILE argument (the audit.read dump; - for standard input)")
 	}
 	var entries []auditEntry
 	for _, name := range fs.Args() {
@@ -67,8 +69,7 @@ Flags:
 	}
 	c, err := svc.client()
 	if err != nil {
-		fmt.Fprintln(stderr, "evident import:", err)
-		return exitFailure
+		return usageErr(fs, "-url: %v", err)
 	}
 	var size uint64
 	err = svc.call(ctx, func(ctx context.Context) error {
@@ -110,8 +111,13 @@ Flags:
 		}
 		end := min(sent+*batch, len(todo))
 		fmt.Fprintf(stderr, "evident import: entries seq %d..%d: %v\n", size+uint64(sent), size+uint64(end-1), err)
-		fmt.Fprintf(stderr, "%d entries imported before the refusal; run again to resume from seq %d\n", sent, size+uint64(sent))
-		return exitBroken
+		code := submitExit(err)
+		what := "refusal"
+		if code != exitBroken {
+			what = "error"
+		}
+		fmt.Fprintf(stderr, "%d entries imported before the %s; run again to resume from seq %d\n", sent, what, size+uint64(sent))
+		return code
 	}
 	if progress != nil && sent > 0 {
 		fmt.Fprintln(stderr)
@@ -132,7 +138,7 @@ Flags:
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "evident import: evidence head:", err)
-		return exitBroken
+		return submitExit(err) // 422 evidence_head_mismatch: the chain and the Coordinator disagree
 	}
 	fmt.Fprintf(stdout, "the Coordinator's evidence_head %s at audit_count %d: %s (chain size %d)\n", rep.EvidenceHead, rep.AuditCount, rep.Status, rep.Size)
 	return 0

@@ -23,6 +23,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	format := fs.String("format", "text", "report format: text, json or html (one self-contained file with the CHAP timeline)")
 	output := fs.String("o", "", "write the report to this file instead of standard output")
 	quiet := fs.Bool("q", false, "no progress, even on a terminal")
+	fs.BoolVar(quiet, "quiet", false, "same as -q")
 	var extra checkpointFiles
 	fs.Var(&extra, "checkpoint", "an extra checkpoint gathered elsewhere (a witness's /<hex sha256(origin)>/checkpoint, another bundle, or a tlog-witness add-checkpoint body with its proof) to cross-check; repeatable")
 	maxAge := fs.Duration("witness-max-age", 0, "count only witness cosignatures at most this old toward the quorum (0: any age)")
@@ -37,13 +38,11 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if code, done := parseArgs(fs, args); done {
 		return code
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
+	if code, ok := checkArgs(fs, "BUNDLE"); !ok {
+		return code
 	}
 	if *format != "text" && *format != "json" && *format != "html" {
-		fmt.Fprintf(stderr, "evident verify: -format must be text, json or html, not %q\n", *format)
-		return exitUsage
+		return usageErr(fs, "-format must be text, json or html, not %q", *format)
 	}
 	var issuers []crypto.PublicKey
 	if *issuerKeys != "" {
@@ -98,10 +97,7 @@ func verifyBundle(ctx context.Context, path string, quiet bool, stderr io.Writer
 	r, err := bundle.Open(path)
 	if err != nil {
 		fmt.Fprintln(stderr, "evident verify:", err)
-		if errors.Is(err, bundle.ErrFormat) {
-			return nil, exitBroken
-		}
-		return nil, exitFailure
+		return nil, exitFailure // unreadable, or not a bundle at all (bundle.ErrFormat)
 	}
 	defer r.Close()
 	var o verifier.Options
@@ -148,13 +144,21 @@ func progressPrinter(w io.Writer) func(stage string, done, total uint64) {
 }
 
 // parseArgs parses a command's flags, which may also follow its arguments; done says the
-// command must return code at once: 0 after -help, exitUsage after a bad flag.
+// command must return code at once: 0 after -help (the full usage written), exitUsage after
+// a bad flag (the error and the one-line usage written, see usage.go).
 func parseArgs(fs *flag.FlagSet, args []string) (code int, done bool) {
-	if err := fs.Parse(reorder(fs, args)); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, true
-		}
-		return exitUsage, true
+	full, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(reorder(fs, args))
+	fs.Usage = full
+	fs.SetOutput(out)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		full()
+		return 0, true
+	case err != nil:
+		return usageErr(fs, "%v", err), true
 	}
 	return 0, false
 }

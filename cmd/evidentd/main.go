@@ -26,19 +26,22 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
+	stderr := os.Stderr
+	if helpRequested(os.Args[1:]) {
+		stderr = os.Stdout // help asked for is an answer, not an error
+	}
+	if err := run(ctx, os.Args[1:], os.Getenv, stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "evidentd:", err)
 		}
-		fmt.Fprintln(os.Stderr, "evidentd:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	getenv, cfgErr := withConfigFile(args, getenv)
 	if cfgErr != nil {
-		return cfgErr
+		return usageError{cfgErr}
 	}
 	fs := flag.NewFlagSet("evidentd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -102,43 +105,43 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return usageError{err}
 	}
 	if err := errors.Join(envErrs...); err != nil {
-		return err
+		return usageError{err}
 	}
 	if fs.NArg() > 0 {
 		fs.Usage()
-		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return usageErrorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	var err error
 	if cfg.CheckpointInterval, err = time.ParseDuration(*cpi); err != nil {
-		return fmt.Errorf("-checkpoint-interval: %w", err)
+		return usageErrorf("-checkpoint-interval: %w", err)
 	}
 	if cfg.SealInterval, err = time.ParseDuration(*sealInterval); err != nil {
-		return fmt.Errorf("-seal-interval: %w", err)
+		return usageErrorf("-seal-interval: %w", err)
 	}
 	if cfg.SealEvery, err = strconv.ParseUint(*sealEvery, 10, 64); err != nil {
-		return fmt.Errorf("-seal-every: %w", err)
+		return usageErrorf("-seal-every: %w", err)
 	}
 	cfg.MaxBody = *maxBody
 	if cfg.SCITT.RegistrationWait, err = time.ParseDuration(*regWait); err != nil {
-		return fmt.Errorf("-registration-wait: %w", err)
+		return usageErrorf("-registration-wait: %w", err)
 	}
 	if cfg.Distributed, err = distributed(); err != nil {
-		return err
+		return usageError{err}
 	}
 	if *witnessPolicy != "" {
 		cfg.Witnesses = &daemon.Witnesses{PolicyFile: *witnessPolicy, FailOpen: *witnessFailOpen}
 		if cfg.Witnesses.Timeout, err = time.ParseDuration(*witnessTimeout); err != nil {
-			return fmt.Errorf("-witness-timeout: %w", err)
+			return usageErrorf("-witness-timeout: %w", err)
 		}
 	}
 	if pw := getenv("EVIDENT_SERVICE_KEY_PASSWORD"); pw != "" {
 		cfg.ServiceKeyPassword = []byte(pw)
 	}
 	if cfg.Tokens, err = parseTokens(*tokens); err != nil {
-		return err
+		return usageError{err}
 	}
 	var h slog.Handler = slog.NewTextHandler(stderr, nil)
 	if *logFormat == "json" {
