@@ -53,6 +53,8 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	chain := fs.String("chain", "", "chain id (CHAP: the workspace) — required")
 	profile := fs.String("profile", "", "profile of a new chain (default: evidentd's, chap/0.3)")
 	batch := fs.Int("batch", 1000, "records per request (each request is atomic)")
+	quiet := fs.Bool("q", false, "no progress on standard error")
+	fs.BoolVar(quiet, "quiet", false, "same as -q")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: evident submit -chain C [flags] FILE...\n\nSends records to evidentd: each FILE (or - for standard input) holds one JSON record, a JSON\narray of records, or JSON Lines. Records go in order, in atomic batches; the first refusal stops\nthe run and names the record.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -79,8 +81,13 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return usageErr(fs, "-url: %v", err)
 	}
-	sent, last, err := svc.sendBatches(ctx, c, *chain, *profile, records, *batch, nil)
+	var p *progress
+	if len(records) > 0 {
+		p = newProgress(stderr, *quiet, "submit "+*chain, "records", uint64(len(records)))
+	}
+	sent, last, err := svc.sendBatches(ctx, c, *chain, *profile, records, *batch, func(sent int) { p.Update(uint64(sent)) })
 	if err != nil {
+		p.Stop()
 		code := submitExit(err)
 		fmt.Fprintf(stderr, "evident submit: records %d..%d: %v\n", sent, min(sent+*batch, len(records))-1, err)
 		if code == exitBroken {
@@ -90,6 +97,7 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		return code
 	}
+	p.Done(uint64(sent))
 	if last == nil {
 		last = &api.IngestResponse{} // nothing to send (an empty array)
 	}
@@ -263,6 +271,8 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	task := fs.String("task", "", "export only this task's case slice (CHAP task_id)")
 	logical := fs.String("logical-id", "", "export only this artefact's case slice (CHAP logical_id)")
 	out := fs.String("o", "", "bundle file to write (default <chain>.evident.zip)")
+	quiet := fs.Bool("q", false, "no progress on standard error")
+	fs.BoolVar(quiet, "quiet", false, "same as -q")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: evident export -chain C [flags]\n\nDownloads the offline bundle of a chain (or of one case) for evident verify.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -289,24 +299,28 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	ctx, cancel := context.WithTimeout(ctx, max(svc.timeout, 30*time.Minute)) // a large chain takes a while to stream
 	defer cancel()
-	n, err := exportTo(ctx, c, client.ExportQuery{Chains: []string{*chain}, TaskID: *task, LogicalID: *logical}, name)
+	p := newProgress(stderr, *quiet, "export "+*chain, "bytes", 0)
+	n, err := exportTo(ctx, c, client.ExportQuery{Chains: []string{*chain}, TaskID: *task, LogicalID: *logical}, name, p)
 	if err != nil {
+		p.Stop()
 		fmt.Fprintln(stderr, "evident export:", err)
 		return exitFailure
 	}
+	p.Done(uint64(n))
 	fmt.Fprintf(stdout, "wrote %s (%d bytes); check it with: evident verify %s\n", name, n, name)
 	return 0
 }
 
 // exportTo streams the bundle into a temporary file beside name and renames it into place,
-// so a failed export leaves no partial bundle (and no clobbered older one) behind.
-func exportTo(ctx context.Context, c *client.Client, q client.ExportQuery, name string) (int64, error) {
+// so a failed export leaves no partial bundle (and no clobbered older one) behind. The
+// bytes received are reported to p.
+func exportTo(ctx context.Context, c *client.Client, q client.ExportQuery, name string, p *progress) (int64, error) {
 	f, err := os.CreateTemp(filepath.Dir(name), ".evident-export-*")
 	if err != nil {
 		return 0, err
 	}
 	defer os.Remove(f.Name()) // fails harmlessly once renamed
-	n, err := c.Export(ctx, q, f)
+	n, err := c.Export(ctx, q, &countingWriter{w: f, p: p})
 	if err == nil {
 		err = f.Chmod(0o644)
 	}

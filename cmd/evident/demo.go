@@ -137,7 +137,7 @@ func demo(ctx context.Context, work, daemonPath string, stdout, stderr io.Writer
 	}
 
 	bundlePath := filepath.Join(work, ws+".evident.zip")
-	if _, err := exportTo(ctx, ec, client.ExportQuery{Chains: []string{ws}}, bundlePath); err != nil {
+	if _, err := exportTo(ctx, ec, client.ExportQuery{Chains: []string{ws}}, bundlePath, nil); err != nil {
 		return 0, err
 	}
 	fmt.Fprintf(stdout, "\n4. Exported the offline bundle: %s\n", bundlePath)

@@ -24,7 +24,8 @@ func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	profile := fs.String("profile", "", "profile of a new chain (default: evidentd's, chap/0.3)")
 	batch := fs.Int("batch", 500, "entries per request (each request is atomic)")
 	describe := fs.String("describe", "", "the Coordinator's workspace.describe result (file, JSON): its evidence_head and audit_count are checked against the chain and kept for export")
-	quiet := fs.Bool("q", false, "no progress, even on a terminal")
+	quiet := fs.Bool("q", false, "no progress on standard error")
+	fs.BoolVar(quiet, "quiet", false, "same as -q")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: evident import -chain WORKSPACE [flags] FILE...
 
@@ -96,19 +97,13 @@ Flags:
 			todo = append(todo, e.raw)
 		}
 	}
-	var progress func(string, uint64, uint64)
-	if !*quiet && isTerminal(stderr) {
-		progress = progressPrinter(stderr)
+	var p *progress
+	if len(todo) > 0 {
+		p = newProgress(stderr, *quiet, "import "+*chain, "entries", uint64(len(todo)))
 	}
-	var onSent func(int)
-	if progress != nil {
-		onSent = func(sent int) { progress("import "+*chain, uint64(sent), uint64(len(todo))) }
-	}
-	sent, last, err := svc.sendBatches(ctx, c, *chain, *profile, todo, *batch, onSent)
+	sent, last, err := svc.sendBatches(ctx, c, *chain, *profile, todo, *batch, func(sent int) { p.Update(uint64(sent)) })
 	if err != nil {
-		if progress != nil {
-			fmt.Fprintln(stderr)
-		}
+		p.Stop()
 		end := min(sent+*batch, len(todo))
 		fmt.Fprintf(stderr, "evident import: entries seq %d..%d: %v\n", size+uint64(sent), size+uint64(end-1), err)
 		code := submitExit(err)
@@ -119,9 +114,7 @@ Flags:
 		fmt.Fprintf(stderr, "%d entries imported before the %s; run again to resume from seq %d\n", sent, what, size+uint64(sent))
 		return code
 	}
-	if progress != nil && sent > 0 {
-		fmt.Fprintln(stderr)
-	}
+	p.Done(uint64(sent))
 	if last != nil {
 		fmt.Fprintf(stdout, "%d entries imported into %s (%d already there): size %d, head %s\n", sent, *chain, skipped, last.Size, last.Head)
 	} else {

@@ -11,7 +11,6 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	"io"
 	"os"
-	"time"
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/verifier"
@@ -117,30 +116,6 @@ func verifyBundle(ctx context.Context, path string, quiet bool, stderr io.Writer
 	}
 	rep.Bundle = path
 	return rep, rep.ExitCode()
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-func progressPrinter(w io.Writer) func(stage string, done, total uint64) {
-	var last time.Time
-	return func(stage string, done, total uint64) {
-		if time.Since(last) < 100*time.Millisecond && done != total {
-			return
-		}
-		last = time.Now()
-		if total > 0 {
-			fmt.Fprintf(w, "\r\033[K%s: %d/%d (%.0f%%)", stage, done, total, 100*float64(done)/float64(total))
-		} else {
-			fmt.Fprintf(w, "\r\033[K%s: %d", stage, done)
-		}
-	}
 }
 
 // parseArgs parses a command's flags, which may also follow its arguments; done says the
