@@ -31,6 +31,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/evident-log/evident/ledger"
 )
@@ -134,11 +135,14 @@ func SealFile(dir string, n uint64) string { return fmt.Sprintf("chains/%s/seals
 // CheckpointFile returns the path of a checkpoint of the given size.
 func CheckpointFile(size uint64) string { return fmt.Sprintf("log/checkpoints/%012d.checkpoint", size) }
 
-// Writer writes a bundle as a zip stream.
+// Writer writes a bundle as a zip stream. Every zip entry carries the same modification
+// time: when the writer was made, or the time SetModified gives. Readers and the verifier
+// ignore zip times; only the manifest's digests bind the files.
 type Writer struct {
-	z     *zip.Writer
-	files map[string]string
-	cur   *digestWriter
+	z        *zip.Writer
+	files    map[string]string
+	cur      *digestWriter
+	modified time.Time
 }
 
 type digestWriter struct {
@@ -157,9 +161,22 @@ func (d *digestWriter) Write(p []byte) (int, error) {
 	return d.w.Write(p)
 }
 
-// NewWriter starts a zip bundle on w.
+// NewWriter starts a zip bundle on w whose entries are dated now (UTC).
 func NewWriter(w io.Writer) *Writer {
-	return &Writer{z: zip.NewWriter(w), files: map[string]string{}}
+	bw := &Writer{z: zip.NewWriter(w), files: map[string]string{}}
+	bw.SetModified(time.Now())
+	return bw
+}
+
+// SetModified dates the entries created from now on with t, in UTC to the second (zip
+// keeps seconds): an exporter passes its export time, a test a fixed time for stable bytes.
+func (w *Writer) SetModified(t time.Time) {
+	w.modified = t.UTC().Truncate(time.Second)
+}
+
+// header is the zip header of a new entry: deflated, dated w.modified.
+func (w *Writer) header(name string) *zip.FileHeader {
+	return &zip.FileHeader{Name: name, Method: zip.Deflate, Modified: w.modified}
 }
 
 func (w *Writer) finish() {
@@ -178,7 +195,7 @@ func (w *Writer) Create(name string) (io.Writer, error) {
 	if _, dup := w.files[name]; dup || name == ManifestFile {
 		return nil, fmt.Errorf("bundle: duplicate file %q", name)
 	}
-	fw, err := w.z.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate})
+	fw, err := w.z.CreateHeader(w.header(name))
 	if err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)
 	}
@@ -205,7 +222,7 @@ func (w *Writer) Close(m Manifest) error {
 	if err != nil {
 		return fmt.Errorf("bundle manifest: %w", err)
 	}
-	fw, err := w.z.Create(ManifestFile)
+	fw, err := w.z.CreateHeader(w.header(ManifestFile))
 	if err != nil {
 		return fmt.Errorf("bundle manifest: %w", err)
 	}

@@ -28,12 +28,15 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
+	stderr := os.Stderr
+	if helpRequested(os.Args[1:]) {
+		stderr = os.Stdout // help asked for is an answer, not an error
+	}
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "evident-witness:", err)
 		}
-		fmt.Fprintln(os.Stderr, "evident-witness:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -60,7 +63,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		return usageError{err}
 	}
 	if *version {
 		fmt.Fprintln(stdout, buildinfo.Read().Program("evident-witness"))
@@ -68,7 +71,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if fs.NArg() > 0 {
 		fs.Usage()
-		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return usageErrorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if *logFormat != "text" && *logFormat != "json" {
+		return usageErrorf("-log-format must be text or json, not %q", *logFormat)
 	}
 	var h slog.Handler = slog.NewTextHandler(stderr, nil)
 	if *logFormat == "json" {

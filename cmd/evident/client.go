@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -52,6 +53,8 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	chain := fs.String("chain", "", "chain id (CHAP: the workspace) — required")
 	profile := fs.String("profile", "", "profile of a new chain (default: evidentd's, chap/0.3)")
 	batch := fs.Int("batch", 1000, "records per request (each request is atomic)")
+	quiet := fs.Bool("q", false, "no progress on standard error")
+	fs.BoolVar(quiet, "quiet", false, "same as -q")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: evident submit -chain C [flags] FILE...\n\nSends records to evidentd: each FILE (or - for standard input) holds one JSON record, a JSON\narray of records, or JSON Lines. Records go in order, in atomic batches; the first refusal stops\nthe run and names the record.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -59,9 +62,11 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if code, done := parseArgs(fs, args); done {
 		return code
 	}
-	if *chain == "" || fs.NArg() == 0 || *batch < 1 {
-		fs.Usage()
-		return exitUsage
+	if code, ok := checkService(fs, *chain, *batch); !ok {
+		return code
+	}
+	if fs.NArg() == 0 {
+		return usageErr(fs, "missing FILE argument (records to send; - for standard input)")
 	}
 	var records [][]byte
 	for _, name := range fs.Args() {
@@ -74,20 +79,61 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	c, err := svc.client()
 	if err != nil {
-		fmt.Fprintln(stderr, "evident submit:", err)
-		return exitBroken // as for any failed request
+		return usageErr(fs, "-url: %v", err)
 	}
-	sent, last, err := svc.sendBatches(ctx, c, *chain, *profile, records, *batch, nil)
+	var p *progress
+	if len(records) > 0 {
+		p = newProgress(stderr, *quiet, "submit "+*chain, "records", uint64(len(records)))
+	}
+	sent, last, err := svc.sendBatches(ctx, c, *chain, *profile, records, *batch, func(sent int) { p.Update(uint64(sent)) })
 	if err != nil {
+		p.Stop()
+		code := submitExit(err)
 		fmt.Fprintf(stderr, "evident submit: records %d..%d: %v\n", sent, min(sent+*batch, len(records))-1, err)
-		fmt.Fprintf(stderr, "%d record(s) accepted before the refusal\n", sent)
-		return exitBroken
+		if code == exitBroken {
+			fmt.Fprintf(stderr, "%d record(s) accepted before the refusal\n", sent)
+		} else {
+			fmt.Fprintf(stderr, "%d record(s) accepted before the error; nothing of this batch was refused as evidence\n", sent)
+		}
+		return code
 	}
+	p.Done(uint64(sent))
 	if last == nil {
 		last = &api.IngestResponse{} // nothing to send (an empty array)
 	}
 	fmt.Fprintf(stdout, "%d record(s) accepted into %s: size %d, head %s\n", sent, *chain, last.Size, last.Head)
 	return 0
+}
+
+// checkService checks the flags every command that writes to a chain needs: -chain, and
+// a -batch of at least one record.
+func checkService(fs *flag.FlagSet, chain string, batch int) (int, bool) {
+	switch {
+	case chain == "":
+		return usageErr(fs, "missing -chain (the chain id; CHAP: the workspace)"), false
+	case batch < 1:
+		return usageErr(fs, "-batch must be at least 1, not %d", batch), false
+	}
+	return 0, true
+}
+
+// submitExit is the exit code of a failed submission: broken when evidentd refused a
+// record as evidence (the problem names the record: a bad signature, a fork, …) or found
+// the Coordinator's evidence_head disagreeing with the chain; could not run for anything
+// else (unreachable, timed out, unauthorized, overloaded, a closed chain or another
+// profile's: where the records went, not what they are).
+func submitExit(err error) int {
+	var e *client.Error
+	if !errors.As(err, &e) {
+		return exitFailure
+	}
+	switch {
+	case e.Code == api.CodeChainClosed || e.Code == api.CodeProfileMismatch:
+		return exitFailure
+	case e.Index != nil || e.Code == api.CodeEvidenceHeadMismatch:
+		return exitBroken
+	}
+	return exitFailure
 }
 
 // call runs one request, bounded by -timeout.
@@ -183,14 +229,15 @@ func cmdSeal(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, done := parseArgs(fs, args); done {
 		return code
 	}
-	if *chain == "" || fs.NArg() != 0 {
-		fs.Usage()
-		return exitUsage
+	if code, ok := checkService(fs, *chain, 1); !ok {
+		return code
+	}
+	if code, ok := checkArgs(fs); !ok {
+		return code
 	}
 	c, err := svc.client()
 	if err != nil {
-		fmt.Fprintln(stderr, "evident seal:", err)
-		return exitFailure
+		return usageErr(fs, "-url: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, svc.timeout)
 	defer cancel()
@@ -224,6 +271,8 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	task := fs.String("task", "", "export only this task's case slice (CHAP task_id)")
 	logical := fs.String("logical-id", "", "export only this artefact's case slice (CHAP logical_id)")
 	out := fs.String("o", "", "bundle file to write (default <chain>.evident.zip)")
+	quiet := fs.Bool("q", false, "no progress on standard error")
+	fs.BoolVar(quiet, "quiet", false, "same as -q")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: evident export -chain C [flags]\n\nDownloads the offline bundle of a chain (or of one case) for evident verify.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -231,14 +280,18 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if code, done := parseArgs(fs, args); done {
 		return code
 	}
-	if *chain == "" || fs.NArg() != 0 {
-		fs.Usage()
-		return exitUsage
+	if code, ok := checkService(fs, *chain, 1); !ok {
+		return code
+	}
+	if code, ok := checkArgs(fs); !ok {
+		return code
+	}
+	if *task != "" && *logical != "" {
+		return usageErr(fs, "-task and -logical-id name two different case slices: give one")
 	}
 	c, err := svc.client()
 	if err != nil {
-		fmt.Fprintln(stderr, "evident export:", err)
-		return exitFailure
+		return usageErr(fs, "-url: %v", err)
 	}
 	name := *out
 	if name == "" {
@@ -246,24 +299,28 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	ctx, cancel := context.WithTimeout(ctx, max(svc.timeout, 30*time.Minute)) // a large chain takes a while to stream
 	defer cancel()
-	n, err := exportTo(ctx, c, client.ExportQuery{Chains: []string{*chain}, TaskID: *task, LogicalID: *logical}, name)
+	p := newProgress(stderr, *quiet, "export "+*chain, "bytes", 0)
+	n, err := exportTo(ctx, c, client.ExportQuery{Chains: []string{*chain}, TaskID: *task, LogicalID: *logical}, name, p)
 	if err != nil {
+		p.Stop()
 		fmt.Fprintln(stderr, "evident export:", err)
 		return exitFailure
 	}
+	p.Done(uint64(n))
 	fmt.Fprintf(stdout, "wrote %s (%d bytes); check it with: evident verify %s\n", name, n, name)
 	return 0
 }
 
 // exportTo streams the bundle into a temporary file beside name and renames it into place,
-// so a failed export leaves no partial bundle (and no clobbered older one) behind.
-func exportTo(ctx context.Context, c *client.Client, q client.ExportQuery, name string) (int64, error) {
+// so a failed export leaves no partial bundle (and no clobbered older one) behind. The
+// bytes received are reported to p.
+func exportTo(ctx context.Context, c *client.Client, q client.ExportQuery, name string, p *progress) (int64, error) {
 	f, err := os.CreateTemp(filepath.Dir(name), ".evident-export-*")
 	if err != nil {
 		return 0, err
 	}
 	defer os.Remove(f.Name()) // fails harmlessly once renamed
-	n, err := c.Export(ctx, q, f)
+	n, err := c.Export(ctx, q, &countingWriter{w: f, p: p})
 	if err == nil {
 		err = f.Chmod(0o644)
 	}

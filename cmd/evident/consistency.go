@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -81,6 +82,10 @@ func verifyConsistencyReceipt(stdout, stderr io.Writer, rcptPath string, keys []
 	}{{&old, oldRoot, oldCP, "old"}, {&nw, newRoot, newCP, "new"}} {
 		if end.cp != "" {
 			if *end.th, err = readCheckpoint(end.cp, lv); err != nil {
+				if errors.As(err, new(*fs.PathError)) { // unreadable: nothing was checked
+					fmt.Fprintln(stderr, "evident receipt verify:", err)
+					return exitFailure
+				}
 				fmt.Fprintf(stdout, "%s checkpoint: BROKEN: %v\nVERDICT: BROKEN\n", end.name, err)
 				return exitBroken
 			}

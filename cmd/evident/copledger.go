@@ -41,9 +41,8 @@ func (k *keyFiles) String() string     { return strings.Join(*k, ",") }
 func (k *keyFiles) Set(s string) error { *k = append(*k, s); return nil }
 
 func cmdCOPLedger(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "verify" {
-		fmt.Fprint(stderr, copLedgerUsage)
-		return exitUsage
+	if code, ok := subcommand(stdout, stderr, "evident cop-ledger", copLedgerUsage, args, "verify"); !ok {
+		return code
 	}
 	fs := flag.NewFlagSet("evident cop-ledger verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -52,23 +51,16 @@ func cmdCOPLedger(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.Var(&keys, "key", "node public key file (repeatable)")
 	events := fs.String("events", "", "COP Events (JSON Lines) to check eventHash against")
 	allowUnsigned := fs.Bool("allow-unsigned", false, "accept unsigned records")
-	// Flags may follow the ledger file.
-	var pos []string
-	rest := args[1:]
-	for {
-		if err := fs.Parse(rest); err != nil {
-			return exitUsage
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		rest = fs.Args()[1:]
+	if code, done := parseArgs(fs, args[1:]); done { // flags may follow the ledger file
+		return code
 	}
-	if len(pos) != 1 || len(keys) == 0 {
-		fmt.Fprint(stderr, copLedgerUsage)
-		return exitUsage
+	if code, ok := checkArgs(fs, "LEDGER"); !ok {
+		return code
 	}
+	if len(keys) == 0 {
+		return usageErr(fs, "missing --key (the public key of the node that signed the ledger)")
+	}
+	pos := fs.Args()
 	chk := &cop.LedgerCheck{Keys: map[string]crypto.PublicKey{}, RequireSignature: !*allowUnsigned}
 	for _, k := range keys {
 		b, err := os.ReadFile(k)

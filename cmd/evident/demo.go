@@ -34,6 +34,9 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, done := parseArgs(fs, args); done {
 		return code
 	}
+	if code, ok := checkArgs(fs); !ok {
+		return code
+	}
 	work := *dir
 	if work != "" {
 		if err := os.MkdirAll(work, 0o755); err != nil {
@@ -135,7 +138,7 @@ func demo(ctx context.Context, work, daemonPath string, stdout, stderr io.Writer
 	}
 
 	bundlePath := filepath.Join(work, ws+".evident.zip")
-	if _, err := exportTo(ctx, ec, client.ExportQuery{Chains: []string{ws}}, bundlePath); err != nil {
+	if _, err := exportTo(ctx, ec, client.ExportQuery{Chains: []string{ws}}, bundlePath, nil); err != nil {
 		return 0, err
 	}
 	fmt.Fprintf(stdout, "\n4. Exported the offline bundle: %s\n", bundlePath)

@@ -24,7 +24,8 @@ func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	profile := fs.String("profile", "", "profile of a new chain (default: evidentd's, chap/0.3)")
 	batch := fs.Int("batch", 500, "entries per request (each request is atomic)")
 	describe := fs.String("describe", "", "the Coordinator's workspace.describe result (file, JSON): its evidence_head and audit_count are checked against the chain and kept for export")
-	quiet := fs.Bool("q", false, "no progress, even on a terminal")
+	quiet := fs.Bool("q", false, "no progress on standard error")
+	fs.BoolVar(quiet, "quiet", false, "same as -q")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `Usage: evident import -chain WORKSPACE [flags] FILE...
 
@@ -43,9 +44,11 @@ Flags:
 	if code, done := parseArgs(fs, args); done {
 		return code
 	}
-	if *chain == "" || fs.NArg() == 0 || *batch < 1 {
-		fs.Usage()
-		return exitUsage
+	if code, ok := checkService(fs, *chain, *batch); !ok {
+		return code
+	}
+	if fs.NArg() == 0 {
+		return usageErr(fs, "missing FILE argument (the audit.read dump; - for standard input)")
 	}
 	var entries []auditEntry
 	for _, name := range fs.Args() {
@@ -67,8 +70,7 @@ Flags:
 	}
 	c, err := svc.client()
 	if err != nil {
-		fmt.Fprintln(stderr, "evident import:", err)
-		return exitFailure
+		return usageErr(fs, "-url: %v", err)
 	}
 	var size uint64
 	err = svc.call(ctx, func(ctx context.Context) error {
@@ -95,27 +97,24 @@ Flags:
 			todo = append(todo, e.raw)
 		}
 	}
-	var progress func(string, uint64, uint64)
-	if !*quiet && isTerminal(stderr) {
-		progress = progressPrinter(stderr)
+	var p *progress
+	if len(todo) > 0 {
+		p = newProgress(stderr, *quiet, "import "+*chain, "entries", uint64(len(todo)))
 	}
-	var onSent func(int)
-	if progress != nil {
-		onSent = func(sent int) { progress("import "+*chain, uint64(sent), uint64(len(todo))) }
-	}
-	sent, last, err := svc.sendBatches(ctx, c, *chain, *profile, todo, *batch, onSent)
+	sent, last, err := svc.sendBatches(ctx, c, *chain, *profile, todo, *batch, func(sent int) { p.Update(uint64(sent)) })
 	if err != nil {
-		if progress != nil {
-			fmt.Fprintln(stderr)
-		}
+		p.Stop()
 		end := min(sent+*batch, len(todo))
 		fmt.Fprintf(stderr, "evident import: entries seq %d..%d: %v\n", size+uint64(sent), size+uint64(end-1), err)
-		fmt.Fprintf(stderr, "%d entries imported before the refusal; run again to resume from seq %d\n", sent, size+uint64(sent))
-		return exitBroken
+		code := submitExit(err)
+		what := "refusal"
+		if code != exitBroken {
+			what = "error"
+		}
+		fmt.Fprintf(stderr, "%d entries imported before the %s; run again to resume from seq %d\n", sent, what, size+uint64(sent))
+		return code
 	}
-	if progress != nil && sent > 0 {
-		fmt.Fprintln(stderr)
-	}
+	p.Done(uint64(sent))
 	if last != nil {
 		fmt.Fprintf(stdout, "%d entries imported into %s (%d already there): size %d, head %s\n", sent, *chain, skipped, last.Size, last.Head)
 	} else {
@@ -132,7 +131,7 @@ Flags:
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "evident import: evidence head:", err)
-		return exitBroken
+		return submitExit(err) // 422 evidence_head_mismatch: the chain and the Coordinator disagree
 	}
 	fmt.Fprintf(stdout, "the Coordinator's evidence_head %s at audit_count %d: %s (chain size %d)\n", rep.EvidenceHead, rep.AuditCount, rep.Status, rep.Size)
 	return 0

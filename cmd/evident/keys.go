@@ -5,7 +5,6 @@ import (
 	"crypto"
 	"crypto/x509"
 	"encoding/pem"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -35,9 +34,8 @@ FILE may be a PEM private or public key or a COSE_Key.
 `
 
 func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, keysUsage)
-		return exitUsage
+	if code, ok := subcommand(stdout, stderr, "evident keys", keysUsage, args, "generate", "show", "thumbprint", "rotate"); !ok {
+		return code
 	}
 	fs := flag.NewFlagSet("evident keys "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -47,13 +45,18 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "generate":
 		typ := fs.String("type", servicekey.TypeEd25519, "key type: ed25519 or p256")
 		out := fs.String("o", "", "output file (created, mode 0600; never overwritten)")
-		if err := fs.Parse(args[1:]); err != nil || *out == "" || fs.NArg() != 0 {
-			return usageOr(err, fs)
+		if code, done := parseArgs(fs, args[1:]); done {
+			return code
+		}
+		if code, ok := checkArgs(fs); !ok {
+			return code
+		}
+		if *out == "" {
+			return usageErr(fs, "missing -o FILE (where to write the new key)")
 		}
 		k, err := servicekey.Generate(*typ)
 		if err != nil {
-			fmt.Fprintln(stderr, "evident keys generate:", err)
-			return exitUsage
+			return usageErr(fs, "-type: %v", err)
 		}
 		b, err := servicekey.EncodePEM(k, password)
 		if err == nil {
@@ -67,8 +70,11 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "wrote %s (%s, kid %s)\n", *out, *typ, kid)
 		return 0
 	case "show", "thumbprint":
-		if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 1 {
-			return usageOr(err, fs)
+		if code, done := parseArgs(fs, args[1:]); done {
+			return code
+		}
+		if code, ok := checkArgs(fs, "FILE"); !ok {
+			return code
 		}
 		path := fs.Arg(0)
 		if args[0] == "show" {
@@ -98,8 +104,11 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		data := fs.String("data", "evident-data", "evidentd's data directory (the key is <data>/keys/service.key)")
 		key := fs.String("key", "", "the service key file (overrides -data)")
 		typ := fs.String("type", servicekey.TypeEd25519, "new key type: ed25519 or p256")
-		if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 0 {
-			return usageOr(err, fs)
+		if code, done := parseArgs(fs, args[1:]); done {
+			return code
+		}
+		if code, ok := checkArgs(fs); !ok {
+			return code
 		}
 		path := *key
 		if path == "" {
@@ -115,16 +124,6 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	fmt.Fprintf(stderr, "evident keys: unknown subcommand %q\n\n%s", args[0], keysUsage)
-	return exitUsage
-}
-
-func usageOr(err error, fs *flag.FlagSet) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err == nil {
-		fs.Usage()
-	}
 	return exitUsage
 }
 

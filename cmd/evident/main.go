@@ -38,10 +38,15 @@ Commands:
   version         print the build: module version, VCS revision and time, Go version (also --version)
   demo            run a CHAP support triage through a local evidentd, seal, export and verify it
 
-Exit codes: 0 verified, 1 broken, 2 not evaluated (nothing broken, something unchecked),
-3 could not run, 64 usage error.
+Exit codes (every command):
+  0   verified, or the command did what was asked (help included)
+  1   broken: the evidence is wrong (a check failed, a record was refused)
+  2   not evaluated: nothing broken, but something could not be checked
+  3   could not run: a file unreadable or not a bundle at all, evidentd unreachable
+      or failing, an interrupted run
+  64  usage: an unknown command or flag, a missing or malformed argument
 
-Run 'evident <command> --help' for a command's flags.
+Run 'evident <command> --help' (or 'evident help <command>') for a command's flags.
 `
 
 func main() {
@@ -55,6 +60,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
+	}
+	if args[0] == "help" && len(args) > 1 {
+		args = []string{args[1], "-help"}
+	}
+	if helpRequested(args[1:]) {
+		stderr = stdout // help asked for is an answer, not an error
 	}
 	switch args[0] {
 	case "verify":

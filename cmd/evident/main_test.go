@@ -100,8 +100,8 @@ func TestDemoThenOfflineVerify(t *testing.T) {
 	}
 	bad := filepath.Join(work, "bad.zip")
 	os.WriteFile(bad, []byte("PK\x03\x04 not really a zip"), 0o644)
-	if code := exitCode(exec.Command(filepath.Join(bin, "evident"), "verify", bad)); code != exitBroken {
-		t.Errorf("garbage bundle: exit %d, want %d", code, exitBroken)
+	if code := exitCode(exec.Command(filepath.Join(bin, "evident"), "verify", bad)); code != exitFailure {
+		t.Errorf("not a bundle at all: exit %d, want %d", code, exitFailure)
 	}
 }
 

@@ -39,9 +39,8 @@ Flags:
 `
 
 func cmdReceipt(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "verify" {
-		fmt.Fprint(stderr, receiptUsage)
-		return exitUsage
+	if code, ok := subcommand(stdout, stderr, "evident receipt", receiptUsage, args, "verify"); !ok {
+		return code
 	}
 	fs := flag.NewFlagSet("evident receipt verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -69,9 +68,14 @@ func cmdReceipt(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		}
 		return verifyConsistencyReceipt(stdout, stderr, *consPath, keys, *oldRoot, *newRoot, *oldCP, *newCP, *logKey) // consistency.go
 	}
-	if *keyPath == "" || fs.NArg() != 0 || (*tsPath == "") == (*stmtPath == "" || *rcptPath == "") || (*tsPath != "" && (*stmtPath != "" || *rcptPath != "")) {
-		fs.Usage()
-		return exitUsage
+	if *keyPath == "" {
+		return usageErr(fs, "missing --key (the transparency service's public key)")
+	}
+	if code, ok := checkArgs(fs); !ok {
+		return code
+	}
+	if (*tsPath == "") == (*stmtPath == "" || *rcptPath == "") || (*tsPath != "" && (*stmtPath != "" || *rcptPath != "")) {
+		return usageErr(fs, "give --statement with --receipt, or --transparent, or --consistency with its trees")
 	}
 	keys, err := readKeys(*keyPath)
 	if err != nil {

@@ -32,6 +32,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	task := fs.String("task", "", "replay only this task_id")
 	quiet := fs.Bool("q", false, "no progress, even on a terminal")
 	trustFile := fs.String("trust", "", "pin the operator's trust file for the verification (as evident verify --trust); without it the verdict is at best not evaluated")
+	fs.BoolVar(quiet, "quiet", false, "same as -q")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: evident replay [flags] BUNDLE\n\nRebuilds the timeline of every CHAP chain in a bundle (or one task): who assigned,\naccepted, drafted, reviewed, approved or overrode what (diff applied to the base artefact),\nunder which key and mode; answers the CHAP paper's §9.3 questions; reports impossible\nhistories. The bundle is verified first (offline) for question 8.\n\nExit codes: 0 verified and no impossible history, 1 broken or an impossible history,\n2 not evaluated, 3 could not run, 64 usage.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -39,9 +40,11 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if code, done := parseArgs(fs, args); done {
 		return code
 	}
-	if fs.NArg() != 1 || (*format != "text" && *format != "json") {
-		fs.Usage()
-		return exitUsage
+	if code, ok := checkArgs(fs, "BUNDLE"); !ok {
+		return code
+	}
+	if *format != "text" && *format != "json" {
+		return usageErr(fs, "-format must be text or json, not %q", *format)
 	}
 	var trust *trustfile.File
 	if *trustFile != "" {
@@ -82,6 +85,9 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		tl.Answers[7].Answer = []string{fmt.Sprintf("evident verify: %s (%s)", rep.Verdict, summary(rep))}
 		out.Timelines = append(out.Timelines, tl)
 	}
+	if *task != "" && !hasTask(out.Timelines) {
+		return unknownTask(ctx, fs, r, *task)
+	}
 	if *format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -100,6 +106,51 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	}
 	return code
+}
+
+// hasTask reports whether a task-filtered replay found its task in any chain.
+func hasTask(tls []*replay.Timeline) bool {
+	for _, tl := range tls {
+		if len(tl.Tasks) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// unknownTask reports a --task that no CHAP chain of the bundle holds, naming a few tasks
+// that are there, and returns exitUsage.
+func unknownTask(ctx context.Context, fs *flag.FlagSet, r *bundle.Reader, task string) int {
+	const show = 5
+	var chains, ids []string
+	total := 0
+	for _, ref := range r.Manifest.Chains {
+		if ref.Profile != chap.Profile {
+			continue
+		}
+		chains = append(chains, clean(ref.ID))
+		tl, err := replayChain(ctx, r, ref, "", nil)
+		if err != nil {
+			continue
+		}
+		total += len(tl.Tasks)
+		for _, t := range tl.Tasks {
+			if len(ids) < show {
+				ids = append(ids, clean(t.ID))
+			}
+		}
+	}
+	switch {
+	case len(chains) == 0:
+		return usageErr(fs, "-task %q: the bundle holds no CHAP chain", clean(task))
+	case total == 0:
+		return usageErr(fs, "-task %q is not in the chain %s, which holds no task", clean(task), strings.Join(chains, ", "))
+	}
+	more := ""
+	if total > len(ids) {
+		more = fmt.Sprintf(", … (%d in all)", total)
+	}
+	return usageErr(fs, "-task %q is not in the chain %s; its tasks include %s%s", clean(task), strings.Join(chains, ", "), strings.Join(ids, ", "), more)
 }
 
 func summary(rep *verifier.Report) string {

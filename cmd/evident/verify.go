@@ -11,7 +11,6 @@ import (
 	"golang.org/x/mod/sumdb/note"
 	"io"
 	"os"
-	"time"
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/trustfile"
@@ -24,6 +23,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	format := fs.String("format", "text", "report format: text, json or html (one self-contained file with the CHAP timeline)")
 	output := fs.String("o", "", "write the report to this file instead of standard output")
 	quiet := fs.Bool("q", false, "no progress, even on a terminal")
+	fs.BoolVar(quiet, "quiet", false, "same as -q")
 	var extra checkpointFiles
 	fs.Var(&extra, "checkpoint", "an extra checkpoint gathered elsewhere (a witness's /<hex sha256(origin)>/checkpoint, another bundle, or a tlog-witness add-checkpoint body with its proof) to cross-check; repeatable")
 	maxAge := fs.Duration("witness-max-age", 0, "count only witness cosignatures at most this old toward the quorum (0: any age)")
@@ -39,13 +39,11 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if code, done := parseArgs(fs, args); done {
 		return code
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
+	if code, ok := checkArgs(fs, "BUNDLE"); !ok {
+		return code
 	}
 	if *format != "text" && *format != "json" && *format != "html" {
-		fmt.Fprintf(stderr, "evident verify: -format must be text, json or html, not %q\n", *format)
-		return exitUsage
+		return usageErr(fs, "-format must be text, json or html, not %q", *format)
 	}
 	var issuers []crypto.PublicKey
 	if *issuerKeys != "" {
@@ -107,10 +105,7 @@ func verifyBundle(ctx context.Context, path string, quiet bool, stderr io.Writer
 	r, err := bundle.Open(path)
 	if err != nil {
 		fmt.Fprintln(stderr, "evident verify:", err)
-		if errors.Is(err, bundle.ErrFormat) {
-			return nil, exitBroken
-		}
-		return nil, exitFailure
+		return nil, exitFailure // unreadable, or not a bundle at all (bundle.ErrFormat)
 	}
 	defer r.Close()
 	var o verifier.Options
@@ -132,38 +127,22 @@ func verifyBundle(ctx context.Context, path string, quiet bool, stderr io.Writer
 	return rep, rep.ExitCode()
 }
 
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-func progressPrinter(w io.Writer) func(stage string, done, total uint64) {
-	var last time.Time
-	return func(stage string, done, total uint64) {
-		if time.Since(last) < 100*time.Millisecond && done != total {
-			return
-		}
-		last = time.Now()
-		if total > 0 {
-			fmt.Fprintf(w, "\r\033[K%s: %d/%d (%.0f%%)", stage, done, total, 100*float64(done)/float64(total))
-		} else {
-			fmt.Fprintf(w, "\r\033[K%s: %d", stage, done)
-		}
-	}
-}
-
 // parseArgs parses a command's flags, which may also follow its arguments; done says the
-// command must return code at once: 0 after -help, exitUsage after a bad flag.
+// command must return code at once: 0 after -help (the full usage written), exitUsage after
+// a bad flag (the error and the one-line usage written, see usage.go).
 func parseArgs(fs *flag.FlagSet, args []string) (code int, done bool) {
-	if err := fs.Parse(reorder(fs, args)); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, true
-		}
-		return exitUsage, true
+	full, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(reorder(fs, args))
+	fs.Usage = full
+	fs.SetOutput(out)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		full()
+		return 0, true
+	case err != nil:
+		return usageErr(fs, "%v", err), true
 	}
 	return 0, false
 }

@@ -33,7 +33,11 @@ const (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := exitCode(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr), os.Stderr)
+	stderr := io.Writer(os.Stderr)
+	if helpRequested(os.Args[1:]) {
+		stderr = os.Stdout
+	}
+	code := exitCode(run(ctx, os.Args[1:], os.Getenv, os.Stdout, stderr), os.Stderr)
 	stop()
 	os.Exit(code)
 }

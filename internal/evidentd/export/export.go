@@ -38,6 +38,9 @@ type Config struct {
 	COPNode *cop.Node
 	// Producer is written into every manifest, e.g. "evidentd v0.1.0".
 	Producer string
+	// Now, when set, gives the export time: the manifest's created and the date of every
+	// zip entry. Nil is time.Now; a test sets a fixed time for stable bundles.
+	Now func() time.Time
 }
 
 // Exporter writes bundles and chain receipts. It is safe for concurrent use.
@@ -47,6 +50,19 @@ type Exporter struct {
 
 // New returns an Exporter reading from c.
 func New(c Config) *Exporter { return &Exporter{c: c} }
+
+// newBundle starts a bundle on w dated at the export time, which it returns for the
+// manifest's created: a zip listing then shows when the bundle was exported.
+func (x *Exporter) newBundle(w io.Writer) (*bundle.Writer, time.Time) {
+	now := time.Now
+	if x.c.Now != nil {
+		now = x.c.Now
+	}
+	t := now().UTC()
+	bw := bundle.NewWriter(w)
+	bw.SetModified(t)
+	return bw, t
+}
 
 // Chain names a chain to export and how many of its entries.
 type Chain struct {
@@ -61,7 +77,7 @@ func (x *Exporter) Chains(ctx context.Context, w io.Writer, chains []Chain) erro
 	if len(chains) == 0 {
 		return errors.New("export: no chain named")
 	}
-	bw := bundle.NewWriter(w)
+	bw, exported := x.newBundle(w)
 	l := x.c.Service.Log()
 	if err := x.writeTrust(bw); err != nil { // trust/ files (trust.go)
 		return err
@@ -103,7 +119,7 @@ func (x *Exporter) Chains(ctx context.Context, w io.Writer, chains []Chain) erro
 	}
 	return bw.Close(bundle.Manifest{
 		Producer: x.c.Producer,
-		Created:  ledger.Timestamp(time.Now()),
+		Created:  ledger.Timestamp(exported),
 		Scope:    scope,
 		Log:      bundle.LogInfo{Origin: l.Origin()},
 		Chains:   refs,

@@ -42,7 +42,7 @@ func (x *Exporter) Registrations(ctx context.Context, w io.Writer, sel string) e
 	if err != nil {
 		return err
 	}
-	bw := bundle.NewWriter(w)
+	bw, exported := x.newBundle(w)
 	l := x.c.Service.Log()
 	if err := x.writeTrust(bw); err != nil { // trust/ files (trust.go)
 		return err
@@ -107,7 +107,7 @@ func (x *Exporter) Registrations(ctx context.Context, w io.Writer, sel string) e
 	}
 	return bw.Close(bundle.Manifest{
 		Producer: x.c.Producer,
-		Created:  ledger.Timestamp(time.Now()),
+		Created:  ledger.Timestamp(exported),
 		Log:      bundle.LogInfo{Origin: l.Origin()},
 		Chains:   []bundle.ChainRef{},
 	})

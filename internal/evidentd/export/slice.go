@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"time"
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/evidentd/store"
@@ -149,7 +148,7 @@ func (x *Exporter) Slice(ctx context.Context, w io.Writer, chain string, sl Slic
 		return err
 	}
 
-	bw := bundle.NewWriter(w)
+	bw, exported := x.newBundle(w)
 	if err := x.writeTrust(bw); err != nil {
 		return err
 	}
@@ -188,7 +187,7 @@ func (x *Exporter) Slice(ctx context.Context, w io.Writer, chain string, sl Slic
 	}
 	return bw.Close(bundle.Manifest{
 		Producer: x.c.Producer,
-		Created:  ledger.Timestamp(time.Now()),
+		Created:  ledger.Timestamp(exported),
 		Scope:    bundle.Scope{Chain: chain, Task: sl.Task, LogicalID: sl.LogicalID},
 		Log:      bundle.LogInfo{Origin: l.Origin()},
 		Chains: []bundle.ChainRef{{ID: chain, Dir: dir, Profile: h.Profile, Size: size, Head: sealed.Head, Root: sealed.Root,
