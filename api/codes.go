@@ -42,6 +42,7 @@ const (
 	CodeUnsupportedMediaType ProblemCode = "unsupported_media_type" // a statement that is not application/cose
 	CodeBadID                ProblemCode = "bad_id"                 // a registration id that is not 64 hex digits
 	CodeBadKid               ProblemCode = "bad_kid"                // a kid that is not a 32-byte thumbprint
+	CodeEmptyProof           ProblemCode = "empty_proof"            // a receipt whose RFC 9942 proof path would be empty (consistency from = to)
 )
 
 // Refusals of a signed statement by the registration policy (regpolicy), on the SCRAPI

@@ -20,6 +20,14 @@
 //     receipt cut from that tree (NewInclusionReceipt, NewConsistencyReceipt).
 //     A witnessed checkpoint note may ride along in the unprotected header
 //     under the private label HeaderCheckpoint.
+//   - Empty proof paths: RFC 9942's CDDL requires a non-empty path
+//     ([ + bstr ]), but RFC 9162 gives an empty one for a leaf in a one-leaf
+//     tree and between two equal sizes. NewConsistencyReceipt refuses equal
+//     sizes (ErrEmptyPath); evidentd's log never holds fewer than two leaves
+//     when it cuts a receipt (its first leaf is a genesis entry). A one-leaf
+//     inclusion receipt is still built, for a chain tree of one entry, and
+//     ParseReceipt accepts an empty path exactly where RFC 9162 prescribes
+//     one, so that receipts issued before stay verifiable.
 //   - Transparent statements (IETF SCITT architecture): a signed statement
 //     with receipts in its unprotected header under label 394
 //     (AttachReceipts, SplitTransparent).

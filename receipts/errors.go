@@ -1,6 +1,9 @@
 package receipts
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors. Every error returned by this package's parsers,
 // verifiers and builders wraps one of them (use errors.Is); the wrapping
@@ -27,4 +30,10 @@ var (
 	// ErrUnsupportedVDS reports a receipt whose verifiable data structure
 	// (protected header 395) is not RFC9162_SHA256 (1).
 	ErrUnsupportedVDS = errors.New("receipts: unsupported verifiable data structure")
+
+	// ErrEmptyPath reports a receipt that would carry an empty proof path — an inclusion
+	// proof in a one-leaf tree, a consistency proof between equal sizes — which the CDDL
+	// of RFC 9942 ([ + bstr ]) does not allow. The builders refuse to make one for a
+	// consistency proof; the service never cuts one from its log (see doc.go).
+	ErrEmptyPath = fmt.Errorf("%w: empty proof path (RFC 9942 requires [ + bstr ])", ErrMalformed)
 )

@@ -83,8 +83,12 @@ func NewInclusionReceipt(rs RootSignature, p InclusionProof, checkpoint []byte) 
 }
 
 // NewConsistencyReceipt assembles a receipt of consistency; rs must sign the
-// root of the tree of size p.Size2.
+// root of the tree of size p.Size2. Equal sizes are refused with ErrEmptyPath:
+// their path is empty, which RFC 9942 does not allow (compare the roots instead).
 func NewConsistencyReceipt(rs RootSignature, p ConsistencyProof, checkpoint []byte) ([]byte, error) {
+	if p.Size1 != 0 && p.Size1 == p.Size2 {
+		return nil, fmt.Errorf("consistency proof %d -> %d: %w", p.Size1, p.Size2, ErrEmptyPath)
+	}
 	if err := p.check(); err != nil {
 		return nil, err
 	}

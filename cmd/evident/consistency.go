@@ -141,6 +141,9 @@ func checkConsistency(rc []byte, keys []keyEntry, old, nw treeHead) (string, err
 		if rr.Claims.Issuer != "" || rr.Claims.Subject != "" {
 			s += fmt.Sprintf(", iss %q sub %q", rr.Claims.Issuer, rr.Claims.Subject)
 		}
+		if len(p.Path) == 0 {
+			s += emptyPathNote
+		}
 		return s, nil
 	}
 	return "", lastErr

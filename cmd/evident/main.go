@@ -29,6 +29,7 @@ Commands:
   trust fetch URL download an operator's trust file (URL/.well-known/evident-trust) to pin with verify --trust
   replay BUNDLE   rebuild a CHAP chain's timeline (or one task's, --task), answer CHAP §9.3, flag impossible histories
   receipt verify  verify RFC 9942 receipts (any SCITT service's) for a statement or a transparent statement
+  statement       make SCITT signed statements to register: keygen, policy, sign
   keys            generate, show, thumbprint and rotate service keys
   cop-ledger verify LEDGER --key K   verify a COP Ledger (§9.6) offline: Evident's or another COP node's
   submit -chain C FILE...   send records (JSON, JSON array or JSON Lines) to evidentd in atomic batches
@@ -86,6 +87,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cmdReceipt(ctx, args[1:], stdout, stderr)
 	case "keys":
 		return cmdKeys(ctx, args[1:], stdout, stderr)
+	case "statement":
+		return cmdStatement(ctx, args[1:], stdout, stderr)
 	case "cop-ledger":
 		return cmdCOPLedger(ctx, args[1:], stdout, stderr)
 	case "trust":

@@ -173,12 +173,21 @@ func verifyOneReceipt(rc, leaf []byte, keys []keyEntry) (string, error) {
 			if rr.Claims.Issuer != "" || rr.Claims.Subject != "" {
 				s += fmt.Sprintf(", iss %q sub %q", rr.Claims.Issuer, rr.Claims.Subject)
 			}
+			if len(p.Path) == 0 {
+				s += emptyPathNote
+			}
 			return s, nil
 		}
 		lastErr = err
 	}
 	return "", lastErr
 }
+
+// emptyPathNote marks a receipt accepted with an empty proof path: RFC 9162 gives one in a
+// one-leaf tree (or between equal sizes), RFC 9942's CDDL ([ + bstr ]) does not allow it.
+// Such receipts are accepted so that those issued before evidentd stopped making them, and
+// one-entry chain receipts, keep verifying (docs/scitt.md, "Empty proof paths").
+const emptyPathNote = "; note: empty proof path (RFC 9162 allows it here, RFC 9942's CDDL does not)"
 
 func recheckPolicy(stdout, stderr io.Writer, stmt []byte, policyPath, keyPath string) int {
 	ps, err := os.ReadFile(policyPath)

@@ -180,3 +180,54 @@ func TestKeysCommands(t *testing.T) {
 		t.Fatalf("unknown subcommand: %d", code)
 	}
 }
+
+// TestReceiptVerifyEmptyPath: a receipt of the only leaf of a one-leaf tree carries the
+// empty path RFC 9162 gives it, which RFC 9942's CDDL does not allow. It still verifies
+// (evidence issued before evidentd stopped cutting such receipts), with a note saying so;
+// an empty path where RFC 9162 needs hashes is refused.
+func TestReceiptVerifyEmptyPath(t *testing.T) {
+	key, err := servicekey.Generate(servicekey.TypeEd25519)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := receipts.NewSigner(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmt, err := receipts.SignStatement(s, []byte("x"), receipts.StatementOptions{Claims: receipts.Claims{Issuer: "i", Subject: "s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, _ := receipts.EntryHash(stmt)
+	leaf := receipts.LeafHash(entry[:])
+	ck, _ := receipts.COSEKey(key.Public())
+	keyFile, stmtFile := writeTemp(t, "key.cbor", ck), writeTemp(t, "s.cose", stmt)
+	for _, tc := range []struct {
+		name string
+		size uint64
+		code int
+		want string
+	}{
+		{"one-leaf tree", 1, exitVerified, "note: empty proof path"},
+		{"two-leaf tree", 2, exitBroken, "path has 0 hashes, RFC 9162 needs 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rs, err := receipts.SignRoot(s, receipts.Claims{Subject: "log"}, leaf[:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc, err := receipts.NewInclusionReceipt(rs, receipts.InclusionProof{TreeSize: 1, LeafIndex: 0}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.size != 1 {
+				// The proof [1, 0, []] edited to [size, 0, []]: the builder refuses to make it.
+				rc = bytes.Replace(rc, []byte{0x83, 0x01, 0x00, 0x80}, []byte{0x83, byte(tc.size), 0x00, 0x80}, 1)
+			}
+			code, out, errs := runCLI(t, "receipt", "verify", "--statement", stmtFile, "--receipt", writeTemp(t, "r.cose", rc), "--key", keyFile)
+			if code != tc.code || !strings.Contains(out, tc.want) {
+				t.Fatalf("exit %d, want %d with %q\n%s%s", code, tc.code, tc.want, out, errs)
+			}
+		})
+	}
+}

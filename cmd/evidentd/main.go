@@ -143,6 +143,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 	logFormat := fs.String("log-format", env("EVIDENT_LOG_FORMAT", "text"), "log format: text or json (env EVIDENT_LOG_FORMAT)")
 	fs.StringVar(&cfg.SCITT.RegistrationPolicy, "registration-policy", env("EVIDENT_REGISTRATION_POLICY", ""), "SCRAPI registration policy file (JSON, docs/scitt.md), signed and registered in the log when it changes; none: POST /entries refuses every statement (env EVIDENT_REGISTRATION_POLICY)")
 	regWait := fs.String("registration-wait", env("EVIDENT_REGISTRATION_WAIT", server.DefaultRegistrationWait.String()), "how long POST /entries waits for publication before answering 303 (env EVIDENT_REGISTRATION_WAIT)")
+	fs.StringVar(&cfg.SCITT.PublicURL, "public-url", env("EVIDENT_PUBLIC_URL", ""), "base URL clients reach evidentd at (http[s]://host[:port][/prefix]), for absolute SCRAPI Location headers; default: each request's scheme and Host (env EVIDENT_PUBLIC_URL)")
 	distributed := distributedFlags(fs, getenv)
 	witnessPolicy := fs.String("witness-policy", env("EVIDENT_WITNESS_POLICY", ""), "tlog-policy file of the witnesses that cosign every checkpoint (witness vkeys, URLs, k-of-n quorum); empty: no witnesses (env EVIDENT_WITNESS_POLICY)")
 	witnessFailOpen := fs.Bool("witness-fail-open", envBool("EVIDENT_WITNESS_FAIL_OPEN"), "publish checkpoints whose witness quorum is not met (default fail-closed: publication stops until the quorum cosigns) (env EVIDENT_WITNESS_FAIL_OPEN=true)")
@@ -233,6 +234,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 		if _, err := os.Stat(f.path); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", origin(f.flag, f.env), err))
 		}
+	}
+	if _, err := server.CheckPublicURL(cfg.SCITT.PublicURL); err != nil {
+		return fmt.Errorf("-public-url (EVIDENT_PUBLIC_URL): %w", err)
 	}
 	if cfg.Distributed, err = distributed(); err != nil {
 		errs = append(errs, err)

@@ -26,6 +26,9 @@ type SCITT struct {
 	// RegistrationWait bounds how long POST /entries waits for publication before it
 	// answers 303 (EVIDENT_REGISTRATION_WAIT, default server.DefaultRegistrationWait).
 	RegistrationWait time.Duration
+	// PublicURL is the base URL clients reach the service at (EVIDENT_PUBLIC_URL), for the
+	// absolute Location of a registration; empty: each request's scheme and Host.
+	PublicURL string
 }
 
 // keyHistoryPath is where the service key history lives: beside the key file, or in
@@ -53,7 +56,11 @@ func (d *Daemon) openSCITT(ctx context.Context, pub crypto.PublicKey) (*server.S
 	if err := keys.SetAdditionalSigners(additional, time.Now()); err != nil {
 		return nil, err
 	}
-	sc := &server.SCITTConfig{Keys: keys, Wait: d.cfg.SCITT.RegistrationWait, RetryAfter: d.cfg.CheckpointInterval}
+	publicURL, err := server.CheckPublicURL(d.cfg.SCITT.PublicURL)
+	if err != nil {
+		return nil, err
+	}
+	sc := &server.SCITTConfig{Keys: keys, Wait: d.cfg.SCITT.RegistrationWait, RetryAfter: d.cfg.CheckpointInterval, PublicURL: publicURL}
 	regs, ok := d.store.(store.Registrations)
 	if !ok {
 		if d.cfg.SCITT.RegistrationPolicy != "" {

@@ -72,7 +72,7 @@ func TestSCITTExportReplaysPolicies(t *testing.T) {
 	opts := regpolicytest.Options{Subject: "pkg:oci/app@sha256:1", ContentType: "application/spdx+json", IssuedAt: time.Now().Unix()}
 	register := func(base string, stmt []byte, want int) {
 		t.Helper()
-		if a := do(t, "POST", base+"/entries", server.StatementType, stmt); a.code != want {
+		if a := do(t, "POST", base+"/entries", server.COSEType, stmt); a.code != want {
 			t.Fatalf("register: %d, want %d (%x)", a.code, want, a.body)
 		}
 	}

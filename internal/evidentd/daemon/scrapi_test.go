@@ -11,9 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/internal/evidentd/scitt"
 	"github.com/evident-log/evident/internal/evidentd/server"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
@@ -90,7 +93,7 @@ func startSCITT(t *testing.T, dir string, cpi, wait time.Duration, policyFile st
 func serviceKeys(t *testing.T, base string) map[string]any {
 	t.Helper()
 	a := do(t, "GET", base+"/.well-known/scitt-keys", "", nil)
-	if a.code != 200 || a.header.Get("Content-Type") != server.KeySetType {
+	if a.code != 200 || a.header.Get("Content-Type") != server.CBORType {
 		t.Fatalf("scitt-keys: %d %s", a.code, a.header.Get("Content-Type"))
 	}
 	var raw []cbor.RawMessage
@@ -148,14 +151,23 @@ func TestSCRAPITwoIssuers(t *testing.T) {
 	keys := serviceKeys(t, srv.URL)
 
 	good := builder.Sign(t, sbom, opts)
-	a := do(t, "POST", srv.URL+"/entries", server.StatementType, good)
-	if a.code != http.StatusCreated || a.header.Get("Content-Type") != server.ReceiptType {
+	a := do(t, "POST", srv.URL+"/entries", server.COSEType, good)
+	if a.code != http.StatusCreated || a.header.Get("Content-Type") != "application/cose" {
 		t.Fatalf("register: %d %s %x", a.code, a.header.Get("Content-Type"), a.body)
 	}
 	entry, _ := receipts.EntryHash(good)
-	wantLoc := "/entries/" + hexs(entry[:])
+	// Location is absolute (SCRAPI: a valid URL), built from the request's scheme and host.
+	wantLoc := srv.URL + "/entries/" + hexs(entry[:])
 	if a.header.Get("Location") != wantLoc {
-		t.Fatalf("Location %q, want %q (content-addressed)", a.header.Get("Location"), wantLoc)
+		t.Fatalf("Location %q, want %q (absolute, content-addressed)", a.header.Get("Location"), wantLoc)
+	}
+	// The service never cuts a receipt from a one-leaf log (RFC 9942: no empty path).
+	if r, err := receipts.ParseReceipt(a.body); err != nil || len(r.Inclusion) != 1 || r.Inclusion[0].TreeSize < 2 || len(r.Inclusion[0].Path) == 0 {
+		t.Fatalf("receipt %+v, %v: want a non-empty inclusion path", r, err)
+	}
+	// Resolve Receipt: 200, application/cose, with the same Location.
+	if g := do(t, "GET", wantLoc, "", nil); g.code != 200 || g.header.Get("Content-Type") != "application/cose" || !bytes.Equal(g.body, a.body) || g.header.Get("Location") != wantLoc {
+		t.Fatalf("resolve receipt: %d %s %s", g.code, g.header.Get("Content-Type"), g.header.Get("Location"))
 	}
 	verifyReceipt(t, keys, good, a.body)
 	reg, err := d.Registrar().Lookup(context.Background(), hexs(entry[:]))
@@ -163,14 +175,15 @@ func TestSCRAPITwoIssuers(t *testing.T) {
 		t.Fatalf("registration %+v, %v; want policy %s", reg, err, policyID)
 	}
 
-	// Registering the same statement again names the same entry.
-	if again := do(t, "POST", srv.URL+"/entries", server.COSEType, good); again.code != http.StatusCreated || again.header.Get("Location") != wantLoc {
+	// Registering the same statement again names the same entry; the Content-Type of
+	// earlier drafts is still accepted.
+	if again := do(t, "POST", srv.URL+"/entries", server.LegacyStatementType, good); again.code != http.StatusCreated || again.header.Get("Location") != wantLoc {
 		t.Fatalf("again: %d %s", again.code, again.header.Get("Location"))
 	}
 
 	// The transparent statement carries the receipt(s) and the statement byte for byte.
-	ts := do(t, "GET", srv.URL+wantLoc+"/statement", "", nil)
-	if ts.code != 200 || ts.header.Get("Content-Type") != server.StatementType {
+	ts := do(t, "GET", wantLoc+"/statement", "", nil)
+	if ts.code != 200 || ts.header.Get("Content-Type") != "application/cose" {
 		t.Fatalf("transparent: %d", ts.code)
 	}
 	stmt, rcpts, err := receipts.SplitTransparent(ts.body)
@@ -194,7 +207,7 @@ func TestSCRAPITwoIssuers(t *testing.T) {
 	}
 	for _, tc := range refusals {
 		t.Run(tc.name, func(t *testing.T) {
-			a := do(t, "POST", srv.URL+"/entries", server.StatementType, tc.stmt)
+			a := do(t, "POST", srv.URL+"/entries", server.COSEType, tc.stmt)
 			if a.code != tc.status || a.header.Get("Content-Type") != server.ConciseProblemType {
 				t.Fatalf("%d %s", a.code, a.header.Get("Content-Type"))
 			}
@@ -213,15 +226,15 @@ func TestSCRAPITwoIssuers(t *testing.T) {
 	}
 	// One key of the key set by kid.
 	for k := range keys {
-		if a := do(t, "GET", srv.URL+"/.well-known/scitt-keys/"+hexs([]byte(k)), "", nil); a.code != 200 || a.header.Get("Content-Type") != server.KeyType {
+		if a := do(t, "GET", srv.URL+"/.well-known/scitt-keys/"+hexs([]byte(k)), "", nil); a.code != 200 || a.header.Get("Content-Type") != "application/cbor" {
 			t.Fatalf("key by kid: %d", a.code)
 		}
 	}
 }
 
 // TestSCRAPIAsync: with a slow checkpoint (2s) and a short wait (200ms), registration
-// answers 303 with Location and Retry-After, the status is 202 while pending, then 200
-// with a receipt that verifies.
+// answers 303 See Other with an absolute Location and Retry-After, the status is 302 Found
+// (back to the same Location) while pending, then 200 with a receipt that verifies.
 func TestSCRAPIAsync(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for 2s checkpoints")
@@ -230,27 +243,27 @@ func TestSCRAPIAsync(t *testing.T) {
 	is := regpolicytest.NewIssuer(t, "https://ps.example", cose.AlgorithmPS256)
 	_, srv := startSCITT(t, dir, 2*time.Second, 200*time.Millisecond, writePolicy(t, dir, is))
 	stmt := is.Sign(t, []byte(`{"spdxVersion":"SPDX-2.3"}`), regpolicytest.Options{Subject: "pkg:x", ContentType: "application/spdx+json", IssuedAt: time.Now().Unix()})
-	a := do(t, "POST", srv.URL+"/entries", server.StatementType, stmt)
-	if a.code != http.StatusSeeOther {
-		t.Fatalf("POST: %d, want 303", a.code)
+	a := do(t, "POST", srv.URL+"/entries", server.COSEType, stmt)
+	if a.code != http.StatusSeeOther || len(a.body) != 0 {
+		t.Fatalf("POST: %d, want 303 with no body", a.code)
 	}
 	loc := a.header.Get("Location")
 	ra, err := strconv.Atoi(a.header.Get("Retry-After"))
-	if loc == "" || err != nil || ra < 1 {
+	if !strings.HasPrefix(loc, srv.URL+"/entries/") || err != nil || ra < 1 {
 		t.Fatalf("Location %q Retry-After %q", loc, a.header.Get("Retry-After"))
 	}
-	first := do(t, "GET", srv.URL+loc, "", nil)
-	if first.code != http.StatusAccepted || first.header.Get("Location") != loc {
-		t.Fatalf("first GET: %d, want 202", first.code)
+	first := do(t, "GET", loc, "", nil)
+	if first.code != http.StatusFound || first.header.Get("Location") != loc || first.header.Get("Retry-After") == "" {
+		t.Fatalf("first GET: %d (Location %q), want 302 Found to %q", first.code, first.header.Get("Location"), loc)
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		g := do(t, "GET", srv.URL+loc, "", nil)
+		g := do(t, "GET", loc, "", nil)
 		if g.code == http.StatusOK {
 			verifyReceipt(t, serviceKeys(t, srv.URL), stmt, g.body)
 			return
 		}
-		if g.code != http.StatusAccepted || time.Now().After(deadline) {
+		if g.code != http.StatusFound || time.Now().After(deadline) {
 			t.Fatalf("GET: %d", g.code)
 		}
 		time.Sleep(250 * time.Millisecond)
@@ -264,23 +277,26 @@ func TestConsistencyReceipts(t *testing.T) {
 	d, srv := startSCITT(t, dir, 100*time.Millisecond, 10*time.Second, writePolicy(t, dir, is))
 	for i := range 5 {
 		stmt := is.Sign(t, []byte(`{"n":`+strconv.Itoa(i)+`}`), regpolicytest.Options{Subject: "s", ContentType: "application/spdx+json", IssuedAt: int64(1 + i)})
-		if a := do(t, "POST", srv.URL+"/entries", server.StatementType, stmt); a.code != http.StatusCreated {
+		if a := do(t, "POST", srv.URL+"/entries", server.COSEType, stmt); a.code != http.StatusCreated {
 			t.Fatalf("register %d: %d", i, a.code)
 		}
 	}
 	size, err := d.Log().Size(context.Background())
-	if err != nil || size < 6 {
+	if err != nil || size < 7 {
 		t.Fatalf("log size %d, %v", size, err)
 	}
 	keys := serviceKeys(t, srv.URL)
 	pub := keys[string(d.service.Signer().KeyID())]
-	// Log: from 1 (the policy statement alone) to every later size.
+	// Log: from 1 (the genesis entry alone) to every later size.
 	e0, err := d.Log().Entry(context.Background(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if g := scitt.GenesisEntry(d.Log().Origin()); !bytes.Equal(e0, g[:]) {
+		t.Fatalf("log entry 0 is %x, want the genesis entry %x", e0, g)
+	}
 	root1 := receipts.LeafHash(e0)
-	for to := uint64(1); to <= size; to++ {
+	for to := uint64(2); to <= size; to++ {
 		a := do(t, "GET", srv.URL+"/v1/log/consistency?from=1&to="+strconv.FormatUint(to, 10), "", nil)
 		if a.code != 200 {
 			t.Fatalf("log consistency 1..%d: %d %x", to, a.code, a.body)
@@ -289,8 +305,16 @@ func TestConsistencyReceipts(t *testing.T) {
 			t.Fatalf("log consistency 1..%d: %v", to, err)
 		}
 	}
-	if a := do(t, "GET", srv.URL+"/v1/log/consistency?from=3&to=2", "", nil); a.code != 400 || a.header.Get("Content-Type") != server.ConciseProblemType {
-		t.Fatalf("bad sizes: %d", a.code)
+	for _, tc := range []struct{ path, code string }{
+		{"/v1/log/consistency?from=3&to=2", string(api.CodeBadQuery)},
+		{"/v1/log/consistency?from=2&to=2", string(api.CodeEmptyProof)},
+		{"/v1/chains/wsp_cons/consistency?from=1&to=1", string(api.CodeEmptyProof)},
+	} {
+		a := do(t, "GET", srv.URL+tc.path, "", nil)
+		p, err := server.ParseConciseProblem(a.body)
+		if a.code != 400 || a.header.Get("Content-Type") != server.ConciseProblemType || err != nil || p.Code != tc.code {
+			t.Fatalf("%s: %d %+v, want 400 %s", tc.path, a.code, p, tc.code)
+		}
 	}
 
 	// Chain: a CHAP scenario, consistency between every pair of sizes.
@@ -324,7 +348,7 @@ func TestConsistencyReceipts(t *testing.T) {
 			tree.Append(l)
 		}
 		old := tree.Root()
-		for to := from; to <= n; to++ {
+		for to := from + 1; to <= n; to++ {
 			a := do(t, "GET", srv.URL+"/v1/chains/"+ws+"/consistency?from="+strconv.FormatUint(from, 10)+"&to="+strconv.FormatUint(to, 10), "", nil)
 			if a.code != 200 {
 				t.Fatalf("chain consistency %d..%d: %d", from, to, a.code)
@@ -354,4 +378,30 @@ func hexs(b []byte) string {
 		out = append(out, digits[c>>4], digits[c&15])
 	}
 	return string(out)
+}
+
+// TestSCRAPIPublicURL: with a configured public URL, Location is built from it, not from
+// the request; a public URL that is not an absolute http(s) URL stops the start.
+func TestSCRAPIPublicURL(t *testing.T) {
+	dir := t.TempDir()
+	is := regpolicytest.NewIssuer(t, "https://pub.example", cose.AlgorithmEdDSA)
+	d, err := Open(context.Background(), Config{Data: dir, CheckpointInterval: 100 * time.Millisecond,
+		SCITT:  SCITT{RegistrationPolicy: writePolicy(t, dir, is), RegistrationWait: 10 * time.Second, PublicURL: "https://ts.example/scitt/"},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(d.Handler())
+	t.Cleanup(func() { srv.Close(); d.Close() })
+	stmt := is.Sign(t, []byte(`{}`), regpolicytest.Options{Subject: "s", ContentType: "application/spdx+json", IssuedAt: 1})
+	entry, _ := receipts.EntryHash(stmt)
+	a := do(t, "POST", srv.URL+"/entries", server.COSEType, stmt)
+	if want := "https://ts.example/scitt/entries/" + hexs(entry[:]); a.code != http.StatusCreated || a.header.Get("Location") != want {
+		t.Fatalf("%d Location %q, want %q", a.code, a.header.Get("Location"), want)
+	}
+
+	if _, err := Open(context.Background(), Config{Data: t.TempDir(), SCITT: SCITT{PublicURL: "ts.example/scitt"},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}); err == nil || !strings.Contains(err.Error(), "public URL") {
+		t.Fatalf("relative public URL: %v", err)
+	}
 }

@@ -160,7 +160,7 @@ func TestChainConsistencyReceipt(t *testing.T) {
 	f.ingest(t, chain, records(t, chain, 37))
 	pub := f.svc.Signer().Public()
 	for _, tc := range []struct{ from, to uint64 }{
-		{1, 1}, {1, 2}, {3, 7}, {4, 8}, {8, 8}, {5, 16}, {16, 17}, {17, 32}, {31, 37}, {36, 37}, {1, 37}, {37, 37},
+		{1, 2}, {3, 7}, {4, 8}, {5, 16}, {16, 17}, {17, 32}, {31, 37}, {36, 37}, {1, 37},
 	} {
 		rc, err := f.x.ChainConsistencyReceipt(context.Background(), chain, tc.from, tc.to)
 		if err != nil {
@@ -176,6 +176,12 @@ func TestChainConsistencyReceipt(t *testing.T) {
 		}
 		if r.Claims.Subject != chain || r.Consistency[0].Size1 != tc.from || r.Consistency[0].Size2 != tc.to {
 			t.Errorf("%d-%d: receipt claims %+v, proof %d-%d", tc.from, tc.to, r.Claims, r.Consistency[0].Size1, r.Consistency[0].Size2)
+		}
+	}
+	// Equal sizes have an empty path, which RFC 9942 does not allow: refused, typed.
+	for _, n := range []uint64{1, 8, 37} {
+		if rc, err := f.x.ChainConsistencyReceipt(context.Background(), chain, n, n); !errors.Is(err, receipts.ErrEmptyPath) || rc != nil {
+			t.Errorf("%d-%d: %v, want receipts.ErrEmptyPath", n, n, err)
 		}
 	}
 	if _, err := f.x.ChainConsistencyReceipt(context.Background(), chain, 3, 38); !errors.Is(err, ledger.ErrShortChain) {

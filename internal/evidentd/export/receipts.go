@@ -105,9 +105,13 @@ func (x *Exporter) EntryReceipt(ctx context.Context, chain string, seq uint64) (
 }
 
 // ChainConsistencyReceipt builds the consistency receipt of chain between sizes from and to
-// (from <= to), signed by the service over the root at to with sub = the chain, in one
-// pass over the chain's first to links. A chain shorter than to gives ledger.ErrShortChain.
+// (from < to), signed by the service over the root at to with sub = the chain, in one
+// pass over the chain's first to links. A chain shorter than to gives ledger.ErrShortChain;
+// from = to gives receipts.ErrEmptyPath (RFC 9942 has no empty consistency path).
 func (x *Exporter) ChainConsistencyReceipt(ctx context.Context, chain string, from, to uint64) ([]byte, error) {
+	if from != 0 && from == to {
+		return nil, fmt.Errorf("chain %q consistency %d -> %d: %w", chain, from, to, receipts.ErrEmptyPath)
+	}
 	p := ledger.NewProver()
 	if err := p.PlanConsistency(from, to); err != nil {
 		return nil, err

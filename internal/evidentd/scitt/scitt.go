@@ -4,6 +4,11 @@
 // statement with an empty unprotected header) and cuts RFC 9942 receipts (vds 1) from
 // the checkpoint that covers them.
 //
+// The first entry of an empty log is a genesis entry (GenesisEntry), appended before the
+// first statement, so that every receipt the service cuts comes from a tree of at least
+// two leaves: an inclusion proof in a one-leaf tree has an empty path, which RFC 9942's
+// CDDL ([ + bstr ]) does not allow, and Receipt refuses such a tree (ErrOneLeafTree).
+//
 // One receipt signature serves every receipt cut at one tree size: the protected header
 // and the signed payload (the root) do not depend on the leaf, so the service signs once
 // per checkpoint and assembles each receipt from that signature and an inclusion proof.
@@ -14,6 +19,7 @@ import (
 	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -36,6 +42,45 @@ type Service struct {
 
 	mu       sync.Mutex
 	rootSigs map[uint64]receipts.RootSignature // recent tree sizes → receipt signature
+
+	genesisMu sync.Mutex
+	genesisOK bool // the log is known to be non-empty
+}
+
+// ErrOneLeafTree reports a receipt asked for from a checkpoint of a one-leaf log: its
+// inclusion path would be empty, which RFC 9942 does not allow. It wraps
+// receipts.ErrEmptyPath.
+var ErrOneLeafTree = fmt.Errorf("one-leaf tree: %w", receipts.ErrEmptyPath)
+
+// genesisPrefix starts the preimage of a log's genesis entry.
+const genesisPrefix = "evident-log-genesis/v1\n"
+
+// GenesisEntry is the entry the service appends first to an empty log: SHA-256 of
+// "evident-log-genesis/v1\n" followed by the log's origin. It names no statement; anyone
+// who knows the origin can recompute it.
+func GenesisEntry(origin string) [32]byte {
+	return sha256.Sum256([]byte(genesisPrefix + origin))
+}
+
+// ensureGenesis appends the genesis entry when the log is still empty, once per service.
+func (s *Service) ensureGenesis(ctx context.Context) error {
+	s.genesisMu.Lock()
+	defer s.genesisMu.Unlock()
+	if s.genesisOK {
+		return nil
+	}
+	n, err := s.log.Size(ctx)
+	if err != nil {
+		return fmt.Errorf("genesis: log size: %w", err)
+	}
+	if n == 0 {
+		g := GenesisEntry(s.log.Origin())
+		if _, _, err := s.log.Append(ctx, g[:]); err != nil {
+			return fmt.Errorf("genesis: %w", err)
+		}
+	}
+	s.genesisOK = true
+	return nil
 }
 
 // New returns a service that signs with key as issuer and registers into l.
@@ -105,9 +150,20 @@ func (s *Service) Register(ctx context.Context, statement []byte) (uint64, []byt
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("register: %w", err)
 	}
+	if err := s.ensureGenesis(ctx); err != nil {
+		return 0, nil, nil, fmt.Errorf("register: %w", err)
+	}
 	idx, cp, err := s.log.Append(ctx, entry[:])
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("register: %w", err)
+	}
+	if c, err := tilelog.VerifyCheckpoint(cp, s.log.VerifierKey()); err == nil && c.Size < 2 {
+		// A log created before the genesis rule that holds this entry alone: grow it by
+		// the genesis entry so that the receipt comes from a two-leaf tree.
+		g := GenesisEntry(s.log.Origin())
+		if _, cp, err = s.log.Append(ctx, g[:]); err != nil {
+			return 0, nil, nil, fmt.Errorf("register: genesis: %w", err)
+		}
 	}
 	rcpt, err := s.Receipt(ctx, idx, cp)
 	if err != nil {
@@ -116,11 +172,15 @@ func (s *Service) Register(ctx context.Context, statement []byte) (uint64, []byt
 	return idx, cp, rcpt, nil
 }
 
-// Receipt cuts the receipt of log entry idx from checkpoint cp.
+// Receipt cuts the receipt of log entry idx from checkpoint cp; a checkpoint of a
+// one-leaf log gives ErrOneLeafTree.
 func (s *Service) Receipt(ctx context.Context, idx uint64, cp []byte) ([]byte, error) {
 	c, err := tilelog.VerifyCheckpoint(cp, s.log.VerifierKey())
 	if err != nil {
 		return nil, fmt.Errorf("receipt: %w", err)
+	}
+	if c.Size < 2 {
+		return nil, fmt.Errorf("receipt of entry %d at tree size %d: %w", idx, c.Size, ErrOneLeafTree)
 	}
 	path, err := s.log.InclusionProof(ctx, idx, c.Size)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,4 +124,72 @@ func TestSealRegisterReceipt(t *testing.T) {
 			t.Fatalf("transparent: %v", err)
 		}
 	}
+}
+
+// TestGenesisNoEmptyPath: the service never cuts a receipt from a one-leaf tree (its
+// inclusion path would be empty, which RFC 9942 does not allow). A new log gets the genesis
+// entry first; a log that already holds one entry (made before the rule) is grown by it
+// when that entry is registered again.
+func TestGenesisNoEmptyPath(t *testing.T) {
+	open := func(t *testing.T) (*tilelog.Log, *Service, ed25519.PrivateKey) {
+		dir := t.TempDir()
+		signer, _, err := tilelog.LoadOrCreateKey(dir, "test.example/log")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := tilelog.Open(context.Background(), tilelog.Options{Dir: filepath.Join(dir, "log"), Signer: signer, CheckpointInterval: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close(context.Background()) })
+		_, priv, _ := ed25519.GenerateKey(rand.Reader)
+		svc, err := New(l, priv, "evident:test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l, svc, priv
+	}
+	seal := ledger.Seal{Chain: "wsp", Profile: "chap/0.3", Size: 1, Head: ledger.NextLink([]byte{1}, ledger.Genesis),
+		Root: ledger.RootString([32]byte{1}), SealedAt: ledger.Timestamp(time.Now())}
+	check := func(t *testing.T, svc *Service, pub ed25519.PublicKey, stmt []byte, wantIdx uint64) {
+		t.Helper()
+		idx, _, rcpt, err := svc.Register(context.Background(), stmt)
+		if err != nil || idx != wantIdx {
+			t.Fatalf("register: index %d, %v; want %d", idx, err, wantIdx)
+		}
+		entry, _ := receipts.EntryHash(stmt)
+		leaf := receipts.LeafHash(entry[:])
+		_, r, err := receipts.VerifyInclusion(rcpt, leaf[:], pub)
+		if err != nil || r.Inclusion[0].TreeSize < 2 || len(r.Inclusion[0].Path) == 0 {
+			t.Fatalf("receipt %+v, %v: want a non-empty path", r, err)
+		}
+	}
+
+	t.Run("new log", func(t *testing.T) {
+		l, svc, priv := open(t)
+		stmt, _, err := svc.IssueSeal(seal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, svc, priv.Public().(ed25519.PublicKey), stmt, 1)
+		e0, err := l.Entry(context.Background(), 0)
+		if g := GenesisEntry("test.example/log"); err != nil || string(e0) != string(g[:]) {
+			t.Fatalf("entry 0 %x, %v; want the genesis entry", e0, err)
+		}
+	})
+	t.Run("one-leaf log from before", func(t *testing.T) {
+		l, svc, priv := open(t)
+		stmt, entry, err := svc.IssueSeal(seal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx, cp, err := l.Append(context.Background(), entry[:]) // as the service did before the rule
+		if err != nil || idx != 0 {
+			t.Fatal(idx, err)
+		}
+		if rc, err := svc.Receipt(context.Background(), 0, cp); !errors.Is(err, ErrOneLeafTree) || !errors.Is(err, receipts.ErrEmptyPath) || rc != nil {
+			t.Fatalf("receipt from a one-leaf checkpoint: %v, want ErrOneLeafTree", err)
+		}
+		check(t, svc, priv.Public().(ed25519.PublicKey), stmt, 0)
+	})
 }

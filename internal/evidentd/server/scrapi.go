@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -24,13 +25,15 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 )
 
-// SCRAPI media types (draft-ietf-scitt-scrapi) and COSE key sets (RFC 9052 section 11).
+// Media types of the SCRAPI surface (draft-ietf-scitt-scrapi-latest). Signed statements,
+// receipts and transparent statements are all application/cose (the draft defines no
+// parameters for it); the service keys, a COSE_KeySet and a COSE_Key (RFC 9052 section 7),
+// are application/cbor.
 const (
-	StatementType = "application/scitt-statement+cose"
-	ReceiptType   = "application/scitt-receipt+cose"
-	COSEType      = "application/cose"
-	KeySetType    = "application/cose-key-set"
-	KeyType       = "application/cose-key"
+	COSEType = api.MediaCOSE
+	CBORType = "application/cbor"
+	// LegacyStatementType is still accepted on POST /entries from clients of earlier drafts.
+	LegacyStatementType = "application/scitt-statement+cose"
 )
 
 // DefaultRegistrationWait is how long POST /entries waits for the log to publish a
@@ -46,9 +49,43 @@ type SCITTConfig struct {
 	// Wait bounds how long POST /entries waits for publication (default
 	// DefaultRegistrationWait); a negative value never waits.
 	Wait time.Duration
-	// RetryAfter is the Retry-After given with 303 and 202 answers (default: the log's
-	// checkpoint interval rounded up to a second).
+	// RetryAfter is the Retry-After given with the 303 and 302 answers of a pending
+	// registration (default: the log's checkpoint interval rounded up to a second).
 	RetryAfter time.Duration
+	// PublicURL is the service's public base URL (scheme and host, optionally a path
+	// prefix), used to make Location headers absolute; empty: built from each request's
+	// scheme and Host.
+	PublicURL string
+}
+
+// CheckPublicURL validates a public base URL for SCITTConfig.PublicURL: an absolute
+// http or https URL without query or fragment. It returns the URL without a trailing slash.
+func CheckPublicURL(raw string) (string, error) {
+	if raw == "" {
+		return "", nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("public URL %q: %w", raw, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("public URL %q: want an absolute http or https URL without credentials, query or fragment", raw)
+	}
+	return strings.TrimSuffix(raw, "/"), nil
+}
+
+// entryURL is the absolute URL of the registration id, for Location headers: SCRAPI
+// wants a valid URL there, and a relative one is not followed the same way by every client.
+func (s *Server) entryURL(r *http.Request, id string) string {
+	base := s.c.SCITT.PublicURL
+	if base == "" {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		base = scheme + "://" + r.Host
+	}
+	return base + "/entries/" + id
 }
 
 func (s *Server) routeSCITT() {
@@ -95,6 +132,8 @@ func (s *Server) scittFail(w http.ResponseWriter, r *http.Request, err error) {
 		conciseProblem(w, http.StatusServiceUnavailable, api.CodePushback, "the log is busy; retry after the indicated delay", r.URL.Path)
 	case errors.Is(err, errBadQuery):
 		conciseProblem(w, http.StatusBadRequest, api.CodeBadQuery, err.Error(), r.URL.Path)
+	case errors.Is(err, receipts.ErrEmptyPath):
+		conciseProblem(w, http.StatusBadRequest, api.CodeEmptyProof, err.Error(), r.URL.Path)
 	case errors.Is(err, tilelog.ErrBeyondPublished):
 		conciseProblem(w, http.StatusBadRequest, api.CodeBeyondPublished, err.Error(), r.URL.Path)
 	case errors.Is(err, context.Canceled):
@@ -110,9 +149,9 @@ var errBadQuery = errors.New("bad query")
 // handleRegister is SCRAPI "Register Signed Statement": POST /entries with a COSE_Sign1.
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if ct != "" && ct != COSEType && ct != StatementType {
+	if ct != "" && ct != COSEType && ct != LegacyStatementType {
 		conciseProblem(w, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType,
-			fmt.Sprintf("send the signed statement as %s or %s, not %q", StatementType, COSEType, ct), r.URL.Path)
+			fmt.Sprintf("send the signed statement as %s, not %q", COSEType, ct), r.URL.Path)
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, receipts.MaxStatementSize))
@@ -130,8 +169,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		s.scittFail(w, r, err)
 		return
 	}
-	loc := "/entries/" + reg.ID
-	w.Header().Set("Location", loc)
+	w.Header().Set("Location", s.entryURL(r, reg.ID))
 	if s.c.SCITT.Wait > 0 {
 		t := time.NewTimer(s.c.SCITT.Wait)
 		defer t.Stop()
@@ -142,16 +180,25 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 				s.scittFail(w, r, err)
 				return
 			}
-			writeCOSE(w, http.StatusCreated, ReceiptType, got.Receipt)
+			writeCOSE(w, http.StatusCreated, COSEType, got.Receipt)
 			return
 		case <-t.C:
 		case <-r.Context().Done():
 			return
 		}
 	}
+	// SCRAPI "Registration is running": 303 See Other to the registration's locator, no body.
+	pending(w, http.StatusSeeOther, s)
+}
+
+// pending answers a registration that waits for a checkpoint: status (303 to POST, 302 to
+// GET) with Location (set by the caller), Retry-After and an empty application/cose body.
+func pending(w http.ResponseWriter, status int, s *Server) {
 	s.retryAfter(w)
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusSeeOther)
+	w.Header().Set("Content-Type", COSEType)
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(status)
 }
 
 func writeCOSE(w http.ResponseWriter, status int, ct string, b []byte) {
@@ -182,43 +229,23 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) (*store.Registra
 		s.scittFail(w, r, err)
 		return nil, false
 	}
+	w.Header().Set("Location", s.entryURL(r, id))
 	if !reg.Registered {
-		w.Header().Set("Location", "/entries/"+id)
-		s.retryAfter(w)
-		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(http.StatusAccepted)
+		// SCRAPI "Registration is running": 302 Found back to the same locator.
+		pending(w, http.StatusFound, s)
 		return nil, false
 	}
 	return reg, true
 }
 
-// handleRegistration is SCRAPI "Query Registration Status" / "Resolve Receipt": 202 while
-// the statement waits for a checkpoint, then 200 with its receipt — or, when the client
-// accepts only application/scitt-statement+cose, the transparent statement.
+// handleRegistration is SCRAPI "Query Registration Status" / "Resolve Receipt": 302 Found
+// while the statement waits for a checkpoint, then 200 with its receipt.
 func (s *Server) handleRegistration(w http.ResponseWriter, r *http.Request) {
-	if acceptsOnly(r, StatementType) {
-		s.handleTransparent(w, r)
-		return
-	}
 	reg, ok := s.lookup(w, r)
 	if !ok {
 		return
 	}
-	writeCOSE(w, http.StatusOK, ReceiptType, reg.Receipt)
-}
-
-func acceptsOnly(r *http.Request, mt string) bool {
-	a := r.Header.Get("Accept")
-	if a == "" {
-		return false
-	}
-	for _, part := range strings.Split(a, ",") {
-		t, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
-		if t != mt {
-			return false
-		}
-	}
-	return true
+	writeCOSE(w, http.StatusOK, COSEType, reg.Receipt)
 }
 
 // handleTransparent serves the transparent statement: the registered statement with its
@@ -245,7 +272,7 @@ func (s *Server) handleTransparent(w http.ResponseWriter, r *http.Request) {
 		s.scittFail(w, r, err)
 		return
 	}
-	writeCOSE(w, http.StatusOK, StatementType, ts)
+	writeCOSE(w, http.StatusOK, COSEType, ts)
 }
 
 // handleKeySet serves the COSE_KeySet of every statement and receipt key, retired ones kept.
@@ -256,7 +283,7 @@ func (s *Server) handleKeySet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Cache-Control", "max-age=300")
-	writeCOSE(w, http.StatusOK, KeySetType, ks)
+	writeCOSE(w, http.StatusOK, CBORType, ks)
 }
 
 // handleKey serves one COSE_Key by its RFC 9679 kid (base64url without padding, or hex).
@@ -276,7 +303,7 @@ func (s *Server) handleKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Cache-Control", "max-age=3600")
-	writeCOSE(w, http.StatusOK, KeyType, k)
+	writeCOSE(w, http.StatusOK, CBORType, k)
 }
 
 func sizes(r *http.Request) (uint64, uint64, error) {
@@ -289,7 +316,10 @@ func sizes(r *http.Request) (uint64, uint64, error) {
 		return 0, 0, fmt.Errorf("%w: %v", errBadQuery, err)
 	}
 	if from == 0 || to < from {
-		return 0, 0, fmt.Errorf("%w: need 0 < from <= to (from=%d, to=%d)", errBadQuery, from, to)
+		return 0, 0, fmt.Errorf("%w: need 0 < from < to (from=%d, to=%d)", errBadQuery, from, to)
+	}
+	if from == to {
+		return 0, 0, fmt.Errorf("%w: from = to = %d: a tree is consistent with itself (compare the two roots), and an RFC 9942 consistency path is never empty", receipts.ErrEmptyPath, from)
 	}
 	return from, to, nil
 }
@@ -307,11 +337,11 @@ func (s *Server) handleLogConsistency(w http.ResponseWriter, r *http.Request) {
 		s.scittFail(w, r, err)
 		return
 	}
-	writeCOSE(w, http.StatusOK, ReceiptType, rc)
+	writeCOSE(w, http.StatusOK, api.MediaCOSESign1, rc)
 }
 
 // LogConsistencyReceipt builds the consistency receipt of the log between sizes from and
-// to (0 < from <= to <= the published size).
+// to (0 < from < to <= the published size; from = to is refused with receipts.ErrEmptyPath).
 func (s *Server) LogConsistencyReceipt(ctx context.Context, from, to uint64) ([]byte, error) {
 	l := s.c.Service.Log()
 	cp, err := l.Checkpoint(ctx)
@@ -381,7 +411,7 @@ func (s *Server) handleChainConsistency(w http.ResponseWriter, r *http.Request) 
 		s.scittFail(w, r, err)
 		return
 	}
-	writeCOSE(w, http.StatusOK, ReceiptType, rc)
+	writeCOSE(w, http.StatusOK, api.MediaCOSESign1, rc)
 }
 
 // ChainConsistencyReceipt builds the consistency receipt of chain between sizes from and to.

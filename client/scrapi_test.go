@@ -1,0 +1,163 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+	"github.com/veraison/go-cose"
+
+	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/client"
+	"github.com/evident-log/evident/internal/evidentd/daemon"
+	"github.com/evident-log/evident/receipts"
+	"github.com/evident-log/evident/regpolicy"
+	"github.com/evident-log/evident/regpolicy/regpolicytest"
+)
+
+// startSCRAPI runs a real evidentd whose registration policy admits is, publishing a
+// checkpoint every cpi and answering POST /entries after at most wait.
+// The statuses the service answered are appended to *seen.
+func startSCRAPI(t *testing.T, is *regpolicytest.Issuer, cpi, wait time.Duration, seen *[]int) string {
+	t.Helper()
+	dir := t.TempDir()
+	p := regpolicy.Policy{Format: regpolicy.Format, Issuers: []regpolicy.Issuer{{ISS: is.ISS, Keys: []regpolicy.Key{{PEM: is.PEM(t)}}}}}
+	b, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf := filepath.Join(dir, "policy.json")
+	if err := os.WriteFile(pf, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := daemon.Open(context.Background(), daemon.Config{Data: filepath.Join(dir, "data"), CheckpointInterval: cpi,
+		SCITT:  daemon.SCITT{RegistrationPolicy: pf, RegistrationWait: wait},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := d.Handler()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(&statusRecorder{ResponseWriter: w, seen: seen}, r)
+	}))
+	t.Cleanup(func() {
+		srv.Close()
+		if err := d.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return srv.URL
+}
+
+// TestRegister: Register answers the receipt both when the service answers 201 at once and
+// when it answers 303 See Other, then 302 Found while pending; refusals are typed.
+func TestRegister(t *testing.T) {
+	is := regpolicytest.NewIssuer(t, "https://build.example", cose.AlgorithmEdDSA)
+	other := regpolicytest.NewIssuer(t, "https://other.example", cose.AlgorithmEdDSA)
+	for _, tc := range []struct {
+		name      string
+		cpi, wait time.Duration
+	}{
+		{"201 at once", 100 * time.Millisecond, 10 * time.Second},
+		{"303 then 302 until published", 2 * time.Second, 50 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if testing.Short() && tc.cpi > time.Second {
+				t.Skip("waits for 2s checkpoints")
+			}
+			var seen []int
+			base := startSCRAPI(t, is, tc.cpi, tc.wait, &seen)
+			c := newClient(t, base)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			stmt := is.Sign(t, []byte(`{"n":1}`), regpolicytest.Options{Subject: "pkg:x", ContentType: "application/json", IssuedAt: time.Now().Unix()})
+			reg, err := c.Register(ctx, stmt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seenMu.Lock()
+			statuses := append([]int(nil), seen...)
+			seenMu.Unlock()
+			if tc.cpi > time.Second && (len(statuses) < 2 || statuses[0] != http.StatusSeeOther || statuses[len(statuses)-1] != http.StatusOK) {
+				t.Errorf("statuses %v: want 303, then 302 while pending, then 200", statuses)
+			}
+			entry, _ := receipts.EntryHash(stmt)
+			if want := base + "/entries/" + strings.ToLower(hexOf(entry[:])); reg.Location != want {
+				t.Errorf("Location %q, want %q", reg.Location, want)
+			}
+			keys, err := c.SCITTKeys(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ks []cbor.RawMessage
+			if err := cbor.Unmarshal(keys, &ks); err != nil || len(ks) == 0 {
+				t.Fatalf("key set: %v", err)
+			}
+			leaf := receipts.LeafHash(entry[:])
+			var verified bool
+			for _, kb := range ks {
+				k, err := receipts.ParseCOSEKey(kb)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := receipts.VerifyInclusion(reg.Receipt, leaf[:], k); err == nil {
+					verified = true
+				}
+			}
+			if !verified {
+				t.Fatal("the receipt does not verify with the service's keys")
+			}
+
+			_, err = c.Register(ctx, other.Sign(t, []byte(`{}`), regpolicytest.Options{Subject: "s", ContentType: "application/json", IssuedAt: 1}))
+			var e *client.Error
+			if !client.IsCode(err, api.CodeUnknownIssuer) || !errors.As(err, &e) || e.StatusCode != http.StatusForbidden || e.Detail == "" {
+				t.Fatalf("unknown issuer: %v", err)
+			}
+		})
+	}
+}
+
+func hexOf(b []byte) string {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 0, 2*len(b))
+	for _, c := range b {
+		out = append(out, digits[c>>4], digits[c&15])
+	}
+	return string(out)
+}
+
+// statusRecorder appends each answer's status to seen before the client can read it.
+type statusRecorder struct {
+	http.ResponseWriter
+	seen  *[]int
+	wrote bool
+}
+
+var seenMu sync.Mutex
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.wrote = true
+		seenMu.Lock()
+		*r.seen = append(*r.seen, code)
+		seenMu.Unlock()
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if !r.wrote {
+		r.WriteHeader(http.StatusOK)
+	}
+	return r.ResponseWriter.Write(b)
+}
