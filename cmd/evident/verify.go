@@ -15,6 +15,7 @@ import (
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/verifier"
+	"github.com/evident-log/evident/verifier/htmlreport"
 )
 
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -23,6 +24,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	format := fs.String("format", "text", "report format: text, json or html (one self-contained file with the CHAP timeline)")
 	output := fs.String("o", "", "write the report to this file instead of standard output")
 	quiet := fs.Bool("q", false, "no progress, even on a terminal")
+	maxEntries := fs.Int("max-entries", htmlreport.DefaultMaxEntries, "html: timeline rows (and task sections) shown per chain; refused, broken and flagged entries are always shown (0: all)")
 	var extra checkpointFiles
 	fs.Var(&extra, "checkpoint", "an extra checkpoint gathered elsewhere (a witness's /<hex sha256(origin)>/checkpoint, another bundle, or a tlog-witness add-checkpoint body with its proof) to cross-check; repeatable")
 	maxAge := fs.Duration("witness-max-age", 0, "count only witness cosignatures at most this old toward the quorum (0: any age)")
@@ -43,6 +45,10 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if *format != "text" && *format != "json" && *format != "html" {
 		fmt.Fprintf(stderr, "evident verify: -format must be text, json or html, not %q\n", *format)
+		return exitUsage
+	}
+	if *maxEntries < 0 {
+		fmt.Fprintf(stderr, "evident verify: -max-entries must be 0 (all) or more, not %d\n", *maxEntries)
 		return exitUsage
 	}
 	var issuers []crypto.PublicKey
@@ -80,7 +86,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	switch *format {
 	case "html":
-		err = writeHTML(ctx, out, rep, fs.Arg(0))
+		err = writeHTML(ctx, out, rep, fs.Arg(0), *maxEntries)
 	case "json":
 		err = rep.WriteJSON(out)
 	default:
