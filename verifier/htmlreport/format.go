@@ -26,15 +26,20 @@ func name(s string) template.HTML {
 		return template.HTML(template.HTMLEscapeString(s))
 	}
 	var b strings.Builder
+	rs := []rune(s)
 	run := 0
-	for _, r := range s {
+	for i, r := range rs {
 		b.WriteString(template.HTMLEscapeString(string(r)))
 		run++
+		last := i == len(rs)-1
 		switch {
 		case strings.ContainsRune(breakAfter, r):
-			b.WriteString("<wbr>")
+			// Not after a leading separator, nor inside a run of them ("://"), nor at the end.
+			if i > 0 && !last && !strings.ContainsRune(breakAfter, rs[i+1]) {
+				b.WriteString("<wbr>")
+			}
 			run = 0
-		case run >= longRun:
+		case run >= longRun && !last:
 			b.WriteString("<wbr>")
 			run = 0
 		}

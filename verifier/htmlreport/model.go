@@ -171,8 +171,7 @@ func worse(a, b verifier.Status) verifier.Status {
 
 // cutTimeline keeps the first max events of tl (all when max < 0) and, past them, every
 // refused event, every event a broken check names and every event with a finding; each run
-// of events left out becomes one gap row. Task sections are bounded by max the same way,
-// tasks with a finding always kept.
+// of events left out becomes one gap row. Task sections are bounded by max too (pickTasks).
 func cutTimeline(tl *replay.Timeline, rep *verifier.Report, max int) timelineView {
 	v := timelineView{Timeline: tl, Total: len(tl.Events), EntriesFile: bundle.EntriesFile(bundle.ChainDir(tl.Chain))}
 	broken := map[uint64]string{}
@@ -241,11 +240,12 @@ func cutTimeline(tl *replay.Timeline, rep *verifier.Report, max int) timelineVie
 		v.Rows = append(v.Rows, gap)
 	}
 	v.TasksTotal = len(tl.Tasks)
+	keep := pickTasks(tl.Tasks, taskFinding, max)
 	for i, t := range tl.Tasks {
-		fs := taskFinding[t.ID]
-		if max >= 0 && i >= max && len(fs) == 0 {
+		if !keep[i] {
 			continue
 		}
+		fs := taskFinding[t.ID]
 		tv := taskView{Task: t, Findings: fs}
 		if s := perTask[t.ID]; s != nil {
 			tv.Events, tv.FirstSeq, tv.LastSeq = s.n, s.first, s.last
@@ -256,4 +256,33 @@ func cutTimeline(tl *replay.Timeline, rep *verifier.Report, max int) timelineVie
 		v.Tasks = append(v.Tasks, tv)
 	}
 	return v
+}
+
+// pickTasks chooses the task sections a page shows: every task with a finding, then up to max
+// others (all when max < 0), tasks with an override first, then in the chain's order.
+func pickTasks(tasks []*replay.Task, findings map[string][]replay.Finding, max int) []bool {
+	keep := make([]bool, len(tasks))
+	budget := max
+	for _, overridesOnly := range []bool{true, false} {
+		for i, t := range tasks {
+			switch {
+			case keep[i]:
+			case len(findings[t.ID]) > 0:
+				keep[i] = true
+			case max < 0 || budget > 0 && (!overridesOnly || overridden(t)):
+				keep[i] = true
+				budget--
+			}
+		}
+	}
+	return keep
+}
+
+func overridden(t *replay.Task) bool {
+	for _, d := range t.Decisions {
+		if d.Kind == "override" {
+			return true
+		}
+	}
+	return false
 }
