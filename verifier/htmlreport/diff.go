@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/evident-log/evident/ledger/profile/chap/replay"
@@ -206,6 +207,18 @@ func split(a, b string) (parts, parts) {
 	for t < len(ra)-h && t < len(rb)-h && ra[len(ra)-1-t] == rb[len(rb)-1-t] {
 		t++
 	}
+	// Cut only between words: "12_months_fees" → "24_months_fees" marks 12 and 24, but
+	// "partial" → "full" and 4200 → 4800 are marked whole.
+	inside := func(x []rune, i int) bool { return i >= 0 && i < len(x) && word(x[i]) }
+	for h > 0 && word(ra[h-1]) && (inside(ra, h) || inside(rb, h)) {
+		h--
+	}
+	for t > 0 && word(ra[len(ra)-t]) && (inside(ra, len(ra)-t-1) || inside(rb, len(rb)-t-1)) {
+		t--
+	}
 	return parts{string(ra[:h]), string(ra[h : len(ra)-t]), string(ra[len(ra)-t:])},
 		parts{string(rb[:h]), string(rb[h : len(rb)-t]), string(rb[len(rb)-t:])}
 }
+
+// word reports whether r is part of a word (a letter or a digit) rather than a separator.
+func word(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }

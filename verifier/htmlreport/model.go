@@ -60,7 +60,8 @@ type timelineView struct {
 	Shown       int // event rows shown
 	Total       int // event rows in the timeline
 	EntriesFile string
-	Tasks       []taskView
+	Tasks       []taskView // one table row each
+	Detailed    []taskView // the tasks shown with a section: decisions, whispers, escalations, findings
 	TasksTotal  int
 }
 
@@ -254,6 +255,9 @@ func cutTimeline(tl *replay.Timeline, rep *verifier.Report, max int) timelineVie
 			tv.Decisions = append(tv.Decisions, newDecision(d))
 		}
 		v.Tasks = append(v.Tasks, tv)
+		if len(t.Decisions)+len(t.Whispers)+len(t.Abstentions)+len(t.Escalations)+len(fs) > 0 {
+			v.Detailed = append(v.Detailed, tv)
+		}
 	}
 	return v
 }
