@@ -302,9 +302,12 @@ func clean(s string) string {
 }
 
 // writeHTML writes the self-contained HTML report: the verification report and the
-// timeline of every CHAP chain in the bundle.
-func writeHTML(ctx context.Context, w io.Writer, rep *verifier.Report, path string) error {
-	in := htmlreport.Input{Report: rep}
+// timeline of every CHAP chain in the bundle, maxEntries rows of each (0: all).
+func writeHTML(ctx context.Context, w io.Writer, rep *verifier.Report, path string, maxEntries int) error {
+	in := htmlreport.Input{Report: rep, MaxEntries: maxEntries}
+	if maxEntries == 0 {
+		in.MaxEntries = -1
+	}
 	r, err := bundle.Open(path)
 	if err != nil {
 		return err

@@ -165,7 +165,7 @@ func TestVerifyHTML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"<!DOCTYPE html>", "Timeline of wsp_my_reviews", "framework-pattern-misread", `{&#34;comments&#34;:[{&#34;line&#34;:47,&#34;severity&#34;:&#34;info&#34;`} {
+	for _, want := range []string{"<!DOCTYPE html>", `Timeline of <span class="name">wsp_my_reviews</span>`, "framework-pattern-misread", `{&#34;comments&#34;:[{&#34;line&#34;:47,&#34;severity&#34;:&#34;info&#34;`} {
 		if !strings.Contains(string(page), want) {
 			t.Fatalf("html report lacks %q", want)
 		}

@@ -44,23 +44,17 @@ Make SCITT signed statements to register with POST /entries (docs/scitt.md).
 const maxStatementPayload = receipts.MaxStatementSize
 
 func cmdStatement(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, statementUsage)
-		return exitUsage
+	if code, ok := subcommand(stdout, stderr, "evident statement", statementUsage, args, "keygen", "policy", "sign"); !ok {
+		return code
 	}
 	switch args[0] {
 	case "keygen":
 		return statementKeygen(args[1:], stdout, stderr)
 	case "policy":
 		return statementPolicy(args[1:], stdout, stderr)
-	case "sign":
+	default:
 		return statementSign(args[1:], os.Stdin, stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, statementUsage)
-		return 0
 	}
-	fmt.Fprintf(stderr, "evident statement: unknown subcommand %q\n\n%s", args[0], statementUsage)
-	return exitUsage
 }
 
 func statementFlags(name string, stderr io.Writer) *flag.FlagSet {
@@ -89,8 +83,8 @@ func statementKeygen(args []string, stdout, stderr io.Writer) int {
 	fs := statementFlags("keygen", stderr)
 	typ := fs.String("type", servicekey.TypeEd25519, "key type: ed25519 (EdDSA) or p256 (ES256)")
 	out := fs.String("o", "", "output file (created, mode 0600; never overwritten)")
-	if err := fs.Parse(args); err != nil {
-		return usageOr(err, fs)
+	if code, done := parseArgs(fs, args); done {
+		return code
 	}
 	if fs.NArg() != 0 {
 		fmt.Fprintf(stderr, "evident statement keygen: unexpected arguments %q\n", fs.Args())
@@ -153,8 +147,8 @@ func statementPolicy(args []string, stdout, stderr io.Writer) int {
 	var cts stringList
 	fs.Var(&cts, "content-type", "a payload content type to allow (repeat; none: any)")
 	out := fs.String("o", "", "output file (default standard output)")
-	if err := fs.Parse(args); err != nil {
-		return usageOr(err, fs)
+	if code, done := parseArgs(fs, args); done {
+		return code
 	}
 	if fs.NArg() != 0 {
 		fmt.Fprintf(stderr, "evident statement policy: unexpected arguments %q\n", fs.Args())
@@ -197,8 +191,8 @@ func statementSign(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	sub := fs.String("sub", "", "subject, CWT claim 2: what the statement is about (for example a package URL)")
 	ct := fs.String("content-type", "", "media type of the payload, header 3 (for example application/spdx+json)")
 	out := fs.String("o", "", "output file (default standard output)")
-	if err := fs.Parse(args); err != nil {
-		return usageOr(err, fs)
+	if code, done := parseArgs(fs, args); done {
+		return code
 	}
 	if fs.NArg() > 1 {
 		fmt.Fprintf(stderr, "evident statement sign: one payload file at most, got %q\n", fs.Args())

@@ -15,6 +15,7 @@ import (
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/trustfile"
 	"github.com/evident-log/evident/verifier"
+	"github.com/evident-log/evident/verifier/htmlreport"
 )
 
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -24,6 +25,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	output := fs.String("o", "", "write the report to this file instead of standard output")
 	quiet := fs.Bool("q", false, "no progress, even on a terminal")
 	fs.BoolVar(quiet, "quiet", false, "same as -q")
+	maxEntries := fs.Int("max-entries", htmlreport.DefaultMaxEntries, "html: timeline rows (and task sections) shown per chain; refused, broken and flagged entries are always shown (0: all)")
 	var extra checkpointFiles
 	fs.Var(&extra, "checkpoint", "an extra checkpoint gathered elsewhere (a witness's /<hex sha256(origin)>/checkpoint, another bundle, or a tlog-witness add-checkpoint body with its proof) to cross-check; repeatable")
 	maxAge := fs.Duration("witness-max-age", 0, "count only witness cosignatures at most this old toward the quorum (0: any age)")
@@ -44,6 +46,9 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if *format != "text" && *format != "json" && *format != "html" {
 		return usageErr(fs, "-format must be text, json or html, not %q", *format)
+	}
+	if *maxEntries < 0 {
+		return usageErr(fs, "-max-entries must be 0 (all) or more, not %d", *maxEntries)
 	}
 	var issuers []crypto.PublicKey
 	if *issuerKeys != "" {
@@ -87,7 +92,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	switch *format {
 	case "html":
-		err = writeHTML(ctx, out, rep, fs.Arg(0))
+		err = writeHTML(ctx, out, rep, fs.Arg(0), *maxEntries)
 	case "json":
 		err = rep.WriteJSON(out)
 	default:

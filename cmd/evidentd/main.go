@@ -236,7 +236,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 		}
 	}
 	if _, err := server.CheckPublicURL(cfg.SCITT.PublicURL); err != nil {
-		return fmt.Errorf("-public-url (EVIDENT_PUBLIC_URL): %w", err)
+		errs = append(errs, fmt.Errorf("%s: %w", origin("public-url", "EVIDENT_PUBLIC_URL"), err))
 	}
 	if cfg.Distributed, err = distributed(); err != nil {
 		errs = append(errs, err)

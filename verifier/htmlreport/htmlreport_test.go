@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -76,19 +75,10 @@ func TestSelfContainedAndEscaped(t *testing.T) {
 	}
 }
 
-// TestChromiumRender opens the report in headless Chromium with the network off and checks
-// that it renders to a screenshot. It skips when Chromium is not installed.
+// TestChromiumRender opens the report in headless Chromium with the network off, checks that
+// it renders to a screenshot and that it prints (the report is meant to be printable).
 func TestChromiumRender(t *testing.T) {
-	bin := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			bin = p
-			break
-		}
-	}
-	if bin == "" {
-		t.Skip("chromium not installed")
-	}
+	bin := chromium(t)
 	dir := t.TempDir()
 	page := filepath.Join(dir, "report.html")
 	if err := os.WriteFile(page, render(t, sample(t)), 0o600); err != nil {
@@ -98,19 +88,17 @@ func TestChromiumRender(t *testing.T) {
 	if keep := os.Getenv("EVIDENT_SCREENSHOT"); keep != "" {
 		shot = keep
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir="+filepath.Join(dir, "profile"),
-		"--screenshot="+shot, "--window-size=1280,2000", "file://"+page)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("chromium: %v\n%s", err, out)
-	}
+	runChromium(t, bin, dir, 60*time.Second, "--screenshot="+shot, "--window-size=1280,2000", "file://"+page)
 	png, err := os.ReadFile(shot)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(png) < 20<<10 || !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) {
 		t.Fatalf("screenshot of %d bytes is not a rendered page", len(png))
+	}
+	pdf := filepath.Join(dir, "report.pdf")
+	runChromium(t, bin, dir, 60*time.Second, "--print-to-pdf="+pdf, "--no-pdf-header-footer", "file://"+page)
+	if b, err := os.ReadFile(pdf); err != nil || !bytes.HasPrefix(b, []byte("%PDF-")) || len(b) < 10<<10 {
+		t.Fatalf("no printed PDF (%v)", err)
 	}
 }
