@@ -104,7 +104,7 @@ var problemCodes = []ProblemCode{
 	CodeConcurrentWriter, CodeTimeout, CodeCanceled, CodeInternal, CodeNotReady,
 	CodeNoSuchRoute, CodeMethodNotAllowed,
 
-	CodeBeyondPublished, CodeUnsupportedMediaType, CodeBadID, CodeBadKid,
+	CodeBeyondPublished, CodeUnsupportedMediaType, CodeBadID, CodeBadKid, CodeEmptyProof,
 
 	CodeMalformedStatement, CodeStatementTooLarge, CodeUnknownIssuer, CodeAlgorithmNotAllowed,
 	CodeContentTypeNotAllowed, CodeMissingClaim, CodeNoRegistrationPolicy, CodeDetachedPayload, CodeBadX5Chain,

@@ -89,7 +89,7 @@ func Example() {
 	}
 	// Output:
 	// accepted seq 0..12, chain size 13
-	// seal 0 covers 13 entries, at log index 0
+	// seal 0 covers 13 entries, at log index 1
 	// bundle: chain wsp_support_triage, profile chap/0.3, 13 entries, head matches: true
 }
 

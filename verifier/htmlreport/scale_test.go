@@ -183,7 +183,7 @@ func TestUnpinnedBanner(t *testing.T) {
 	}{
 		{"unpinned", verifier.NotEvaluated, verifier.CodeTrustNotPinned, true, "unpinned"},
 		{"pinned", verifier.Verified, "", false, ""},
-		{"pinned to other keys", verifier.Broken, verifier.CodeTrustNotPinned, false, "not the pinned key"},
+		{"pinned to other keys", verifier.Broken, verifier.CodeTrustMismatch, false, "not the pinned key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := synthetic(50, 10)
