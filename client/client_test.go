@@ -18,6 +18,7 @@ import (
 	"github.com/evident-log/evident/client"
 	"github.com/evident-log/evident/internal/evidentd/daemon"
 	"github.com/evident-log/evident/internal/evidentd/server"
+	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/trustfile"
 	"github.com/evident-log/evident/verifier"
@@ -362,21 +363,5 @@ func TestErrorMessage(t *testing.T) {
 	}
 }
 
-// publishedTrust fetches the trust file the service publishes, to pin it as a user would.
-func publishedTrust(t *testing.T, base string) *trustfile.File {
-	t.Helper()
-	resp, err := http.Get(base + "/.well-known/evident-trust")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("trust file: %d %v", resp.StatusCode, err)
-	}
-	f, err := trustfile.Parse(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
+// publishedTrust is the trust file the evidentd at base publishes, fetched as a user would.
+func publishedTrust(t *testing.T, base string) *trustfile.File { return testinfra.FetchTrust(t, base) }

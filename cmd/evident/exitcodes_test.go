@@ -19,24 +19,6 @@ import (
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
 
-// buildAll builds the three programs, as a user runs them, into a temporary directory.
-func buildAll(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds binaries")
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool")
-	}
-	dir := t.TempDir()
-	cmd := exec.Command(goBin, "build", "-o", dir+string(os.PathSeparator), "../evidentd", "../evident-witness", ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	return dir
-}
-
 // exitFixture is what the exit-code cases run against: a real evidentd on loopback holding a
 // sealed chain, its exported bundle, a tampered copy, a bundle with unsealed entries, the
 // operator's published keys, and an address where nothing listens.
@@ -117,7 +99,7 @@ func newExitFixture(t *testing.T) *exitFixture {
 // verified or done, 1 broken, 2 not evaluated, 3 could not run, 64 usage; help on standard
 // output; usage errors name what is missing and show the one-line usage.
 func TestExitCodes(t *testing.T) {
-	bin := buildAll(t)
+	bin := buildTools(t)
 	f := newExitFixture(t)
 	work := t.TempDir()
 	missing := filepath.Join(work, "missing.zip")

@@ -60,10 +60,7 @@ func TestVerifyHTMLBoundAsUser(t *testing.T) {
 		t.Skip("builds the evident binary and a 20,000-entry bundle")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "evident")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := filepath.Join(buildTools(t), "evident")
 	const ws, tasks = "wsp_support_emea", 2000
 	path := writeBundle(t, ws, taskChain(t, ws, tasks))
 	verify := func(args ...string) string {

@@ -4,14 +4,33 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// buildTools builds evidentd and evident once for the tests of this package.
+// built holds the programs this package's tests run, built once per test process.
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// TestMain removes the programs built for the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// buildTools builds evident, evidentd and evident-witness, as a user runs them, once for
+// all the tests of this package, and returns the directory holding them.
 func buildTools(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
@@ -21,12 +40,19 @@ func buildTools(t *testing.T) string {
 	if err != nil {
 		t.Skip("no go tool")
 	}
-	dir := t.TempDir()
-	cmd := exec.Command(goBin, "build", "-o", dir+string(os.PathSeparator), "../evidentd", ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "evident-cli-test"); built.err != nil {
+			return
+		}
+		cmd := exec.Command(goBin, "build", "-o", built.dir+string(os.PathSeparator), "../evidentd", "../evident-witness", ".")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return dir
+	return built.dir
 }
 
 // TestDemoThenOfflineVerify runs `evident demo` (evidentd on loopback), then verifies the

@@ -104,7 +104,7 @@ func TestProgressLive(t *testing.T) {
 // submit of 16000 records and the export of the chain write plain progress lines to standard
 // error, standard output holds only the result, and -quiet silences the progress.
 func TestProgressOnNonTerminal(t *testing.T) {
-	bin := buildAll(t)
+	bin := buildTools(t)
 	srv := startDaemon(t)
 	dir := t.TempDir()
 	const ws = "wsp_progress"

@@ -13,12 +13,16 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	driver "github.com/go-sql-driver/mysql"
+
+	"github.com/evident-log/evident/trustfile"
 )
 
 // Environment variables naming the test servers.
@@ -119,4 +123,33 @@ func TempDir(t testing.TB) string {
 		}
 	})
 	return dir
+}
+
+// FetchTrust downloads the trust file the evidentd at base publishes at
+// /.well-known/evident-trust, as a user pinning it would, checks its media type and parses it.
+func FetchTrust(t testing.TB, base string) *trustfile.File {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/.well-known/evident-trust", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, trustfile.MaxSize+1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("GET /.well-known/evident-trust: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
+	}
+	f, err := trustfile.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"encoding/hex"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,39 +11,14 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/trustfile"
 	"github.com/evident-log/evident/verifier"
 )
 
-// fetchTrust downloads the trust file an evidentd publishes at /.well-known/evident-trust,
-// as a user pinning it would, and parses it.
-func fetchTrust(t testing.TB, base string) *trustfile.File {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/.well-known/evident-trust", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, trustfile.MaxSize+1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
-		t.Fatalf("GET /.well-known/evident-trust: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), b)
-	}
-	f, err := trustfile.Parse(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
+// fetchTrust is the trust file the evidentd at base publishes, fetched as a user would.
+func fetchTrust(t testing.TB, base string) *trustfile.File { return testinfra.FetchTrust(t, base) }
 
 // TestTrustPublished: evidentd serves its log key at /log/vkey exactly as keys/log.vkey in
 // its data directory holds it, and a trust file naming that key, the keys of

@@ -119,17 +119,9 @@ func refuse(err error) error {
 
 // Admit checks one record.
 func (s *State) Admit(at ledger.Position, data []byte) (*ledger.Admission, error) {
-	v, err := canonical.Parse(data, canonical.Options{})
+	o, c, err := parseRecord(data)
 	if err != nil {
-		return nil, refuse(err)
-	}
-	o, ok := v.(*canonical.Object)
-	if !ok {
-		return nil, ledger.Refuse(ledger.CodeMalformed, "a CHEQ record is a JSON object")
-	}
-	c, err := canonical.Encode(o)
-	if err != nil {
-		return nil, refuse(err)
+		return nil, err
 	}
 	kind, _ := o.String("kind")
 	switch kind {
