@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -80,7 +81,13 @@ func demo(ctx context.Context, work, daemonPath string, stdout, stderr io.Writer
 	defer logFile.Close()
 	cmd := exec.Command(bin, "--data", filepath.Join(work, "data"), "--listen", addr, "--checkpoint-interval", "200ms", "--seal-interval", "0", "--seal-every", "0")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
+	dieWithParent(cmd)
+	// The parent-death signal follows the OS thread that started the child: keep this
+	// goroutine on it while starting (a thread Go keeps running afterwards).
+	runtime.LockOSThread()
+	err = cmd.Start()
+	runtime.UnlockOSThread()
+	if err != nil {
 		return 0, fmt.Errorf("starting evidentd: %w", err)
 	}
 	defer func() {
