@@ -9,6 +9,10 @@ type Identity struct {
 	Seq       *uint64 // the chain position the record states (a CHAP audit entry's seq); nil when none
 	PrevHash  *Link   // the predecessor the record names; nil when none
 	RecordID  string  // the record's own id, unique in its chain; "" when none
+	// Meta is what the record carries beside its canonical bytes, unhashed (Admission.Meta: a
+	// CHAP audit entry's seq, arrived and prev_hash); nil when none. A stored entry is the
+	// record only if it kept the same.
+	Meta []byte
 }
 
 // Identifier is implemented by a ProfileState that can read a record's Identity without

@@ -131,8 +131,11 @@ func (p *Pipeline) tail(ctx context.Context, c *ledger.Chain, idf ledger.Identif
 }
 
 // same reports whether a submitted record is the stored entry e: the same canonical bytes,
-// and no different position or predecessor stated.
+// no different position stated, and when it carries unhashed metadata (a CHAP audit entry's
+// seq, arrived and prev_hash), the metadata e kept: a record that names another predecessor
+// or arrival beside the same bytes is not a retry, and goes to the profile's rules.
 func same(id *ledger.Identity, e *store.Entry) bool {
 	return id.Canonical != nil && bytes.Equal(id.Canonical, e.Record) &&
-		(id.Seq == nil || *id.Seq == e.Seq)
+		(id.Seq == nil || *id.Seq == e.Seq) &&
+		(id.Meta == nil || bytes.Equal(id.Meta, e.Meta))
 }

@@ -198,11 +198,44 @@ func TestRetriedAuditEntries(t *testing.T) {
 		t.Fatalf("first new entry: %+v", got[3])
 	}
 	checkLinked(t, st, "wsp_audit", len(recs))
-	// Entry 2's envelope claimed at seq 1 is no retry.
-	moved := auditEntries(t, b.Records()[2:3], 1)
-	_, err = p.Ingest(ctx, "wsp_audit", "", moved)
-	refusal(t, err, 0, ledger.CodeWrongChain)
-	checkLinked(t, st, "wsp_audit", len(recs))
+	stored := entries(t, st, "wsp_audit")
+	// The same envelope at its own seq beside other metadata (which is not hashed, so the
+	// canonical bytes are the stored ones) is no retry either: the profile's rules refuse it
+	// and the metadata kept stays.
+	withMeta := func(i int, set map[string]any) []byte {
+		var m map[string]any
+		if err := json.Unmarshal(recs[i], &m); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range set {
+			m[k] = v
+		}
+		out, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		rec  []byte
+	}{
+		{"entry 2's envelope claimed at seq 1", auditEntries(t, b.Records()[2:3], 1)[0]},
+		{"entry 3 naming a predecessor", withMeta(3, map[string]any{"prev_hash": stored[2].Link.String()})},
+		{"entry 3 arrived at another time", withMeta(3, map[string]any{"arrived": ledger.Timestamp(t0.Add(time.Hour))})},
+	} {
+		_, err = p.Ingest(ctx, "wsp_audit", "", [][]byte{c.rec})
+		if err == nil {
+			t.Fatalf("%s: acknowledged", c.name)
+		}
+		refusal(t, err, 0, ledger.CodeWrongChain)
+		checkLinked(t, st, "wsp_audit", len(recs))
+		for i, e := range entries(t, st, "wsp_audit") {
+			if string(e.Meta) != string(stored[i].Meta) {
+				t.Fatalf("%s: entry %d metadata %s, was %s", c.name, i, e.Meta, stored[i].Meta)
+			}
+		}
+	}
 }
 
 // TestRetriedSubmissionsEveryProfile: every profile recognises a resent batch (Identify), and
