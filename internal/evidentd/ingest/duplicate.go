@@ -69,13 +69,19 @@ func (p *Pipeline) repeated(ctx context.Context, c *ledger.Chain, records [][]by
 // positionOf returns the position a record states or implies by its predecessor or id;
 // found is false when it gives none the chain can place.
 func (p *Pipeline) positionOf(ctx context.Context, c *ledger.Chain, id *ledger.Identity) (uint64, bool, error) {
+	var own ledger.Link // the sender's own chain head, when it differs from the chain's
+	if oh, ok := c.State.(ledger.OwnHeader); ok {
+		if h, diverged := oh.OwnHead(); diverged {
+			own = h
+		}
+	}
 	switch {
 	case id.Seq != nil:
 		return *id.Seq, true, nil
 	case id.PrevHash != nil && *id.PrevHash == ledger.Genesis:
 		return 0, true, nil
-	case id.PrevHash != nil && *id.PrevHash == c.Head:
-		return c.Size, true, nil // the next entry: new
+	case id.PrevHash != nil && (*id.PrevHash == c.Head || *id.PrevHash == own && own != ledger.Link{}):
+		return c.Size, true, nil // the next entry (by either chain's head): new
 	case id.PrevHash != nil:
 		seq, ok, err := p.o.Store.FindLink(ctx, c.ID, *id.PrevHash)
 		if err != nil || ok {

@@ -359,3 +359,54 @@ func TestRetryRacingOriginal(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// findLinkCounter counts the FindLink look-ups of a store.
+type findLinkCounter struct {
+	store.Store
+	n int
+}
+
+func (s *findLinkCounter) FindLink(ctx context.Context, chain string, l ledger.Link) (uint64, bool, error) {
+	s.n++
+	return s.Store.FindLink(ctx, chain, l)
+}
+
+// TestOwnHeadNextEntry: after an unchained prefix a Coordinator's chain has its own head; an
+// envelope naming it as evidence.prev_hash is the chain's next entry, placed without looking
+// the link up, and acknowledged as a duplicate when sent again.
+func TestOwnHeadNextEntry(t *testing.T) {
+	ctx := context.Background()
+	alice := newMember("human:alice")
+	st := &findLinkCounter{Store: openStore(t, t.TempDir())}
+	p := newPipeline(t, st, nil)
+	entry := func(seq int, env []byte, prev *ledger.Link) []byte {
+		m := map[string]any{"seq": seq, "arrived": ledger.Timestamp(t0.Add(time.Duration(seq) * time.Second)), "envelope": json.RawMessage(env)}
+		if prev != nil {
+			m["prev_hash"] = prev.String()
+		}
+		out, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	genesis := ledger.Genesis
+	first := [][]byte{entry(0, alice.join(t, "wsp"), nil), entry(1, alice.msg(t, "wsp", nil), nil), entry(2, alice.msg(t, "wsp", nil), &genesis)}
+	if _, err := p.Ingest(ctx, "wsp", "", first); err != nil {
+		t.Fatal(err)
+	}
+	own := ledger.NextLink(canonicalCHAP(t, first[2]), ledger.Genesis)
+	st.n = 0
+	next := alice.msg(t, "wsp", &own)
+	got, err := p.Ingest(ctx, "wsp", "", [][]byte{next})
+	if err != nil || len(got) != 1 || got[0].Duplicate || got[0].Seq != 3 {
+		t.Fatalf("envelope naming the Coordinator's head: %+v, %v", got, err)
+	}
+	if st.n != 0 {
+		t.Fatalf("%d link look-ups for the Coordinator's head", st.n)
+	}
+	got, err = p.Ingest(ctx, "wsp", "", [][]byte{next})
+	if err != nil || len(got) != 1 || !got[0].Duplicate || got[0].Seq != 3 {
+		t.Fatalf("the same envelope again: %+v, %v", got, err)
+	}
+}
