@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
@@ -130,9 +129,6 @@ func (s *Server) observe(mux *http.ServeMux) http.Handler {
 		} else {
 			mux.ServeHTTP(sw, r)
 			route = pattern
-			if r.Pattern != "" {
-				route = r.Pattern
-			}
 		}
 		if sw.status == 0 {
 			sw.status = http.StatusOK
@@ -171,13 +167,13 @@ func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, h http.Handle
 	problem(w, http.StatusNotFound, api.CodeNoSuchRoute, "no route "+r.Method+" "+r.URL.Path+"; see GET /v1/openapi.json", -1)
 }
 
-// headerRecorder keeps the status and headers the mux's own 404 and 405 handlers write.
+// headerRecorder keeps the status and headers the mux's own 404 and 405 handlers write; their
+// plain-text body is dropped.
 type headerRecorder struct {
 	header http.Header
 	status int
-	body   bytes.Buffer
 }
 
 func (h *headerRecorder) Header() http.Header         { return h.header }
 func (h *headerRecorder) WriteHeader(code int)        { h.status = code }
-func (h *headerRecorder) Write(b []byte) (int, error) { return h.body.Write(b) }
+func (h *headerRecorder) Write(b []byte) (int, error) { return len(b), nil }

@@ -62,9 +62,6 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Errorf("route %q is not described in api/openapi.json", p)
 		}
 	}
-	if len(described) != len(table) {
-		t.Errorf("%d routes, %d described", len(table), len(described))
-	}
 	if !slices.ContainsFunc(routes(), func(r route) bool { return r.pattern == "GET /v1/openapi.json" }) {
 		t.Error("the description is not served")
 	}

@@ -88,7 +88,9 @@ func (s *Server) entryURL(r *http.Request, id string) string {
 	return base + "/entries/" + id
 }
 
-func (s *Server) routeSCITT() {
+// scittDefaults fills in the registration wait and Retry-After of a SCITT configuration that
+// leaves them unset. (The SCITT routes are in the table of server.go.)
+func (s *Server) scittDefaults() {
 	sc := s.c.SCITT
 	if sc == nil {
 		return
@@ -99,7 +101,6 @@ func (s *Server) routeSCITT() {
 	if sc.RetryAfter <= 0 {
 		sc.RetryAfter = time.Second
 	}
-	// The routes are in the table of server.go.
 }
 
 func (s *Server) retryAfter(w http.ResponseWriter) {

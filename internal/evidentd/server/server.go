@@ -162,7 +162,7 @@ func New(c Config) *Server {
 	ex := export.New(export.Config{Pipeline: c.Pipeline, Store: c.Store, Service: c.Service, Keys: keys, COPNode: c.COPNode, Producer: c.Producer})
 	s := &Server{c: c, mux: http.NewServeMux(), ex: ex}
 	s.m = newMetrics(s.logSize)
-	s.routeSCITT()
+	s.scittDefaults()
 	for _, rt := range routes() {
 		if rt.when == nil || rt.when(s) {
 			s.mux.Handle(rt.pattern, rt.handler(s))
@@ -174,17 +174,6 @@ func New(c Config) *Server {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
-
-// Routes returns the patterns of the routes this server serves, in table order.
-func (s *Server) Routes() []string {
-	var out []string
-	for _, rt := range routes() {
-		if rt.when == nil || rt.when(s) {
-			out = append(out, rt.pattern)
-		}
-	}
-	return out
-}
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") }
 

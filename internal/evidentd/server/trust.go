@@ -25,12 +25,10 @@ func (s *Server) handleLogVKey(w http.ResponseWriter, r *http.Request) {
 // evident verify --trust.
 func (s *Server) handleTrustFile(w http.ResponseWriter, r *http.Request) {
 	f, err := s.trustFile()
-	if err != nil {
-		s.c.Logger.Error("trust file", "err", err)
-		problem(w, http.StatusInternalServerError, api.CodeInternal, "the trust file cannot be made; the service log has why", -1)
-		return
+	var b []byte
+	if err == nil {
+		b, err = f.Marshal()
 	}
-	b, err := f.Marshal()
 	if err != nil {
 		s.c.Logger.Error("trust file", "err", err)
 		problem(w, http.StatusInternalServerError, api.CodeInternal, "the trust file cannot be made; the service log has why", -1)
