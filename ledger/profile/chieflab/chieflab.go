@@ -139,25 +139,26 @@ func Wrap(action *canonical.Object, operator string) *canonical.Object {
 }
 
 // wrapped returns the record as hashed ({"chieflab", "submitted_by", "action"}: a bare
-// action wrapped with the submitter at, a wrapped one checked against it) and its operator.
-func wrapped(at ledger.Position, data []byte) (*canonical.Object, string, error) {
+// action wrapped with the submitter at, a wrapped one checked against it), its canonical
+// bytes and its operator.
+func wrapped(at ledger.Position, data []byte) (*canonical.Object, []byte, string, error) {
 	v, err := canonical.Parse(data, canonical.Options{})
 	if err != nil {
 		code := ledger.CodeMalformed
 		if errors.Is(err, canonical.ErrTooLarge) {
 			code = ledger.CodeTooLarge
 		}
-		return nil, "", &ledger.RecordError{Code: code, Detail: err.Error(), Err: err}
+		return nil, nil, "", &ledger.RecordError{Code: code, Detail: err.Error(), Err: err}
 	}
 	o, ok := v.(*canonical.Object)
 	if !ok {
-		return nil, "", ledger.Refuse(ledger.CodeMalformed, "a ChiefLab record is a JSON object")
+		return nil, nil, "", ledger.Refuse(ledger.CodeMalformed, "a ChiefLab record is a JSON object")
 	}
 	var rec *canonical.Object
 	operator := ""
 	if ver, isWrapped := o.String("chieflab"); isWrapped {
 		if ver != Version || len(o.Members) != 3 {
-			return nil, "", ledger.Refuse(ledger.CodeMalformed, `a wrapped record is exactly {"chieflab": "0.1", "submitted_by", "action"}`)
+			return nil, nil, "", ledger.Refuse(ledger.CodeMalformed, `a wrapped record is exactly {"chieflab": "0.1", "submitted_by", "action"}`)
 		}
 		by, _ := o.Get("submitted_by")
 		switch b := by.(type) {
@@ -165,22 +166,26 @@ func wrapped(at ledger.Position, data []byte) (*canonical.Object, string, error)
 			operator = b
 		case nil:
 		default:
-			return nil, "", ledger.Refuse(ledger.CodeMalformed, "submitted_by is a string or null")
+			return nil, nil, "", ledger.Refuse(ledger.CodeMalformed, "submitted_by is a string or null")
 		}
 		if at.Submitter != "" && operator != at.Submitter {
-			return nil, "", ledger.Refuse(CodeOperatorMismatch, "the record names operator %.80q; the submission was authenticated as %.80q", operator, at.Submitter)
+			return nil, nil, "", ledger.Refuse(CodeOperatorMismatch, "the record names operator %.80q; the submission was authenticated as %.80q", operator, at.Submitter)
 		}
 		rec = o
 	} else {
 		operator = at.Submitter
 		rec = Wrap(o, operator)
 	}
-	return rec, operator, nil
+	c, err := canonical.Encode(rec)
+	if err != nil {
+		return nil, nil, "", ledger.Refuse(ledger.CodeMalformed, "canonical encoding: %v", err)
+	}
+	return rec, c, operator, nil
 }
 
 // Admit wraps (or checks) the record and replays the approval state machine.
 func (s *State) Admit(at ledger.Position, data []byte) (*ledger.Admission, error) {
-	rec, operator, err := wrapped(at, data)
+	rec, c, operator, err := wrapped(at, data)
 	if err != nil {
 		return nil, err
 	}
@@ -212,10 +217,6 @@ func (s *State) Admit(at ledger.Position, data []byte) (*ledger.Admission, error
 				ts = t
 			}
 		}
-	}
-	c, err := canonical.Encode(rec)
-	if err != nil {
-		return nil, ledger.Refuse(ledger.CodeMalformed, "canonical encoding: %v", err)
 	}
 	s.apply(at.Seq, id, ws, status, act)
 	if operator == "" {
