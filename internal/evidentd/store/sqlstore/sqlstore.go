@@ -126,12 +126,7 @@ func (s *Store) LoadChain(ctx context.Context, id string) (*store.ChainRecord, e
 func (s *Store) loadChain(ctx context.Context, q queryer, id, lock string) (*store.ChainRecord, error) {
 	c := &store.ChainRecord{ID: id}
 	var head []byte
-	var createdMS int64
-	var createdText string
-	created := any(&createdMS)
-	if s.d.CreatedText {
-		created = &createdText
-	}
+	created, decodeCreated := s.scanCreated(&c.Created)
 	err := q.QueryRowContext(ctx, `SELECT profile, size, head, tree, state, closed, last_seal, sealed_size, created FROM `+s.d.Tables.Chains+` WHERE id = ?`+lock, id).
 		Scan(&c.Profile, &c.Size, &head, &c.Tree, &c.State, &c.Closed, &c.LastSeal, &c.SealedSize, created)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -141,12 +136,20 @@ func (s *Store) loadChain(ctx context.Context, q queryer, id, lock string) (*sto
 		return nil, fmt.Errorf("load chain %q: %w", id, s.conflict(err))
 	}
 	copy(c.Head[:], head)
-	if s.d.CreatedText {
-		c.Created, _ = time.Parse(time.RFC3339Nano, createdText)
-	} else {
-		c.Created = fromMS(createdMS)
-	}
+	decodeCreated()
 	return c, nil
+}
+
+// scanCreated returns the Scan destination of a chain's created column (Unix milliseconds,
+// or RFC 3339 text in a dialect with CreatedText) and the function that then decodes what
+// was scanned into t.
+func (s *Store) scanCreated(t *time.Time) (dest any, decode func()) {
+	if s.d.CreatedText {
+		var text string
+		return &text, func() { *t, _ = time.Parse(time.RFC3339Nano, text) }
+	}
+	var ms int64
+	return &ms, func() { *t = fromMS(ms) }
 }
 
 // putChain writes c provided the stored chain has size prevSize (or is absent and
@@ -298,21 +301,12 @@ func (s *Store) ListChains(ctx context.Context, after string, limit int) ([]stor
 	for rows.Next() {
 		var c store.ChainRecord
 		var head []byte
-		var createdMS int64
-		var createdText string
-		created := any(&createdMS)
-		if s.d.CreatedText {
-			created = &createdText
-		}
+		created, decodeCreated := s.scanCreated(&c.Created)
 		if err := rows.Scan(&c.ID, &c.Profile, &c.Size, &head, &c.Closed, &c.LastSeal, &c.SealedSize, created); err != nil {
 			return nil, fmt.Errorf("list chains: %w", err)
 		}
 		copy(c.Head[:], head)
-		if s.d.CreatedText {
-			c.Created, _ = time.Parse(time.RFC3339Nano, createdText)
-		} else {
-			c.Created = fromMS(createdMS)
-		}
+		decodeCreated()
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {
