@@ -53,13 +53,27 @@ func post(t *testing.T, url, contentType string, body []byte) (int, []byte) {
 
 func get(t *testing.T, url string) (int, []byte) {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, b := call(t, http.MethodGet, url)
+	return resp.StatusCode, b
+}
+
+// call sends a request without a body and returns the answer and its body.
+func call(t *testing.T, method, url string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
 }
 
 // TestChapVectorsOverHTTP: the published CHAP 0.3 chain reproduces exactly through the API.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -62,24 +61,6 @@ func startLogged(t *testing.T) (*Daemon, *httptest.Server, *syncBuffer) {
 	return d, srv, &logs
 }
 
-func opsDo(t *testing.T, method, url string) (*http.Response, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, b
-}
-
 // TestUnknownRoutesAnswerProblems: a path evidentd does not serve, or a method it does not
 // take on a path it serves, answers a JSON problem detail like every other refusal.
 func TestUnknownRoutesAnswerProblems(t *testing.T) {
@@ -98,7 +79,7 @@ func TestUnknownRoutesAnswerProblems(t *testing.T) {
 		{"POST", "/metrics", 405, api.CodeMethodNotAllowed, "GET, HEAD"},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
-			resp, body := opsDo(t, tc.method, srv.URL+tc.path)
+			resp, body := call(t, tc.method, srv.URL+tc.path)
 			if resp.StatusCode != tc.status || resp.Header.Get("Content-Type") != api.MediaProblem {
 				t.Fatalf("%d %s: %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 			}
@@ -119,7 +100,7 @@ func TestUnknownRoutesAnswerProblems(t *testing.T) {
 // TestOpenAPIServed: GET /v1/openapi.json serves the committed description.
 func TestOpenAPIServed(t *testing.T) {
 	_, srv, _ := startLogged(t)
-	resp, body := opsDo(t, "GET", srv.URL+"/v1/openapi.json")
+	resp, body := call(t, "GET", srv.URL+"/v1/openapi.json")
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != api.MediaJSON || !bytes.Equal(body, api.OpenAPI()) {
 		t.Fatalf("%d %s %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
 	}
@@ -147,7 +128,7 @@ func TestListChains(t *testing.T) {
 	var got []string
 	next := ""
 	for range 4 {
-		resp, body := opsDo(t, "GET", srv.URL+"/v1/chains?limit=2&after="+next)
+		resp, body := call(t, "GET", srv.URL+"/v1/chains?limit=2&after="+next)
 		if resp.StatusCode != 200 {
 			t.Fatalf("%d %s", resp.StatusCode, body)
 		}
@@ -169,7 +150,7 @@ func TestListChains(t *testing.T) {
 		t.Fatalf("listed %v", got)
 	}
 	for _, bad := range []string{"limit=0", "limit=1001", "limit=x", "after=a%2Fb"} {
-		resp, body := opsDo(t, "GET", srv.URL+"/v1/chains?"+bad)
+		resp, body := call(t, "GET", srv.URL+"/v1/chains?"+bad)
 		if resp.StatusCode != 400 || !strings.Contains(string(body), `"bad_query"`) {
 			t.Errorf("%s: %d %s", bad, resp.StatusCode, body)
 		}
@@ -189,12 +170,12 @@ func TestMetricsAndAccessLog(t *testing.T) {
 		t.Fatalf("ingest: %d %s", code, body)
 	}
 	for range 3 {
-		opsDo(t, "GET", srv.URL+"/v1/chains/wsp_m")
+		call(t, "GET", srv.URL+"/v1/chains/wsp_m")
 	}
-	opsDo(t, "GET", srv.URL+"/v1/chains/nope")
-	opsDo(t, "GET", srv.URL+"/nope")
-	opsDo(t, "BREW", srv.URL+"/nope")
-	resp, body := opsDo(t, "GET", srv.URL+"/metrics")
+	call(t, "GET", srv.URL+"/v1/chains/nope")
+	call(t, "GET", srv.URL+"/nope")
+	call(t, "BREW", srv.URL+"/nope")
+	resp, body := call(t, "GET", srv.URL+"/metrics")
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
 		t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
@@ -266,7 +247,7 @@ func TestBundleProducerIsTheBuild(t *testing.T) {
 	if code, body := post(t, srv.URL+"/v1/chains/wsp_p/entries", "application/jsonl", bytes.Join(b.Records(), []byte("\n"))); code != http.StatusCreated {
 		t.Fatalf("ingest: %d %s", code, body)
 	}
-	resp, zip := opsDo(t, "GET", srv.URL+"/v1/export?chain=wsp_p")
+	resp, zip := call(t, "GET", srv.URL+"/v1/export?chain=wsp_p")
 	if resp.StatusCode != 200 {
 		t.Fatalf("export: %d %s", resp.StatusCode, zip)
 	}
