@@ -3,7 +3,6 @@ package bundle
 import (
 	"archive/zip"
 	"bytes"
-	"encoding/json"
 	"testing"
 	"time"
 )
@@ -56,39 +55,6 @@ func TestZipEntriesCarryTheWriterTime(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestZipTimeIsNotContent: two bundles of the same files written at different times differ
-// only in their zip dates; their manifests and files read back identical.
-func TestZipTimeIsNotContent(t *testing.T) {
-	read := func(at time.Time) map[string]string {
-		var buf bytes.Buffer
-		w := NewWriter(&buf)
-		w.SetModified(at)
-		w.WriteFile("chains/wsp/entries.jsonl", []byte("{}\n"))
-		if err := w.Close(Manifest{Producer: "test", Created: "2026-01-01T00:00:00.000Z", Log: LogInfo{Origin: "o"}}); err != nil {
-			t.Fatal(err)
-		}
-		r, err := OpenZipBytes(buf.Bytes())
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := json.Marshal(r.Manifest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := r.ReadFile("chains/wsp/entries.jsonl", 1<<20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return map[string]string{ManifestFile: string(m), "entries": string(b)}
-	}
-	a, b := read(time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)), read(time.Date(2099, 12, 31, 23, 59, 58, 0, time.UTC))
-	for name := range a {
-		if a[name] != b[name] {
-			t.Errorf("%s differs with the zip time:\n%s\n%s", name, a[name], b[name])
-		}
 	}
 }
 

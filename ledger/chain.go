@@ -63,14 +63,23 @@ func (c *Chain) AppendBy(record []byte, arrival time.Time, submitter string) (*A
 // AppendStored is Append for a record read back from storage or a bundle together with the
 // metadata split off it at ingest (Admission.Meta; nil when none).
 func (c *Chain) AppendStored(record, meta []byte, arrival time.Time) (*Appended, error) {
+	return c.admit(arrival, "", func(at Position) (*Admission, error) { return AdmitStored(c.State, c.Profile, at, record, meta) })
+}
+
+// AdmitStored admits a record read back from storage or a bundle with the metadata split off
+// it at ingest: st.Admit when meta is nil, else the profile's MetaAdmitter, so the checks the
+// metadata carries (a CHAP audit entry's seq and prev_hash) are repeated. profile names st's
+// profile in the refusal of metadata it cannot take. Every replay of stored entries, whole
+// chain or case slice, admits through here.
+func AdmitStored(st ProfileState, profile string, at Position, record, meta []byte) (*Admission, error) {
 	if meta == nil {
-		return c.Append(record, arrival)
+		return st.Admit(at, record)
 	}
-	ma, ok := c.State.(MetaAdmitter)
+	ma, ok := st.(MetaAdmitter)
 	if !ok {
-		return nil, Refuse(CodeMalformed, "profile %s keeps no metadata beside its records", c.Profile)
+		return nil, Refuse(CodeMalformed, "profile %s keeps no metadata beside its records", profile)
 	}
-	return c.admit(arrival, "", func(at Position) (*Admission, error) { return ma.AdmitMeta(at, record, meta) })
+	return ma.AdmitMeta(at, record, meta)
 }
 
 // admit runs one admission at the chain's next position and appends what it admits.

@@ -128,65 +128,75 @@ func Parse(b []byte) (*File, error) {
 // named for the origin and listed once, at least one issuer key whose kid is its thumbprint,
 // and a witness policy that parses.
 func (f *File) Check() error {
+	_, _, err := f.Checked()
+	return err
+}
+
+// Checked is Check returning what it parsed on the way: the issuer keys (in file order, as
+// IssuerPublicKeys) and the witness policy (nil when none, as Policy), so a caller that
+// needs them does not parse the file's keys twice.
+func (f *File) Checked() ([]crypto.PublicKey, *tlogpolicy.Policy, error) {
 	if f.Format != Format {
-		return errorf("format", ErrFormat, "%.80q, want %q", f.Format, Format)
+		return nil, nil, errorf("format", ErrFormat, "%.80q, want %q", f.Format, Format)
 	}
 	if f.Origin == "" || len(f.Origin) > 256 || strings.ContainsAny(f.Origin, "\n+ ") {
-		return errorf("origin", ErrOrigin, "%.80q is not a log origin line", f.Origin)
+		return nil, nil, errorf("origin", ErrOrigin, "%.80q is not a log origin line", f.Origin)
 	}
 	if len(f.LogKeys) == 0 {
-		return errorf("log_keys", ErrLogKey, "no log key")
+		return nil, nil, errorf("log_keys", ErrLogKey, "no log key")
 	}
 	if len(f.LogKeys)+len(f.LogMLDSAKeys) > maxLogKeys {
-		return errorf("log_keys", ErrLogKey, "over %d keys", maxLogKeys)
+		return nil, nil, errorf("log_keys", ErrLogKey, "over %d keys", maxLogKeys)
 	}
 	seen := map[string]bool{}
 	for i, vk := range f.LogKeys {
 		m := fmt.Sprintf("log_keys[%d]", i)
 		v, err := note.NewVerifier(vk)
 		if err != nil {
-			return errorf(m, ErrLogKey, "%.80q is not an Ed25519 signed-note verifier key: %v", vk, err)
+			return nil, nil, errorf(m, ErrLogKey, "%.80q is not an Ed25519 signed-note verifier key: %v", vk, err)
 		}
 		if err := f.checkKey(m, vk, v.Name(), seen); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	for i, vk := range f.LogMLDSAKeys {
 		m := fmt.Sprintf("log_mldsa_keys[%d]", i)
 		v, err := tlogpolicy.NewCosignatureVerifier(vk)
 		if err != nil || !IsMLDSA44(vk) {
-			return errorf(m, ErrLogKey, "%.80q is not an ML-DSA-44 signed-note verifier key (type 0x06)", vk)
+			return nil, nil, errorf(m, ErrLogKey, "%.80q is not an ML-DSA-44 signed-note verifier key (type 0x06)", vk)
 		}
 		if err := f.checkKey(m, vk, v.Name(), seen); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	if len(f.IssuerKeys) == 0 {
-		return errorf("issuer_keys", ErrIssuerKey, "no issuer key")
+		return nil, nil, errorf("issuer_keys", ErrIssuerKey, "no issuer key")
 	}
 	if len(f.IssuerKeys) > maxIssuerKeys {
-		return errorf("issuer_keys", ErrIssuerKey, "over %d keys", maxIssuerKeys)
+		return nil, nil, errorf("issuer_keys", ErrIssuerKey, "over %d keys", maxIssuerKeys)
 	}
 	kids := map[string]bool{}
+	issuers := make([]crypto.PublicKey, 0, len(f.IssuerKeys))
 	for i, k := range f.IssuerKeys {
 		m := fmt.Sprintf("issuer_keys[%d]", i)
-		if _, err := k.PublicKey(); err != nil {
-			return errorf(m, ErrIssuerKey, "%v", err)
+		pub, err := k.PublicKey()
+		if err != nil {
+			return nil, nil, errorf(m, ErrIssuerKey, "%v", err)
 		}
 		if kids[k.KID] {
-			return errorf(m+".kid", ErrIssuerKey, "kid %s listed twice", k.KID)
+			return nil, nil, errorf(m+".kid", ErrIssuerKey, "kid %s listed twice", k.KID)
 		}
 		kids[k.KID] = true
+		issuers = append(issuers, pub)
 		if err := checkWindow(k.NotBefore, k.NotAfter); err != nil {
-			return errorf(m, ErrIssuerKey, "%v", err)
+			return nil, nil, errorf(m, ErrIssuerKey, "%v", err)
 		}
 	}
-	if f.WitnessPolicy != "" {
-		if _, err := tlogpolicy.Parse([]byte(f.WitnessPolicy)); err != nil {
-			return errorf("witness_policy", ErrWitnessPolicy, "%v", err)
-		}
+	policy, err := f.Policy()
+	if err != nil {
+		return nil, nil, err
 	}
-	return nil
+	return issuers, policy, nil
 }
 
 func (f *File) checkKey(member, vkey, name string, seen map[string]bool) error {

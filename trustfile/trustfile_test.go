@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -41,6 +43,12 @@ func TestGolden(t *testing.T) {
 			keys, err := f.IssuerPublicKeys()
 			if err != nil || len(keys) != len(f.IssuerKeys) {
 				t.Fatalf("IssuerPublicKeys: %d keys, %v", len(keys), err)
+			}
+			// Checked returns what IssuerPublicKeys and Policy parse, from its one pass.
+			ckeys, cpolicy, err := f.Checked()
+			policy, perr := f.Policy()
+			if err != nil || perr != nil || !reflect.DeepEqual(ckeys, keys) || fmt.Sprint(cpolicy) != fmt.Sprint(policy) {
+				t.Fatalf("Checked: %d keys, policy %+v, %v; want %d keys, policy %+v", len(ckeys), cpolicy, err, len(keys), policy)
 			}
 			summary := strings.Join(f.Summary(), "\n") + "\n"
 			golden := strings.TrimSuffix(name, ".trust.json") + ".summary"

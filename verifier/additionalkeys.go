@@ -5,6 +5,7 @@ import (
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/tlogpolicy"
+	"github.com/evident-log/evident/trustfile"
 )
 
 // pqVerifiers returns the ML-DSA-44 checkpoint keys a checkpoint may be signed with: the
@@ -22,7 +23,7 @@ func (v *verifier) pqVerifiers() []note.Verifier {
 		return out
 	}
 	for _, c := range v.history.CheckpointKeys {
-		if c.Role != bundle.RoleAdditional || !isMLDSA44(c.VKey) || !v.pins.pqPinned(c.VKey) {
+		if c.Role != bundle.RoleAdditional || !trustfile.IsMLDSA44(c.VKey) || !v.pins.pqPinned(c.VKey) {
 			continue
 		}
 		nv, err := tlogpolicy.NewCosignatureVerifier(c.VKey)

@@ -36,20 +36,14 @@ func collectPins(o Options) (pins, error) {
 	}
 	p.issuers = append(p.issuers, o.TrustedIssuers...)
 	if t := o.Trust; t != nil {
-		if err := t.Check(); err != nil {
+		keys, policy, err := t.Checked()
+		if err != nil {
 			return pins{}, fmt.Errorf("verifier: pinned %w", err)
 		}
 		p.logKeys = append(p.logKeys, t.LogKeys...)
 		p.pqKeys = append(p.pqKeys, t.LogMLDSAKeys...)
-		keys, err := t.IssuerPublicKeys()
-		if err != nil {
-			return pins{}, fmt.Errorf("verifier: pinned %w", err)
-		}
 		p.issuers = append(p.issuers, keys...)
-		if p.policy, err = t.Policy(); err != nil {
-			return pins{}, fmt.Errorf("verifier: pinned %w", err)
-		}
-		p.policySet = true
+		p.policy, p.policySet = policy, true
 	}
 	return p, nil
 }

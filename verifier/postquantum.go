@@ -2,7 +2,6 @@ package verifier
 
 import (
 	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,12 +10,10 @@ import (
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/tlogpolicy"
+	"github.com/evident-log/evident/trustfile"
 )
 
-const (
-	signedNoteMLDSA44 = 0x06    // signed-note key type of ML-DSA-44 (cosignature/v1)
-	maxPQKeyFile      = 8 << 10 // an ML-DSA-44 vkey is under 2 KiB of base64
-)
+const maxPQKeyFile = 8 << 10 // an ML-DSA-44 vkey is under 2 KiB of base64
 
 // loadPQKey reads trust/log-mldsa.vkey, the log's ML-DSA-44 checkpoint key. Without it there
 // is no post-quantum check, unless Options.RequirePQ asks for one.
@@ -40,7 +37,7 @@ func (v *verifier) loadPQKey() []Check {
 	switch {
 	case err != nil:
 		c.Status, c.Code, c.Detail = Broken, CodeTrust, "not a signed-note verifier key: "+err.Error()
-	case !isMLDSA44(vkey):
+	case !trustfile.IsMLDSA44(vkey):
 		c.Status, c.Code, c.Detail = Broken, CodeTrust, "not an ML-DSA-44 key (signed-note key type 0x06)"
 	case pv.Name() != v.r.Manifest.Log.Origin:
 		c.Status, c.Code, c.Detail = Broken, CodeTrust, fmt.Sprintf("the key is named %.80q, not the log origin %.80q", pv.Name(), v.r.Manifest.Log.Origin)
@@ -57,14 +54,6 @@ func (v *verifier) loadPQKey() []Check {
 		c.Detail = fmt.Sprintf("post-quantum (ML-DSA-44) checkpoint key %s+%08x is the pinned key", pv.Name(), pv.KeyHash())
 	}
 	return []Check{c}
-}
-
-// isMLDSA44 says whether a signed-note vkey is of type 0x06.
-func isMLDSA44(vkey string) bool {
-	_, rest, _ := strings.Cut(vkey, "+")
-	_, key64, _ := strings.Cut(rest, "+")
-	k, err := base64.StdEncoding.DecodeString(key64)
-	return err == nil && len(k) > 1 && k[0] == signedNoteMLDSA44
 }
 
 // checkPQ checks the log's ML-DSA-44 signature on every verified checkpoint note. A signature
@@ -130,7 +119,7 @@ func (v *verifier) checkPQQuorum(p *tlogpolicy.Policy) []Check {
 	q.Witnesses = nil
 	var names []string
 	for _, w := range p.Witnesses {
-		if isMLDSA44(w.VKey) {
+		if trustfile.IsMLDSA44(w.VKey) {
 			q.Witnesses = append(q.Witnesses, w)
 			names = append(names, w.Name)
 		}

@@ -115,9 +115,10 @@ type Report struct {
 	Verifier string `json:"verifier,omitempty"`
 }
 
-// verdict folds checks: broken if any is broken, else not_evaluated if any is, else verified.
-// A report with no checks at all is not_evaluated.
-func verdict(checks []Check) Status {
+// Fold folds checks into one verdict: broken if any is broken, else not_evaluated if any is
+// (or has no known status), else verified. No checks at all is not_evaluated. It is the
+// report's verdict over all checks, and a chain's over the checks that name it.
+func Fold(checks []Check) Status {
 	if len(checks) == 0 {
 		return NotEvaluated
 	}
@@ -132,6 +133,17 @@ func verdict(checks []Check) Status {
 		}
 	}
 	return v
+}
+
+// Count returns how many of the report's checks have status s.
+func (r *Report) Count(s Status) int {
+	n := 0
+	for _, c := range r.Checks {
+		if c.Status == s {
+			n++
+		}
+	}
+	return n
 }
 
 // ExitCode maps the verdict to a process exit code: 0 verified, 1 broken, 2 not evaluated.
@@ -195,21 +207,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	case Verified:
 		ew.printf("  every check passed\n")
 	case Broken:
-		n := 0
-		for _, c := range r.Checks {
-			if c.Status == Broken {
-				n++
-			}
-		}
-		ew.printf("  %d check(s) broken\n", n)
+		ew.printf("  %d check(s) broken\n", r.Count(Broken))
 	default:
-		n := 0
-		for _, c := range r.Checks {
-			if c.Status == NotEvaluated {
-				n++
-			}
-		}
-		ew.printf("  nothing broken, but %d check(s) not evaluated\n", n)
+		ew.printf("  nothing broken, but %d check(s) not evaluated\n", r.Count(NotEvaluated))
 	}
 	if r.Hint != "" {
 		ew.printf("  %s\n", safe(r.Hint))

@@ -258,3 +258,27 @@ func TestOfflineDependencies(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldAndCount: the verdict fold (broken over not_evaluated over verified, nothing is
+// not_evaluated) and the per-status count the text and HTML reports print.
+func TestFoldAndCount(t *testing.T) {
+	v, n, b := verifier.Check{Status: verifier.Verified}, verifier.Check{Status: verifier.NotEvaluated}, verifier.Check{Status: verifier.Broken}
+	for _, tc := range []struct {
+		checks []verifier.Check
+		want   verifier.Status
+	}{
+		{nil, verifier.NotEvaluated},
+		{[]verifier.Check{v, v}, verifier.Verified},
+		{[]verifier.Check{v, n, v}, verifier.NotEvaluated},
+		{[]verifier.Check{n, b, v}, verifier.Broken},
+		{[]verifier.Check{v, {Status: "odd"}}, verifier.NotEvaluated},
+	} {
+		if got := verifier.Fold(tc.checks); got != tc.want {
+			t.Errorf("Fold(%v) = %s, want %s", tc.checks, got, tc.want)
+		}
+	}
+	r := &verifier.Report{Checks: []verifier.Check{v, n, b, v, n, n}}
+	if r.Count(verifier.Verified) != 2 || r.Count(verifier.NotEvaluated) != 3 || r.Count(verifier.Broken) != 1 {
+		t.Fatalf("counts %d %d %d", r.Count(verifier.Verified), r.Count(verifier.NotEvaluated), r.Count(verifier.Broken))
+	}
+}

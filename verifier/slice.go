@@ -80,6 +80,7 @@ func (v *verifier) verifySlice(ref bundle.ChainRef) (ChainReport, []Check, error
 	cr.Coverage.EntriesUnchecked = ref.Size - min(sc.proven, ref.Size)
 	cr.Coverage.SignaturesVerified = sc.sigOK
 	cr.Coverage.Unsigned = sc.unsigned
+	cr.Coverage.Unsignable = sc.unsignable
 	if sc.state != nil {
 		if p := participants(sc.state); p != nil {
 			cr.Participants = p
@@ -105,13 +106,14 @@ func scopeText(s *bundle.Scope) string {
 }
 
 type sliceResult struct {
-	checks   []Check
-	lines    uint64
-	proven   uint64
-	sigOK    uint64
-	unsigned uint64
-	keys     uint64 // key-lifecycle records (not refusals) included
-	state    ledger.ProfileState
+	checks     []Check
+	lines      uint64
+	proven     uint64
+	sigOK      uint64
+	unsigned   uint64
+	unsignable uint64 // recorded refusals: unsigned by design (ledger.Admission.Unsignable)
+	keys       uint64 // key-lifecycle records (not refusals) included
+	state      ledger.ProfileState
 }
 
 // sliceable returns the registry's adapter of a profile whose chains can be cut into case
@@ -196,8 +198,13 @@ func (v *verifier) sliceEntries(ref bundle.ChainRef, root []byte) sliceResult {
 			break
 		}
 		// The profile's rules with the entry's own predecessor as the head: the named
-		// prev_hash, the workspace, and the key history built from the included key records.
-		adm, err := st.Admit(ledger.Position{Chain: ref.ID, Head: e.Prev, Seq: e.Seq}, append([]byte(nil), e.Record...))
+		// prev_hash, the workspace, the key history built from the included key records, and
+		// the entry's meta (a Coordinator audit entry's seq and prev_hash).
+		var meta []byte
+		if e.Meta != nil {
+			meta = append([]byte(nil), e.Meta...)
+		}
+		adm, err := ledger.AdmitStored(st, ref.Profile, ledger.Position{Chain: ref.ID, Head: e.Prev, Seq: e.Seq}, append([]byte(nil), e.Record...), meta)
 		if err != nil {
 			code := ledger.CodeMalformed
 			var re *ledger.RecordError
@@ -224,7 +231,9 @@ func (v *verifier) sliceEntries(ref bundle.ChainRef, root []byte) sliceResult {
 			res.keys++
 		}
 		if adm.Verify == nil {
-			if !adm.Unsignable {
+			if adm.Unsignable {
+				res.unsignable++
+			} else {
 				res.unsigned++
 			}
 		} else if err := adm.Verify(); err != nil {

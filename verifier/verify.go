@@ -162,7 +162,7 @@ func Verify(ctx context.Context, r *bundle.Reader, o Options) (*Report, error) {
 	for _, part := range [][]Check{manifestChecks, digestChecks, trustChecks, chainChecks, logChecks} {
 		rep.Checks = append(rep.Checks, part...)
 	}
-	rep.Verdict = verdict(rep.Checks)
+	rep.Verdict = Fold(rep.Checks)
 	rep.Hint = pinHint(rep.Checks)
 	rep.Generated = o.Now().UTC().Format(time.RFC3339)
 	rep.Verifier = buildinfo.Read().Program("evident")

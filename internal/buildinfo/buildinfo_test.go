@@ -41,7 +41,4 @@ func TestRead(t *testing.T) {
 	if i.Version == "" || i.GoVersion != runtime.Version() {
 		t.Fatalf("%+v", i)
 	}
-	if got := i.Program("evident"); got != "evident "+i.String() {
-		t.Errorf("Program = %q", got)
-	}
 }

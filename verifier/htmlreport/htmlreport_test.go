@@ -65,7 +65,7 @@ func TestSelfContainedAndEscaped(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"NOT_EVALUATED", "chain.linkage", "unchained_prefix", "&lt;script&gt;", "decide.override", "24_months_fees",
-		"Coordinator linkage", "CHAP §9.3", "k1-2", "Content-Security-Policy"} {
+		"Coordinator linkage", "covered by the Coordinator's chain", "signed by nobody by design", "CHAP §9.3", "k1-2", "Content-Security-Policy"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -92,17 +92,16 @@ func build(in Input) *page {
 		p.MaxEntries = DefaultMaxEntries
 	}
 	notEval, verified, witnesses := map[string]int{}, map[string]int{}, map[string]int{}
-	worst := map[string]verifier.Status{}
+	byChain := map[string][]verifier.Check{}
+	p.Verified, p.Broken = rep.Count(verifier.Verified), rep.Count(verifier.Broken)
+	p.NotEval = len(rep.Checks) - p.Verified - p.Broken
 	for _, c := range rep.Checks {
 		switch c.Status {
 		case verifier.Verified:
-			p.Verified++
 			addTo(&p.VerifiedGroups, verified, string(c.Name), c)
 		case verifier.Broken:
-			p.Broken++
 			p.BrokenChecks = append(p.BrokenChecks, c)
 		default:
-			p.NotEval++
 			k := string(c.Name) + "\x00" + string(c.Code)
 			addTo(&p.NotEvalGroups, notEval, k, c)
 		}
@@ -117,14 +116,11 @@ func build(in Input) *page {
 			addTo(&p.Witnesses, witnesses, k, c)
 		}
 		if c.Chain != "" {
-			worst[c.Chain] = worse(worst[c.Chain], c.Status)
+			byChain[c.Chain] = append(byChain[c.Chain], c)
 		}
 	}
 	for _, c := range rep.Chains {
-		v := chainView{ChainReport: c, Status: worst[c.ID]}
-		if v.Status == "" {
-			v.Status = verifier.NotEvaluated
-		}
+		v := chainView{ChainReport: c, Status: verifier.Fold(byChain[c.ID])}
 		for _, pt := range c.Participants {
 			v.Keys += len(pt.Keys)
 		}
@@ -160,14 +156,6 @@ func addTo(list *[]group, index map[string]int, k string, c verifier.Check) {
 	if c.Chain != "" && (len(g.Chains) == 0 || g.Chains[len(g.Chains)-1] != c.Chain) && len(g.Chains) < 8 {
 		g.Chains = append(g.Chains, c.Chain)
 	}
-}
-
-func worse(a, b verifier.Status) verifier.Status {
-	rank := map[verifier.Status]int{"": 0, verifier.Verified: 1, verifier.NotEvaluated: 2, verifier.Broken: 3}
-	if rank[b] > rank[a] {
-		return b
-	}
-	return a
 }
 
 // cutTimeline keeps the first max events of tl (all when max < 0) and, past them, every
