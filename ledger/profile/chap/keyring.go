@@ -73,9 +73,10 @@ type SignatureCheck struct {
 	Public  ed25519.PublicKey
 	Message []byte
 	Value   []byte
-	// Deferred marks the signature of a pending workspace.create: its key is not known yet,
-	// so Verify has nothing to check now; the join that introduces the key verifies it
-	// (Resolves), and a key that never arrives is a finding (State.Findings).
+	// Deferred marks a check with no signature to verify now: that of a pending
+	// workspace.create, whose key is not known yet (the join that introduces the key verifies
+	// it through Resolves; a key that never arrives is a finding, State.Findings), or that of
+	// an unsigned join, which carries none and only has Resolves to check.
 	Deferred bool
 	// Resolves are the pending creates this record's key introduction lets be verified now.
 	Resolves []ResolvedCreate
