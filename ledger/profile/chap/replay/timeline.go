@@ -21,6 +21,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -1158,19 +1159,22 @@ func ulidOf(id string) string {
 // after it sort after it), preferring one prefer accepts, else the oldest. "" when none fits.
 func (b *Builder) pick(kind, id string, prefer func(key string) bool) string {
 	u := ulidOf(id)
-	var fits []string
-	for _, key := range b.unbound[kind] {
-		ok := true
-		if u != "" {
-			s := b.provSeq[key]
-			for _, a := range b.anchors {
-				if (a.seq < s && a.ulid >= u) || (a.seq > s && a.ulid <= u) {
-					ok = false
-					break
-				}
+	// The window of creation seqs id's place allows: no later than any bound id that sorts at
+	// or after it was created, no earlier than any that sorts at or before it.
+	lo, hi := uint64(0), uint64(math.MaxUint64)
+	if u != "" {
+		for _, a := range b.anchors {
+			if a.ulid <= u {
+				lo = max(lo, a.seq)
+			}
+			if a.ulid >= u {
+				hi = min(hi, a.seq)
 			}
 		}
-		if ok {
+	}
+	var fits []string
+	for _, key := range b.unbound[kind] {
+		if s := b.provSeq[key]; lo <= s && s <= hi {
 			fits = append(fits, key)
 		}
 	}
