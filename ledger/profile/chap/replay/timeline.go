@@ -562,10 +562,7 @@ func (b *Builder) apply(seq uint64, r *chap.Record, p *canonical.Object, ev *Eve
 		ot := b.known(seq, orig, m)
 		ot.Escalations = append(ot.Escalations, Decision{Seq: seq, Kind: "escalate", By: r.From, TS: ev.TS, Rationale: firstNonEmpty(str(p, "reason"), str(p, "rationale")), Category: to})
 		ot.Status = "escalated"
-		id := b.provisional("task", seq)
-		t := b.task(id)
-		s := seq
-		t.CreatedSeq, t.CreatedBy, t.Status, t.Kind, t.Mode, t.Supersedes = &s, r.From, "created", firstNonEmpty(str(nt, "kind"), ot.Kind), ot.Mode, orig
+		id, t := b.successor(seq, r.From, firstNonEmpty(str(nt, "kind"), ot.Kind), ot.Mode, orig)
 		if to != "" {
 			t.AssignedBy, t.Assignees, t.assigned = []string{r.From}, []string{to}, true
 		}
@@ -724,10 +721,7 @@ func (b *Builder) control(seq uint64, r *chap.Record, p *canonical.Object, ev *E
 	case "supersede":
 		tk.Status = "superseded"
 		if spec, ok := p.Object("successor_task"); ok {
-			id := b.provisional("task", seq)
-			t := b.task(id)
-			s := seq
-			t.CreatedSeq, t.CreatedBy, t.Status, t.Kind, t.Mode, t.Supersedes = &s, r.From, "created", str(spec, "kind"), firstNonEmpty(str(spec, "mode"), tk.Mode), taskID
+			id, t := b.successor(seq, r.From, str(spec, "kind"), firstNonEmpty(str(spec, "mode"), tk.Mode), taskID)
 			who := firstNonEmpty(str(spec, "assignee"), strings.Join(tk.Assignees, ", "))
 			t.AssignedBy, t.assigned = []string{r.From}, true
 			if who != "" {
@@ -737,6 +731,17 @@ func (b *Builder) control(seq uint64, r *chap.Record, p *canonical.Object, ev *E
 		}
 	}
 	return fmt.Sprintf("%s: %s %s %s", r.From, verb, taskID, str(p, "reason"))
+}
+
+// successor creates the task the record at seq, sent by by, makes to follow task supersedes
+// (escalate.raise, control.supersede). The Coordinator's id for it is in the response, not in
+// the chain: it is kept under a provisional key until a later record names it.
+func (b *Builder) successor(seq uint64, by, kind, mode, supersedes string) (string, *Task) {
+	id := b.provisional("task", seq)
+	t := b.task(id)
+	s := seq
+	t.CreatedSeq, t.CreatedBy, t.Status, t.Kind, t.Mode, t.Supersedes = &s, by, "created", kind, mode, supersedes
+	return id, t
 }
 
 func (b *Builder) setMode(seq uint64, r *chap.Record, md string) {
@@ -1007,9 +1012,7 @@ func outcome(d *Deliberation) string {
 	kind, arg, _ := strings.Cut(d.Rule, ":")
 	switch kind {
 	case "any_one_approves", "all_approve", "quorum", "weighted_vote", "weighted_vote_with_veto":
-		if kind != d.Rule || strings.Contains(d.Rule, "_") {
-			return coordinatorOutcome(d, kind, arg, yes, no, wy, veto)
-		}
+		return coordinatorOutcome(d, kind, arg, yes, no, wy, veto)
 	}
 	switch d.Rule {
 	case "any-one-approves":
