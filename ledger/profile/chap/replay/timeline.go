@@ -254,6 +254,7 @@ type Builder struct {
 	// in its response, which the audit log does not record), by kind, oldest first.
 	unbound map[string][]string
 	provSeq map[string]uint64 // provisional key → seq of the record that created it
+	bound   map[string]string // provisional key → the id it was bound to (events and findings are renamed in Timeline)
 	anchors []anchor          // Coordinator ids bound so far, with the seq that created them
 	left    map[string]string // role of a member that left (a re-join without a role gets it back)
 }
@@ -265,7 +266,7 @@ func New(chain, task string) *Builder {
 		only: task, roles: map[string]string{}, lastTS: map[string]time.Time{}, tasks: map[string]*Task{},
 		byID: map[string]*artefact{}, byLogical: map[string]*artefact{}, taskLatest: map[string]*artefact{},
 		delibs: map[string]*Deliberation{}, whispers: map[string]*Whisper{}, lastWhisp: map[string]*Whisper{},
-		handoffIDs: map[string]*Handoff{}, unbound: map[string][]string{}, provSeq: map[string]uint64{}, left: map[string]string{}}
+		handoffIDs: map[string]*Handoff{}, unbound: map[string][]string{}, provSeq: map[string]uint64{}, bound: map[string]string{}, left: map[string]string{}}
 }
 
 // PrivilegedMethod reports whether a CHAP method needs the admin role: workspace.set_profiles
@@ -1081,6 +1082,19 @@ func coordinatorOutcome(d *Deliberation, kind, arg string, yes, no, wy int64, ve
 // Timeline finishes the replay: whispers nobody answered take their default, deliberations
 // are checked against their recorded outcome, and the §9.3 questions are answered.
 func (b *Builder) Timeline() *Timeline {
+	if len(b.bound) > 0 {
+		// Events and findings recorded under a provisional key take the id it was bound to.
+		for i := range b.t.Events {
+			if id, ok := b.bound[b.t.Events[i].Task]; ok {
+				b.t.Events[i].Task = id
+			}
+		}
+		for i := range b.t.Findings {
+			if id, ok := b.bound[b.t.Findings[i].Task]; ok {
+				b.t.Findings[i].Task = id
+			}
+		}
+	}
 	ids := make([]string, 0, len(b.tasks))
 	for id := range b.tasks {
 		if id != "" && (b.only == "" || id == b.only) {
@@ -1232,16 +1246,7 @@ func (b *Builder) bindTask(id, from string) string {
 	rekey(b.tasks, pick, id)
 	rekey(b.taskLatest, pick, id)
 	rekey(b.lastWhisp, pick, id)
-	for i := range b.t.Events {
-		if b.t.Events[i].Task == pick {
-			b.t.Events[i].Task = id
-		}
-	}
-	for i := range b.t.Findings {
-		if b.t.Findings[i].Task == pick {
-			b.t.Findings[i].Task = id
-		}
-	}
+	b.bound[pick] = id // events and findings: renamed once, in Timeline
 	for _, d := range b.t.Deliberations {
 		if d.Task == pick {
 			d.Task = id
