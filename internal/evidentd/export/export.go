@@ -39,7 +39,9 @@ type Config struct {
 	// Producer is written into every manifest, e.g. "evidentd v0.1.0".
 	Producer string
 	// Now, when set, gives the export time: the manifest's created and the date of every
-	// zip entry. Nil is time.Now; a test sets a fixed time for stable bundles.
+	// zip entry. Nil is time.Now; a test sets a fixed time to pin those fields. It does not
+	// make a bundle byte-stable: the chain-root signatures of entry proofs are stamped with
+	// the wall clock (issued at).
 	Now func() time.Time
 }
 

@@ -352,3 +352,41 @@ func TestJWKForms(t *testing.T) {
 		})
 	}
 }
+
+// TestBootstrapUnsignedJoinIsUnsigned: an unsigned join that introduces the key of a pending
+// workspace.create verifies the create, but is itself no signed record: its admission says
+// Signed false, while its Verify still refuses a bad create signature.
+func TestBootstrapUnsignedJoinIsUnsigned(t *testing.T) {
+	for _, tamper := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tampered=%v", tamper), func(t *testing.T) {
+			c := newKeysChain(t)
+			m := refCreate(rAlice.uri, at(0))
+			rec := signed(t, m, rAlice)
+			if tamper {
+				m["params"].(map[string]any)["mode"] = "production"
+				rec = raw(t, m)
+			}
+			a, err := c.Append(rec, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !a.Admission.Signed || a.Admission.Verify == nil {
+				t.Fatalf("pending create: Signed %v, Verify set %v", a.Admission.Signed, a.Admission.Verify != nil)
+			}
+			j, err := c.Append(raw(t, refJoin(rAlice, at(1), "admin")), t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if j.Admission.Signed {
+				t.Fatal("an unsigned join is admitted as Signed")
+			}
+			if j.Admission.Verify == nil {
+				t.Fatal("the unsigned join does not verify the pending create")
+			}
+			err = j.Admission.Verify()
+			if got, want := codeOf(err), map[bool]ledger.Code{false: "", true: ledger.CodeBadSignature}[tamper]; got != want {
+				t.Fatalf("join Verify = %v, want code %q", err, want)
+			}
+		})
+	}
+}

@@ -73,9 +73,10 @@ type SignatureCheck struct {
 	Public  ed25519.PublicKey
 	Message []byte
 	Value   []byte
-	// Deferred marks the signature of a pending workspace.create: its key is not known yet,
-	// so Verify has nothing to check now; the join that introduces the key verifies it
-	// (Resolves), and a key that never arrives is a finding (State.Findings).
+	// Deferred marks a check with no signature to verify now: that of a pending
+	// workspace.create, whose key is not known yet (the join that introduces the key verifies
+	// it through Resolves; a key that never arrives is a finding, State.Findings), or that of
+	// an unsigned join, which carries none and only has Resolves to check.
 	Deferred bool
 	// Resolves are the pending creates this record's key introduction lets be verified now.
 	Resolves []ResolvedCreate
@@ -124,9 +125,11 @@ func (k *Keyring) hasValidKey(from string, ts time.Time) bool {
 	return false
 }
 
-// Admit checks record r against the key history and, when r is admissible, applies its
-// key-lifecycle effects (join, rotate, revoke) to k. It returns the signature the caller
-// must verify (nil for an unsigned record that is allowed to be unsigned). On error k is unchanged.
+// AdmitAt checks record r, at seq, against the key history and, when r is admissible, applies
+// its key-lifecycle effects (join, rotate, revoke) to k. It returns the signature the caller
+// must verify (nil for an unsigned record that is allowed to be unsigned and resolves no
+// pending create). On error k is unchanged. seq is what a pending workspace.create is
+// remembered by.
 //
 // The rules (docs/profiles/chap.md):
 //   - a signed record is checked with the key of (from, kid) valid at ts;
@@ -136,9 +139,6 @@ func (k *Keyring) hasValidKey(from string, ts time.Time) bool {
 //   - participant.revoke_key {kid[, target_uri | participant]} must be signed by that participant
 //     or an admin; a revoked key signs nothing admitted after the revocation;
 //   - a signed workspace.create whose sender has no key yet is pending until its join (bootstrap.go).
-func (k *Keyring) Admit(r *Record) (*SignatureCheck, error) { return k.AdmitAt(0, r) }
-
-// AdmitAt is Admit for the record at seq (the seq a pending workspace.create is remembered by).
 func (k *Keyring) AdmitAt(seq uint64, r *Record) (*SignatureCheck, error) {
 	if r.Refusal {
 		return nil, nil // a refusal is written by the Coordinator; the refused request is kept verbatim
@@ -346,10 +346,8 @@ func (k *Keyring) joinRole(r *Record, uri string, p *Participant, signer *Key) (
 	if role != RoleAdmin || len(k.Participants) == 0 {
 		return role, nil
 	}
-	if r.Sig != nil && signer != nil && r.From != uri {
-		if g := k.Participants[r.From]; g != nil && g.Role == RoleAdmin {
-			return role, nil
-		}
+	if k.adminSigned(r, uri, signer) {
+		return role, nil
 	}
 	return "", ledger.Refuse(ledger.CodeRoleDenied, "%.80q cannot declare itself admin: only the workspace's first participant, or a join signed by an existing admin, may", uri)
 }

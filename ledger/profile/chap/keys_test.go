@@ -83,7 +83,9 @@ func submit(c **ledger.Chain, rec []byte) error {
 	if err != nil {
 		return err
 	}
-	if a.Admission.Signed != (a.Admission.Verify != nil) {
+	// A signed record has a Verify; an unsigned one has one only when it resolves a pending
+	// workspace.create (an unsigned join introducing the create's key).
+	if a.Admission.Signed != (a.Admission.Verify != nil) && (a.Admission.Signed || a.Admission.Method != "participant.join") {
 		return fmt.Errorf("Signed %v but Verify set %v", a.Admission.Signed, a.Admission.Verify != nil)
 	}
 	if a.Admission.Verify != nil {

@@ -115,7 +115,10 @@ func (s *State) AdmitRecord(at ledger.Position, r *Record) (*ledger.Admission, e
 		adm.Attrs[AttrCoordinatorAdded] = []string{"params.task_id"}
 	}
 	if check != nil {
-		adm.Signed = true
+		// Signed says the record itself carries a signature. An unsigned participant.join
+		// that introduces the key of a pending workspace.create has a check too (the create's
+		// signature, Resolves), but no signature of its own: it stays unsigned.
+		adm.Signed = r.Sig != nil
 		adm.Verify = func() error {
 			if !check.Verify() {
 				return ledger.Refuse(ledger.CodeBadSignature, "ed25519 signature by %.80q key %.80q does not verify", r.From, check.Kid)

@@ -51,7 +51,7 @@ func TestReferenceCoordinatorLogs(t *testing.T) {
 					t.Fatalf("%d impossible histories in a reference Coordinator's log: %+v", n, tl.Findings)
 				}
 				for _, f := range tl.Findings {
-					if f.Code == "unknown_task" {
+					if f.Code == replay.CodeUnknownTask {
 						t.Errorf("seq %d: %s", f.Seq, f.Detail)
 					}
 				}

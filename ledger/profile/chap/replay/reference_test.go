@@ -1,8 +1,6 @@
 package replay
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -10,8 +8,8 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/canonical"
 	"github.com/evident-log/evident/ledger/profile/chap"
+	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
 
 // ref is one request in the reference Coordinator's wire form: routing fields in params.
@@ -54,16 +52,7 @@ func refTimeline(t *testing.T, task string, reqs []ref) *Timeline {
 }
 
 // coordinatorHash is the reference Coordinator's contentHash: bare hex SHA-256 of the JCS.
-func coordinatorHash(t *testing.T, v any) string {
-	b, _ := json.Marshal(v)
-	cv, err := canonical.Parse(b, canonical.CHAP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := canonical.Encode(cv)
-	h := sha256.Sum256(c)
-	return hex.EncodeToString(h[:])
-}
+func coordinatorHash(v any) string { return strings.TrimPrefix(scenario.ContentDigest(v), "sha256:") }
 
 var refDraft = map[string]any{"body": "Refund of 100 EUR issued.", "refund_eur": 100}
 
@@ -141,16 +130,16 @@ func TestReferenceWireForm(t *testing.T) {
 		{"review, approval naming the reviewed digest", []ref{
 			create("human:lead", "agent:drafter"), review,
 			{"human:rev", "review.depth", map[string]any{"task_id": T1, "artefact_routing_hints": map[string]any{"model_id": "m1"}}},
-			{"human:rev", "decide.approve", map[string]any{"task_id": T1, "approved_artefact_digest": coordinatorHash(t, refDraft), "comment": "ok", "tags": []string{"refund"}}},
+			{"human:rev", "decide.approve", map[string]any{"task_id": T1, "approved_artefact_digest": coordinatorHash(refDraft), "comment": "ok", "tags": []string{"refund"}}},
 		}, nil, func(t *testing.T, tl *Timeline) {
 			tk := tl.Tasks[0]
-			if len(tk.Reviewers) != 2 || tk.Status != "approved" || len(tk.Decisions) != 1 || tk.Decisions[0].Digest != "sha256:"+coordinatorHash(t, refDraft) || len(tk.Routes) != 1 {
+			if len(tk.Reviewers) != 2 || tk.Status != "approved" || len(tk.Decisions) != 1 || tk.Decisions[0].Digest != scenario.ContentDigest(refDraft) || len(tk.Routes) != 1 {
 				t.Fatalf("task %+v", tk)
 			}
 		}},
 		{"approval naming another digest", []ref{
 			create("human:lead", "agent:drafter"), review,
-			{"human:rev", "decide.approve", map[string]any{"task_id": T1, "approved_artefact_digest": coordinatorHash(t, map[string]any{"body": "other"})}},
+			{"human:rev", "decide.approve", map[string]any{"task_id": T1, "approved_artefact_digest": coordinatorHash(map[string]any{"body": "other"})}},
 		}, []string{CodeApprovalDigest}, nil},
 		{"reject with a revision request, then override of the pending artefact", []ref{
 			create("human:lead", "agent:drafter"), review,

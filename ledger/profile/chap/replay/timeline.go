@@ -21,6 +21,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -253,6 +254,7 @@ type Builder struct {
 	// in its response, which the audit log does not record), by kind, oldest first.
 	unbound map[string][]string
 	provSeq map[string]uint64 // provisional key → seq of the record that created it
+	bound   map[string]string // provisional key → the id it was bound to (events and findings are renamed in Timeline)
 	anchors []anchor          // Coordinator ids bound so far, with the seq that created them
 	left    map[string]string // role of a member that left (a re-join without a role gets it back)
 }
@@ -264,7 +266,7 @@ func New(chain, task string) *Builder {
 		only: task, roles: map[string]string{}, lastTS: map[string]time.Time{}, tasks: map[string]*Task{},
 		byID: map[string]*artefact{}, byLogical: map[string]*artefact{}, taskLatest: map[string]*artefact{},
 		delibs: map[string]*Deliberation{}, whispers: map[string]*Whisper{}, lastWhisp: map[string]*Whisper{},
-		handoffIDs: map[string]*Handoff{}, unbound: map[string][]string{}, provSeq: map[string]uint64{}, left: map[string]string{}}
+		handoffIDs: map[string]*Handoff{}, unbound: map[string][]string{}, provSeq: map[string]uint64{}, bound: map[string]string{}, left: map[string]string{}}
 }
 
 // PrivilegedMethod reports whether a CHAP method needs the admin role: workspace.set_profiles
@@ -561,10 +563,7 @@ func (b *Builder) apply(seq uint64, r *chap.Record, p *canonical.Object, ev *Eve
 		ot := b.known(seq, orig, m)
 		ot.Escalations = append(ot.Escalations, Decision{Seq: seq, Kind: "escalate", By: r.From, TS: ev.TS, Rationale: firstNonEmpty(str(p, "reason"), str(p, "rationale")), Category: to})
 		ot.Status = "escalated"
-		id := b.provisional("task", seq)
-		t := b.task(id)
-		s := seq
-		t.CreatedSeq, t.CreatedBy, t.Status, t.Kind, t.Mode, t.Supersedes = &s, r.From, "created", firstNonEmpty(str(nt, "kind"), ot.Kind), ot.Mode, orig
+		id, t := b.successor(seq, r.From, firstNonEmpty(str(nt, "kind"), ot.Kind), ot.Mode, orig)
 		if to != "" {
 			t.AssignedBy, t.Assignees, t.assigned = []string{r.From}, []string{to}, true
 		}
@@ -723,10 +722,7 @@ func (b *Builder) control(seq uint64, r *chap.Record, p *canonical.Object, ev *E
 	case "supersede":
 		tk.Status = "superseded"
 		if spec, ok := p.Object("successor_task"); ok {
-			id := b.provisional("task", seq)
-			t := b.task(id)
-			s := seq
-			t.CreatedSeq, t.CreatedBy, t.Status, t.Kind, t.Mode, t.Supersedes = &s, r.From, "created", str(spec, "kind"), firstNonEmpty(str(spec, "mode"), tk.Mode), taskID
+			id, t := b.successor(seq, r.From, str(spec, "kind"), firstNonEmpty(str(spec, "mode"), tk.Mode), taskID)
 			who := firstNonEmpty(str(spec, "assignee"), strings.Join(tk.Assignees, ", "))
 			t.AssignedBy, t.assigned = []string{r.From}, true
 			if who != "" {
@@ -736,6 +732,17 @@ func (b *Builder) control(seq uint64, r *chap.Record, p *canonical.Object, ev *E
 		}
 	}
 	return fmt.Sprintf("%s: %s %s %s", r.From, verb, taskID, str(p, "reason"))
+}
+
+// successor creates the task the record at seq, sent by by, makes to follow task supersedes
+// (escalate.raise, control.supersede). The Coordinator's id for it is in the response, not in
+// the chain: it is kept under a provisional key until a later record names it.
+func (b *Builder) successor(seq uint64, by, kind, mode, supersedes string) (string, *Task) {
+	id := b.provisional("task", seq)
+	t := b.task(id)
+	s := seq
+	t.CreatedSeq, t.CreatedBy, t.Status, t.Kind, t.Mode, t.Supersedes = &s, by, "created", kind, mode, supersedes
+	return id, t
 }
 
 func (b *Builder) setMode(seq uint64, r *chap.Record, md string) {
@@ -1006,9 +1013,7 @@ func outcome(d *Deliberation) string {
 	kind, arg, _ := strings.Cut(d.Rule, ":")
 	switch kind {
 	case "any_one_approves", "all_approve", "quorum", "weighted_vote", "weighted_vote_with_veto":
-		if kind != d.Rule || strings.Contains(d.Rule, "_") {
-			return coordinatorOutcome(d, kind, arg, yes, no, wy, veto)
-		}
+		return coordinatorOutcome(d, kind, arg, yes, no, wy, veto)
 	}
 	switch d.Rule {
 	case "any-one-approves":
@@ -1077,6 +1082,19 @@ func coordinatorOutcome(d *Deliberation, kind, arg string, yes, no, wy int64, ve
 // Timeline finishes the replay: whispers nobody answered take their default, deliberations
 // are checked against their recorded outcome, and the §9.3 questions are answered.
 func (b *Builder) Timeline() *Timeline {
+	if len(b.bound) > 0 {
+		// Events and findings recorded under a provisional key take the id it was bound to.
+		for i := range b.t.Events {
+			if id, ok := b.bound[b.t.Events[i].Task]; ok {
+				b.t.Events[i].Task = id
+			}
+		}
+		for i := range b.t.Findings {
+			if id, ok := b.bound[b.t.Findings[i].Task]; ok {
+				b.t.Findings[i].Task = id
+			}
+		}
+	}
 	ids := make([]string, 0, len(b.tasks))
 	for id := range b.tasks {
 		if id != "" && (b.only == "" || id == b.only) {
@@ -1158,19 +1176,22 @@ func ulidOf(id string) string {
 // after it sort after it), preferring one prefer accepts, else the oldest. "" when none fits.
 func (b *Builder) pick(kind, id string, prefer func(key string) bool) string {
 	u := ulidOf(id)
-	var fits []string
-	for _, key := range b.unbound[kind] {
-		ok := true
-		if u != "" {
-			s := b.provSeq[key]
-			for _, a := range b.anchors {
-				if (a.seq < s && a.ulid >= u) || (a.seq > s && a.ulid <= u) {
-					ok = false
-					break
-				}
+	// The window of creation seqs id's place allows: no later than any bound id that sorts at
+	// or after it was created, no earlier than any that sorts at or before it.
+	lo, hi := uint64(0), uint64(math.MaxUint64)
+	if u != "" {
+		for _, a := range b.anchors {
+			if a.ulid <= u {
+				lo = max(lo, a.seq)
+			}
+			if a.ulid >= u {
+				hi = min(hi, a.seq)
 			}
 		}
-		if ok {
+	}
+	var fits []string
+	for _, key := range b.unbound[kind] {
+		if s := b.provSeq[key]; lo <= s && s <= hi {
 			fits = append(fits, key)
 		}
 	}
@@ -1225,16 +1246,7 @@ func (b *Builder) bindTask(id, from string) string {
 	rekey(b.tasks, pick, id)
 	rekey(b.taskLatest, pick, id)
 	rekey(b.lastWhisp, pick, id)
-	for i := range b.t.Events {
-		if b.t.Events[i].Task == pick {
-			b.t.Events[i].Task = id
-		}
-	}
-	for i := range b.t.Findings {
-		if b.t.Findings[i].Task == pick {
-			b.t.Findings[i].Task = id
-		}
-	}
+	b.bound[pick] = id // events and findings: renamed once, in Timeline
 	for _, d := range b.t.Deliberations {
 		if d.Task == pick {
 			d.Task = id
