@@ -18,8 +18,11 @@ type Admission struct {
 	// (a CHAP recorded refusal). It is unsigned by design, not a participant's unsigned
 	// statement; its place is fixed by the chain's links.
 	Unsignable bool
-	Verify     func() error // checks the signature; nil when unsigned. Safe to run on any goroutine.
-	Closes     bool         // the record ends the chain (e.g. an OWP root Intent resolving)
+	// Verify checks the record's signature, or what an unsigned record settles (a CHAP join
+	// verifying the pending workspace.create its key signed); nil when there is nothing to
+	// check. Safe to run on any goroutine.
+	Verify func() error
+	Closes bool // the record ends the chain (e.g. an OWP root Intent resolving)
 	// Meta is metadata the submitter sent with the record, kept beside it and never hashed:
 	// canonical JSON of an object (a CHAP Coordinator's audit entry: seq, arrived, prev_hash),
 	// nil when none. It is stored and exported with the entry, and the replay hands it back

@@ -230,16 +230,21 @@ func (v *verifier) sliceEntries(ref bundle.ChainRef, root []byte) sliceResult {
 		if sl.KeyRecord(adm) {
 			res.keys++
 		}
-		if adm.Verify == nil {
-			if adm.Unsignable {
-				res.unsignable++
-			} else {
-				res.unsigned++
+		// An unsigned record may still have something to verify (a CHAP join resolving a
+		// pending workspace.create): it is checked, but counted unsigned, as in the chain replay.
+		if adm.Verify != nil {
+			if err := adm.Verify(); err != nil {
+				fail(&sigs, ledger.CodeBadSignature, fmt.Sprintf("seq %d", e.Seq), "seq %d: %v", e.Seq, err)
+			} else if adm.Signed {
+				res.sigOK++
 			}
-		} else if err := adm.Verify(); err != nil {
-			fail(&sigs, ledger.CodeBadSignature, fmt.Sprintf("seq %d", e.Seq), "seq %d: %v", e.Seq, err)
-		} else {
-			res.sigOK++
+		}
+		switch {
+		case adm.Signed:
+		case adm.Unsignable:
+			res.unsignable++
+		default:
+			res.unsigned++
 		}
 		if rerr != nil {
 			break
