@@ -172,16 +172,16 @@ func (s *serviceFlags) sendBatches(ctx context.Context, c *client.Client, chain,
 
 // readRecords reads one JSON value, a JSON array or JSON Lines from a file or standard input.
 func readRecords(name string) ([][]byte, error) {
-	var b []byte
-	var err error
-	if name == "-" {
-		b, err = io.ReadAll(os.Stdin)
-	} else {
-		b, err = os.ReadFile(name)
-	}
+	b, err := readInput(name)
 	if err != nil {
 		return nil, err
 	}
+	return parseRecords(name, b)
+}
+
+// parseRecords splits b, read from name, into records: one JSON value, a JSON array's
+// elements, or JSON Lines.
+func parseRecords(name string, b []byte) ([][]byte, error) {
 	t := bytes.TrimSpace(b)
 	switch {
 	case len(t) == 0:

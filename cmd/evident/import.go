@@ -168,7 +168,7 @@ func readAuditEntries(name string) ([]auditEntry, error) {
 			return parseAuditEntries(name, raws)
 		}
 	}
-	recs, err := readRecords(name)
+	recs, err := parseRecords(name, b)
 	if err != nil {
 		return nil, err
 	}
@@ -207,6 +207,7 @@ func readEvidenceHead(name string) (*api.EvidenceHeadRequest, error) {
 	return &req, nil
 }
 
+// readInput reads a file, or standard input for "-".
 func readInput(name string) ([]byte, error) {
 	if name == "-" {
 		return io.ReadAll(os.Stdin)
