@@ -27,7 +27,7 @@ func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	quiet := fs.Bool("q", false, "no progress on standard error")
 	fs.BoolVar(quiet, "quiet", false, "same as -q")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, `Usage: evident import -chain WORKSPACE [flags] FILE...
+		fmt.Fprintf(stderr, `Usage: %s
 
 Takes a CHAP Coordinator's audit log into a chain, as audit.read returns it: each FILE (or - for
 standard input) holds an audit.read result {"entries": [...], "next_seq": n} (bare or as the
@@ -38,7 +38,7 @@ each entry's seq and prev_hash continue the chain. With -describe, the Coordinat
 evidence_head is checked against the chain and kept for export.
 
 Flags:
-`)
+`, synopsis(fs.Name()))
 		fs.PrintDefaults()
 	}
 	if code, done := parseArgs(fs, args); done {
