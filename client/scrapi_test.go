@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"io"
 	"log/slog"
@@ -9,7 +10,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -93,7 +93,7 @@ func TestRegister(t *testing.T) {
 				t.Errorf("statuses %v: want 303, then 302 while pending, then 200", statuses)
 			}
 			entry, _ := receipts.EntryHash(stmt)
-			if want := base + "/entries/" + strings.ToLower(hexOf(entry[:])); reg.Location != want {
+			if want := base + "/entries/" + hex.EncodeToString(entry[:]); reg.Location != want {
 				t.Errorf("Location %q, want %q", reg.Location, want)
 			}
 			keys, err := c.SCITTKeys(ctx)
@@ -163,15 +163,6 @@ func TestRegisterRetries(t *testing.T) {
 	if _, err := c.Register(context.Background(), []byte("statement")); !errors.As(err, &e) || e.StatusCode != http.StatusServiceUnavailable || calls.Load() != -5 {
 		t.Fatalf("after %d requests: %v", calls.Load()+10, err)
 	}
-}
-
-func hexOf(b []byte) string {
-	const digits = "0123456789abcdef"
-	out := make([]byte, 0, 2*len(b))
-	for _, c := range b {
-		out = append(out, digits[c>>4], digits[c&15])
-	}
-	return string(out)
 }
 
 // statusRecorder appends each answer's status to seen before the client can read it.
