@@ -53,10 +53,11 @@ var ErrInvalidRecord = errors.New("client: a record is not one JSON value")
 
 // Client talks to one evidentd. It is safe for concurrent use.
 type Client struct {
-	base  *url.URL
-	hc    *http.Client
-	token string
-	retry RetryPolicy
+	base       *url.URL
+	hc         *http.Client
+	noRedirect *http.Client // hc, not following redirects: SCRAPI's pending registrations redirect to themselves
+	token      string
+	retry      RetryPolicy
 }
 
 // Option configures a Client.
@@ -81,6 +82,9 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(c)
 	}
+	nr := *c.hc
+	nr.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c.noRedirect = &nr
 	return c, nil
 }
 
@@ -329,9 +333,10 @@ func (c *Client) doJSON(ctx context.Context, method, path string, q url.Values, 
 	return nil
 }
 
-// send sends a request under the retry policy and returns the last attempt's response (any
-// status) or error. The body is sent again from the start on every attempt.
-func (c *Client) send(ctx context.Context, method, u, contentType string, body []byte) (*http.Response, error) {
+// send sends a request with hc under the retry policy and returns the last attempt's
+// response (any status) or error. Every attempt carries header and sends the body again
+// from the start.
+func (c *Client) send(ctx context.Context, hc *http.Client, method, u string, header http.Header, body []byte) (*http.Response, error) {
 	for attempt := 1; ; attempt++ {
 		var rd io.Reader
 		if body != nil {
@@ -341,13 +346,10 @@ func (c *Client) send(ctx context.Context, method, u, contentType string, body [
 		if err != nil {
 			return nil, fmt.Errorf("client: %w", err)
 		}
-		if contentType != "" {
-			req.Header.Set("Content-Type", contentType)
+		for k, vs := range header {
+			req.Header[k] = vs
 		}
-		if c.token != "" {
-			req.Header.Set("Authorization", "Bearer "+c.token)
-		}
-		resp, err := c.hc.Do(req)
+		resp, err := hc.Do(req)
 		again, asked := retryable(resp, err)
 		if !again || attempt >= c.retry.MaxAttempts {
 			return resp, err
@@ -387,7 +389,14 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, cont
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
-	resp, err := c.send(ctx, method, u, contentType, body)
+	h := http.Header{}
+	if contentType != "" {
+		h.Set("Content-Type", contentType)
+	}
+	if c.token != "" {
+		h.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.send(ctx, c.hc, method, u, h, body)
 	if err != nil {
 		return nil, err // a *url.Error naming the request; it wraps the context's error
 	}

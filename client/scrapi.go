@@ -1,13 +1,11 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -54,12 +52,8 @@ func (c *Client) Register(ctx context.Context, statement []byte) (*Registration,
 			if wait <= 0 {
 				wait = DefaultPollInterval
 			}
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return nil, fmt.Errorf("client: registration %s still pending: %w", resp.location, ctx.Err())
-			case <-t.C:
+			if err := sleep(ctx, wait); err != nil {
+				return nil, fmt.Errorf("client: registration %s still pending: %w", resp.location, err)
 			}
 			loc := resp.location
 			if resp, err = c.scrapi(ctx, http.MethodGet, loc, nil); err != nil {
@@ -94,24 +88,14 @@ type scrapiAnswer struct {
 	body       []byte
 }
 
-// scrapi sends one SCRAPI request without following redirects (a pending registration
-// redirects to itself) and turns a 4xx or 5xx into an *Error.
+// scrapi sends one SCRAPI request under the retry policy without following redirects (a
+// pending registration redirects to itself) and turns a 4xx or 5xx into an *Error.
 func (c *Client) scrapi(ctx context.Context, method, u string, body []byte) (*scrapiAnswer, error) {
-	var rd io.Reader
+	h := http.Header{"Accept": {api.MediaCOSE + ", application/cbor, " + api.MediaConciseProblem}}
 	if body != nil {
-		rd = bytes.NewReader(body)
+		h.Set("Content-Type", api.MediaCOSE)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return nil, fmt.Errorf("client: %w", err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", api.MediaCOSE)
-	}
-	req.Header.Set("Accept", api.MediaCOSE+", application/cbor, "+api.MediaConciseProblem)
-	hc := *c.hc
-	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	resp, err := hc.Do(req)
+	resp, err := c.send(ctx, c.noRedirect, method, u, h, body)
 	if err != nil {
 		return nil, err
 	}
@@ -121,9 +105,7 @@ func (c *Client) scrapi(ctx context.Context, method, u string, body []byte) (*sc
 		return nil, fmt.Errorf("client: %s %s: %s: %w", method, u, resp.Status, err)
 	}
 	a := &scrapiAnswer{status: resp.StatusCode, body: b}
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
-		a.retryAfter = time.Duration(s) * time.Second
-	}
+	a.retryAfter = retryAfter(resp.Header.Get("Retry-After"))
 	if loc := resp.Header.Get("Location"); loc != "" {
 		// A relative Location (earlier evidentd versions) is resolved against the request.
 		if l, err := resp.Request.URL.Parse(loc); err == nil {

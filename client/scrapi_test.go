@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"io"
 	"log/slog"
@@ -9,8 +10,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,7 +93,7 @@ func TestRegister(t *testing.T) {
 				t.Errorf("statuses %v: want 303, then 302 while pending, then 200", statuses)
 			}
 			entry, _ := receipts.EntryHash(stmt)
-			if want := base + "/entries/" + strings.ToLower(hexOf(entry[:])); reg.Location != want {
+			if want := base + "/entries/" + hex.EncodeToString(entry[:]); reg.Location != want {
 				t.Errorf("Location %q, want %q", reg.Location, want)
 			}
 			keys, err := c.SCITTKeys(ctx)
@@ -127,13 +128,41 @@ func TestRegister(t *testing.T) {
 	}
 }
 
-func hexOf(b []byte) string {
-	const digits = "0123456789abcdef"
-	out := make([]byte, 0, 2*len(b))
-	for _, c := range b {
-		out = append(out, digits[c>>4], digits[c&15])
+// TestRegisterRetries: Register goes through the client's retry policy: a 503 (the log
+// pushed back) is sent again, the same statement each time, and the receipt returned.
+func TestRegisterRetries(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.Method != http.MethodPost || r.URL.Path != "/entries" || string(b) != "statement" || r.Header.Get("Content-Type") != api.MediaCOSE {
+			t.Errorf("%s %s %q %q", r.Method, r.URL.Path, b, r.Header.Get("Content-Type"))
+		}
+		if calls.Add(1) <= 2 {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Location", "/entries/abc")
+		w.Header().Set("Content-Type", api.MediaCOSE)
+		w.WriteHeader(http.StatusCreated)
+		w.Write([]byte("receipt"))
+	}))
+	defer srv.Close()
+	var retries atomic.Int32
+	c := newClient(t, srv.URL, fastRetry(5, &retries))
+	reg, err := c.Register(context.Background(), []byte("statement"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return string(out)
+	if string(reg.Receipt) != "receipt" || reg.Location != srv.URL+"/entries/abc" || calls.Load() != 3 || retries.Load() != 2 {
+		t.Fatalf("registration %+v after %d requests, %d retries", reg, calls.Load(), retries.Load())
+	}
+	// Beyond the bound, the 503 is the answer.
+	calls.Store(-10)
+	var e *client.Error
+	if _, err := c.Register(context.Background(), []byte("statement")); !errors.As(err, &e) || e.StatusCode != http.StatusServiceUnavailable || calls.Load() != -5 {
+		t.Fatalf("after %d requests: %v", calls.Load()+10, err)
+	}
 }
 
 // statusRecorder appends each answer's status to seen before the client can read it.

@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/internal/buildinfo"
+	"github.com/evident-log/evident/internal/logging"
 	"github.com/evident-log/evident/witness"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -73,14 +73,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fs.Usage()
 		return usageErrorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
-	if *logFormat != "text" && *logFormat != "json" {
+	logger, err := logging.New(stderr, *logFormat)
+	if err != nil {
 		return usageErrorf("-log-format must be text or json, not %q", *logFormat)
 	}
-	var h slog.Handler = slog.NewTextHandler(stderr, nil)
-	if *logFormat == "json" {
-		h = slog.NewJSONHandler(stderr, nil)
-	}
-	logger := slog.New(h)
 
 	if *key == "" {
 		*key = filepath.Join(*state, "witness.key")

@@ -56,7 +56,7 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	quiet := fs.Bool("q", false, "no progress on standard error")
 	fs.BoolVar(quiet, "quiet", false, "same as -q")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: evident submit -chain C [flags] FILE...\n\nSends records to evidentd: each FILE (or - for standard input) holds one JSON record, a JSON\narray of records, or JSON Lines. Records go in order, in atomic batches; the first refusal stops\nthe run and names the record.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: %s\n\nSends records to evidentd: each FILE (or - for standard input) holds one JSON record, a JSON\narray of records, or JSON Lines. Records go in order, in atomic batches; the first refusal stops\nthe run and names the record.\n\nFlags:\n", synopsis(fs.Name()))
 		fs.PrintDefaults()
 	}
 	if code, done := parseArgs(fs, args); done {
@@ -172,16 +172,16 @@ func (s *serviceFlags) sendBatches(ctx context.Context, c *client.Client, chain,
 
 // readRecords reads one JSON value, a JSON array or JSON Lines from a file or standard input.
 func readRecords(name string) ([][]byte, error) {
-	var b []byte
-	var err error
-	if name == "-" {
-		b, err = io.ReadAll(os.Stdin)
-	} else {
-		b, err = os.ReadFile(name)
-	}
+	b, err := readInput(name)
 	if err != nil {
 		return nil, err
 	}
+	return parseRecords(name, b)
+}
+
+// parseRecords splits b, read from name, into records: one JSON value, a JSON array's
+// elements, or JSON Lines.
+func parseRecords(name string, b []byte) ([][]byte, error) {
 	t := bytes.TrimSpace(b)
 	switch {
 	case len(t) == 0:
@@ -223,7 +223,7 @@ func cmdSeal(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	closeChain := fs.Bool("close", false, "close the chain: nothing is accepted after this seal")
 	out := fs.String("o", "", "also write the transparent seal statement (COSE, receipt in header 394) to this file")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: evident seal -chain C [flags]\n\nSeals the chain's head and Merkle root into the transparency log and waits for the receipt.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: %s\n\nSeals the chain's head and Merkle root into the transparency log and waits for the receipt.\n\nFlags:\n", synopsis(fs.Name()))
 		fs.PrintDefaults()
 	}
 	if code, done := parseArgs(fs, args); done {
@@ -274,7 +274,7 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	quiet := fs.Bool("q", false, "no progress on standard error")
 	fs.BoolVar(quiet, "quiet", false, "same as -q")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: evident export -chain C [flags]\n\nDownloads the offline bundle of a chain (or of one case) for evident verify.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: %s\n\nDownloads the offline bundle of a chain (or of one case) for evident verify.\n\nFlags:\n", synopsis(fs.Name()))
 		fs.PrintDefaults()
 	}
 	if code, done := parseArgs(fs, args); done {

@@ -92,7 +92,7 @@ func TestReceiptVerifyConsistency(t *testing.T) {
 		{"only one end", []string{"--key", pubPEM, "--old-root", root(3)}, exitUsage, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errs := runCLI(t, append(append([]string(nil), base...), tc.args...)...)
+			code, out, errs := cli(append(append([]string(nil), base...), tc.args...)...)
 			if code != tc.want || !strings.Contains(out, tc.out) {
 				t.Fatalf("exit %d (want %d)\n%s%s", code, tc.want, out, errs)
 			}
@@ -101,7 +101,7 @@ func TestReceiptVerifyConsistency(t *testing.T) {
 	// An inclusion receipt is not a consistency receipt.
 	ipath, _ := tree.InclusionProof(1, 7)
 	ir, _ := receipts.NewInclusionReceipt(rs, receipts.InclusionProof{TreeSize: 7, LeafIndex: 1, Path: ipath}, nil)
-	code, out, _ := runCLI(t, "receipt", "verify", "--consistency", writeTemp(t, "incl.cose", ir), "--key", pubPEM, "--old-root", root(3), "--new-root", root(7))
+	code, out, _ := cli("receipt", "verify", "--consistency", writeTemp(t, "incl.cose", ir), "--key", pubPEM, "--old-root", root(3), "--new-root", root(7))
 	if code != exitBroken || !strings.Contains(out, "not a consistency receipt") {
 		t.Fatalf("inclusion receipt as consistency: exit %d\n%s", code, out)
 	}

@@ -29,7 +29,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	keep := fs.Bool("keep", false, "keep the working directory (data, bundle, reports) afterwards")
 	evidentd := fs.String("evidentd", "", "path of the evidentd binary (default: next to evident, then $PATH, then built from ./cmd/evidentd)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: evident demo [flags]\n\nStarts evidentd on loopback in a temporary directory, sends a CHAP support triage\nin the reference Coordinator's wire form (ten signed calls by two humans and an agent, with a\nreview and an override), seals the chain into the transparency log, exports the bundle and verifies it\noffline, then prints the report.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: %s\n\nStarts evidentd on loopback in a temporary directory, sends a CHAP support triage\nin the reference Coordinator's wire form (ten signed calls by two humans and an agent, with a\nreview and an override), seals the chain into the transparency log, exports the bundle and verifies it\noffline, then prints the report.\n\nFlags:\n", synopsis(fs.Name()))
 		fs.PrintDefaults()
 	}
 	if code, done := parseArgs(fs, args); done {
@@ -155,16 +155,16 @@ func demo(ctx context.Context, work, daemonPath string, stdout, stderr io.Writer
 	if err != nil {
 		return 0, err
 	}
-	trustPath := filepath.Join(work, trustFileName(tf.Origin))
-	if err := os.WriteFile(trustPath, raw, 0o644); err != nil {
+	trustFile := filepath.Join(work, trustFileName(tf.Origin))
+	if err := os.WriteFile(trustFile, raw, 0o644); err != nil {
 		return 0, err
 	}
-	fmt.Fprintf(stdout, "\n5. Fetched the operator's trust file (evident trust fetch %s), saved to %s:\n", base, trustPath)
+	fmt.Fprintf(stdout, "\n5. Fetched the operator's trust file (evident trust fetch %s), saved to %s:\n", base, trustFile)
 	for _, line := range tf.Summary() {
 		fmt.Fprintf(stdout, "   %s\n", line)
 	}
 
-	fmt.Fprintf(stdout, "\n6. Offline verification (what a regulator runs: evident verify --trust %s %s):\n\n", filepath.Base(trustPath), filepath.Base(bundlePath))
+	fmt.Fprintf(stdout, "\n6. Offline verification (what a regulator runs: evident verify --trust %s %s):\n\n", filepath.Base(trustFile), filepath.Base(bundlePath))
 	rep, code := verifyBundle(ctx, bundlePath, true, stderr, func(o *verifier.Options) { o.Trust = tf })
 	if rep == nil {
 		return code, nil

@@ -27,7 +27,7 @@ func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	quiet := fs.Bool("q", false, "no progress on standard error")
 	fs.BoolVar(quiet, "quiet", false, "same as -q")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, `Usage: evident import -chain WORKSPACE [flags] FILE...
+		fmt.Fprintf(stderr, `Usage: %s
 
 Takes a CHAP Coordinator's audit log into a chain, as audit.read returns it: each FILE (or - for
 standard input) holds an audit.read result {"entries": [...], "next_seq": n} (bare or as the
@@ -38,7 +38,7 @@ each entry's seq and prev_hash continue the chain. With -describe, the Coordinat
 evidence_head is checked against the chain and kept for export.
 
 Flags:
-`)
+`, synopsis(fs.Name()))
 		fs.PrintDefaults()
 	}
 	if code, done := parseArgs(fs, args); done {
@@ -168,7 +168,7 @@ func readAuditEntries(name string) ([]auditEntry, error) {
 			return parseAuditEntries(name, raws)
 		}
 	}
-	recs, err := readRecords(name)
+	recs, err := parseRecords(name, b)
 	if err != nil {
 		return nil, err
 	}
@@ -207,6 +207,7 @@ func readEvidenceHead(name string) (*api.EvidenceHeadRequest, error) {
 	return &req, nil
 }
 
+// readInput reads a file, or standard input for "-".
 func readInput(name string) ([]byte, error) {
 	if name == "-" {
 		return io.ReadAll(os.Stdin)

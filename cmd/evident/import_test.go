@@ -79,3 +79,52 @@ func TestImportReferenceDump(t *testing.T) {
 		t.Fatalf("replay: %d\n%s\n%s", code, out, errs)
 	}
 }
+
+// TestImportStdin: `evident import -` takes a JSON array and JSON Lines from standard input,
+// read once (the dump is not read a second time, which on standard input finds nothing).
+func TestImportStdin(t *testing.T) {
+	srv := startDaemon(t)
+	audit, err := os.ReadFile("../../testvectors/chap-reference/ts/full.audit.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var page struct {
+		Entries []json.RawMessage `json:"entries"`
+	}
+	if err := json.Unmarshal(audit, &page); err != nil {
+		t.Fatal(err)
+	}
+	raws := make([][]byte, len(page.Entries))
+	for i, e := range page.Entries {
+		raws[i] = e
+	}
+	const ws = "wsp_chapref_full" // the workspace the dump's entries name
+	array := append(append([]byte("["), bytes.Join(raws[:5], []byte(","))...), ']')
+	if code, out, errs := cliStdin(t, array, "import", "-url", srv.URL, "-chain", ws, "-"); code != 0 || !strings.Contains(out, "5 entries imported") {
+		t.Fatalf("array on standard input: %d %s %s", code, out, errs)
+	}
+	lines := bytes.Join(raws[5:12], []byte("\n"))
+	if code, out, errs := cliStdin(t, lines, "import", "-url", srv.URL, "-chain", ws, "-"); code != 0 || !strings.Contains(out, "7 entries imported") || !strings.Contains(out, "size 12") {
+		t.Fatalf("JSON Lines on standard input: %d %s %s", code, out, errs)
+	}
+}
+
+// cliStdin runs the evident command in-process with in on standard input.
+func cliStdin(t *testing.T, in []byte, args ...string) (int, string, string) {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "stdin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(in); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Seek(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stdin
+	os.Stdin = f
+	defer func() { os.Stdin = old }()
+	return cli(args...)
+}

@@ -100,7 +100,7 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		der, _ := x509.MarshalPKIXPublicKey(pub)
 		fmt.Fprintf(stdout, "type:      %s\nkid (hex): %s\nkid (b64): %s\n%s", keyType(pub), h, b64, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
 		return 0
-	case "rotate":
+	default: // rotate, subcommand having refused any other name
 		data := fs.String("data", "evident-data", "evidentd's data directory (the key is <data>/keys/service.key)")
 		key := fs.String("key", "", "the service key file (overrides -data)")
 		typ := fs.String("type", servicekey.TypeEd25519, "new key type: ed25519 or p256")
@@ -123,8 +123,6 @@ func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			path, oldKID, servicekey.HistoryFile, servicekey.RetiredDir, newKID)
 		return 0
 	}
-	fmt.Fprintf(stderr, "evident keys: unknown subcommand %q\n\n%s", args[0], keysUsage)
-	return exitUsage
 }
 
 // loadAnyPublic reads the public key of a PEM private key (encrypted ones with password),

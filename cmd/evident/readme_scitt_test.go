@@ -72,11 +72,9 @@ func startEvidentd(t *testing.T, bin, dir string, args []string) *evidentdProc {
 	p := &evidentdProc{cmd: cmd}
 	t.Cleanup(p.stop)
 	found := make(chan string, 1)
-	var logbuf bytes.Buffer
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			logbuf.WriteString(sc.Text() + "\n")
 			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
 				select {
 				case found <- m[1]:

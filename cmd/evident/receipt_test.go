@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,13 +16,6 @@ import (
 )
 
 const ietfVector = "../../testvectors/external/scitt/valid-es256"
-
-func runCLI(t *testing.T, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := run(context.Background(), args, &out, &errb)
-	return code, out.String(), errb.String()
-}
 
 func writeTemp(t *testing.T, name string, b []byte) string {
 	t.Helper()
@@ -41,7 +33,7 @@ func TestReceiptVerifyIETFVector(t *testing.T) {
 	stmtPath := filepath.Join(ietfVector, "statement.cose")
 	rcptPath := filepath.Join(ietfVector, "receipt.cose")
 	keyPath := filepath.Join(ietfVector, "log-key.pub")
-	code, out, errs := runCLI(t, "receipt", "verify", "--statement", stmtPath, "--receipt", rcptPath, "--key", keyPath)
+	code, out, errs := cli("receipt", "verify", "--statement", stmtPath, "--receipt", rcptPath, "--key", keyPath)
 	if code != exitVerified || !strings.Contains(out, "VERDICT: VERIFIED") || !strings.Contains(out, "leaf 2 of tree size 8") ||
 		!strings.Contains(out, "root e1dba63622c67f39bc40bbbcfd62c22a4f3355aa72dff1044d6c5dba52448e61") {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
@@ -52,7 +44,7 @@ func TestReceiptVerifyIETFVector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, out, errs := runCLI(t, "receipt", "verify", "--transparent", writeTemp(t, "ts.cose", ts), "--key", keyPath); code != exitVerified {
+	if code, out, errs := cli("receipt", "verify", "--transparent", writeTemp(t, "ts.cose", ts), "--key", keyPath); code != exitVerified {
 		t.Fatalf("transparent: exit %d\n%s%s", code, out, errs)
 	}
 
@@ -67,7 +59,7 @@ func TestReceiptVerifyIETFVector(t *testing.T) {
 	}
 	for _, tc := range tamper {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, _ := runCLI(t, "receipt", "verify", "--statement", writeTemp(t, "s", tc.stmt), "--receipt", writeTemp(t, "r", tc.rcpt), "--key", keyPath)
+			code, out, _ := cli("receipt", "verify", "--statement", writeTemp(t, "s", tc.stmt), "--receipt", writeTemp(t, "r", tc.rcpt), "--key", keyPath)
 			if code != exitBroken || !strings.Contains(out, "BROKEN") {
 				t.Fatalf("exit %d\n%s", code, out)
 			}
@@ -76,12 +68,12 @@ func TestReceiptVerifyIETFVector(t *testing.T) {
 	// Wrong key.
 	k, _ := servicekey.Generate(servicekey.TypeP256)
 	pemKey, _ := servicekey.EncodePEM(k, nil)
-	if code, _, _ := runCLI(t, "receipt", "verify", "--statement", stmtPath, "--receipt", rcptPath, "--key", writeTemp(t, "k.pem", pemKey)); code != exitBroken {
+	if code, _, _ := cli("receipt", "verify", "--statement", stmtPath, "--receipt", rcptPath, "--key", writeTemp(t, "k.pem", pemKey)); code != exitBroken {
 		t.Fatalf("wrong key: exit %d", code)
 	}
 	// Usage errors.
 	for _, args := range [][]string{{"receipt"}, {"receipt", "verify"}, {"receipt", "verify", "--statement", stmtPath, "--key", keyPath}} {
-		if code, _, _ := runCLI(t, args...); code != exitUsage {
+		if code, _, _ := cli(args...); code != exitUsage {
 			t.Fatalf("%v: exit %d", args, code)
 		}
 	}
@@ -124,7 +116,7 @@ func TestReceiptVerifyPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{"receipt", "verify", "--statement", writeTemp(t, "s", stmt), "--receipt", writeTemp(t, "r", rcpt), "--key", keysPath}
-	code, out, errs := runCLI(t, append(args, "--policy", writeTemp(t, "p", ps))...)
+	code, out, errs := cli(append(args, "--policy", writeTemp(t, "p", ps))...)
 	if code != exitVerified || !strings.Contains(out, "passes the registration policy") {
 		t.Fatalf("exit %d\n%s%s", code, out, errs)
 	}
@@ -133,7 +125,7 @@ func TestReceiptVerifyPolicy(t *testing.T) {
 	pp, _ = pol.Marshal()
 	parsed, _ = regpolicy.Parse(pp)
 	ps2, _ := regpolicy.Sign(svc, "evident:test", parsed, time.Now())
-	if code, out, _ := runCLI(t, append(args, "--policy", writeTemp(t, "p2", ps2))...); code != exitBroken || !strings.Contains(out, "unknown_issuer") {
+	if code, out, _ := cli(append(args, "--policy", writeTemp(t, "p2", ps2))...); code != exitBroken || !strings.Contains(out, "unknown_issuer") {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
 }
@@ -143,40 +135,40 @@ func TestKeysCommands(t *testing.T) {
 	keyPath := filepath.Join(dir, "keys", "service.key")
 	os.MkdirAll(filepath.Dir(keyPath), 0o700)
 	t.Setenv("EVIDENT_SERVICE_KEY_PASSWORD", "correct horse battery staple")
-	code, out, errs := runCLI(t, "keys", "generate", "-type", "p256", "-o", keyPath)
+	code, out, errs := cli("keys", "generate", "-type", "p256", "-o", keyPath)
 	if code != 0 || !strings.Contains(out, "kid ") {
 		t.Fatalf("generate: %d %s%s", code, out, errs)
 	}
 	if b, _ := os.ReadFile(keyPath); !bytes.Contains(b, []byte("ENCRYPTED SIGSTORE PRIVATE KEY")) {
 		t.Fatal("key not encrypted with the password")
 	}
-	if code, _, _ := runCLI(t, "keys", "generate", "-o", keyPath); code != exitFailure {
+	if code, _, _ := cli("keys", "generate", "-o", keyPath); code != exitFailure {
 		t.Fatalf("generate over an existing key: %d", code)
 	}
-	code, tp, _ := runCLI(t, "keys", "thumbprint", keyPath)
+	code, tp, _ := cli("keys", "thumbprint", keyPath)
 	tp = strings.TrimSpace(tp)
 	if code != 0 || len(tp) != 64 || !strings.Contains(out, tp) {
 		t.Fatalf("thumbprint %q (generate said %q)", tp, out)
 	}
-	if code, show, _ := runCLI(t, "keys", "show", keyPath); code != 0 || !strings.Contains(show, "BEGIN PUBLIC KEY") || !strings.Contains(show, tp) {
+	if code, show, _ := cli("keys", "show", keyPath); code != 0 || !strings.Contains(show, "BEGIN PUBLIC KEY") || !strings.Contains(show, tp) {
 		t.Fatalf("show: %s", show)
 	}
-	code, rot, errs := runCLI(t, "keys", "rotate", "-data", dir)
+	code, rot, errs := cli("keys", "rotate", "-data", dir)
 	if code != 0 || !strings.Contains(rot, "retired kid "+tp) {
 		t.Fatalf("rotate: %d %s%s", code, rot, errs)
 	}
-	code, tp2, _ := runCLI(t, "keys", "thumbprint", keyPath)
+	code, tp2, _ := cli("keys", "thumbprint", keyPath)
 	if code != 0 || strings.TrimSpace(tp2) == tp {
 		t.Fatalf("key unchanged after rotate")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "keys", servicekey.RetiredDir, tp+".key")); err != nil {
 		t.Fatalf("retired key: %v", err)
 	}
-	code, hist, _ := runCLI(t, "keys", "show", filepath.Join(dir, "keys", servicekey.HistoryFile))
+	code, hist, _ := cli("keys", "show", filepath.Join(dir, "keys", servicekey.HistoryFile))
 	if code != 0 || !strings.Contains(hist, "2 statement/receipt key(s)") || !strings.Contains(hist, "current") {
 		t.Fatalf("history: %s", hist)
 	}
-	if code, _, _ := runCLI(t, "keys", "frobnicate"); code != exitUsage {
+	if code, _, _ := cli("keys", "frobnicate"); code != exitUsage {
 		t.Fatalf("unknown subcommand: %d", code)
 	}
 }
@@ -224,7 +216,7 @@ func TestReceiptVerifyEmptyPath(t *testing.T) {
 				// The proof [1, 0, []] edited to [size, 0, []]: the builder refuses to make it.
 				rc = bytes.Replace(rc, []byte{0x83, 0x01, 0x00, 0x80}, []byte{0x83, byte(tc.size), 0x00, 0x80}, 1)
 			}
-			code, out, errs := runCLI(t, "receipt", "verify", "--statement", stmtFile, "--receipt", writeTemp(t, "r.cose", rc), "--key", keyFile)
+			code, out, errs := cli("receipt", "verify", "--statement", stmtFile, "--receipt", writeTemp(t, "r.cose", rc), "--key", keyFile)
 			if code != tc.code || !strings.Contains(out, tc.want) {
 				t.Fatalf("exit %d, want %d with %q\n%s%s", code, tc.code, tc.want, out, errs)
 			}

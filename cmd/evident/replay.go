@@ -34,7 +34,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	trustFile := fs.String("trust", "", "pin the operator's trust file for the verification (as evident verify --trust); without it the verdict is at best not evaluated")
 	fs.BoolVar(quiet, "quiet", false, "same as -q")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: evident replay [flags] BUNDLE\n\nRebuilds the timeline of every CHAP chain in a bundle (or one task): who assigned,\naccepted, drafted, reviewed, approved or overrode what (diff applied to the base artefact),\nunder which key and mode; answers the CHAP paper's §9.3 questions; reports impossible\nhistories. The bundle is verified first (offline) for question 8.\n\nExit codes: 0 verified and no impossible history, 1 broken or an impossible history,\n2 not evaluated, 3 could not run, 64 usage.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: %s\n\nRebuilds the timeline of every CHAP chain in a bundle (or one task): who assigned,\naccepted, drafted, reviewed, approved or overrode what (diff applied to the base artefact),\nunder which key and mode; answers the CHAP paper's §9.3 questions; reports impossible\nhistories. The bundle is verified first (offline) for question 8.\n\nExit codes: 0 verified and no impossible history, 1 broken or an impossible history,\n2 not evaluated, 3 could not run, 64 usage.\n\nFlags:\n", synopsis(fs.Name()))
 		fs.PrintDefaults()
 	}
 	if code, done := parseArgs(fs, args); done {

@@ -86,9 +86,8 @@ func statementKeygen(args []string, stdout, stderr io.Writer) int {
 	if code, done := parseArgs(fs, args); done {
 		return code
 	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(stderr, "evident statement keygen: unexpected arguments %q\n", fs.Args())
-		return exitUsage
+	if code, ok := checkArgs(fs); !ok {
+		return code
 	}
 	if missing(stderr, "keygen", map[string]string{"o": *out}) {
 		return exitUsage
@@ -150,9 +149,8 @@ func statementPolicy(args []string, stdout, stderr io.Writer) int {
 	if code, done := parseArgs(fs, args); done {
 		return code
 	}
-	if fs.NArg() != 0 {
-		fmt.Fprintf(stderr, "evident statement policy: unexpected arguments %q\n", fs.Args())
-		return exitUsage
+	if code, ok := checkArgs(fs); !ok {
+		return code
 	}
 	if missing(stderr, "policy", map[string]string{"iss": *iss, "key": *keyFile}) {
 		return exitUsage

@@ -22,13 +22,8 @@ const trustPath = "/.well-known/evident-trust"
 
 // cmdTrust dispatches evident trust subcommands.
 func cmdTrust(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "fetch" {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			fmt.Fprint(stdout, trustUsage)
-			return 0
-		}
-		fmt.Fprint(stderr, trustUsage)
-		return exitUsage
+	if code, ok := subcommand(stdout, stderr, "evident trust", trustUsage, args, "fetch"); !ok {
+		return code
 	}
 	return cmdTrustFetch(ctx, args[1:], stdout, stderr)
 }

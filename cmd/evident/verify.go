@@ -35,7 +35,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	issuerKeys := fs.String("issuer-keys", "", "pin the service's statement and receipt keys: a COSE_KeySet (GET /.well-known/scitt-keys), a COSE_Key or a PEM public key")
 	requirePQ := fs.Bool("require-pq", false, "require post-quantum signatures: checkpoints without the log's ML-DSA-44 signature, and witness quorums not met by ML-DSA-44 cosignatures alone, are not evaluated (an invalid ML-DSA-44 signature is broken either way)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: evident verify [flags] BUNDLE\n\nVerifies an Evident bundle (directory or .zip) offline: chain replay, signatures with\nkey history, seals and their lineage, receipts, checkpoint signatures. Never uses the network.\nPin the operator's keys (--trust FILE from evident trust fetch URL, or --log-key and --issuer-keys):\nwithout a pin the verdict is at best not evaluated (exit 2).\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: %s\n\nVerifies an Evident bundle (directory or .zip) offline: chain replay, signatures with\nkey history, seals and their lineage, receipts, checkpoint signatures. Never uses the network.\nPin the operator's keys (--trust FILE from evident trust fetch URL, or --log-key and --issuer-keys):\nwithout a pin the verdict is at best not evaluated (exit 2).\n\nFlags:\n", synopsis(fs.Name()))
 		fs.PrintDefaults()
 	}
 	if code, done := parseArgs(fs, args); done {

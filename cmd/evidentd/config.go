@@ -94,9 +94,10 @@ func withConfigFile(args []string, getenv func(string) string) (func(string) str
 	}, nil
 }
 
-// distributedFlags defines the distributed-mode flags; the returned function, called
-// after Parse, gives the configuration (nil: the embedded default).
-func distributedFlags(fs *flag.FlagSet, getenv func(string) string) func() (*daemon.Distributed, error) {
+// distributedFlags defines the distributed-mode flags, reading boolean environment values
+// with envBool; the returned function, called after Parse, gives the configuration (nil:
+// the embedded default).
+func distributedFlags(fs *flag.FlagSet, getenv func(string) string, envBool func(name string, def bool) bool) func() (*daemon.Distributed, error) {
 	env := func(name string) string { return getenv(name) }
 	fs.String("config", env("EVIDENT_CONFIG"), "file of EVIDENT_*=value lines read before the flags; the environment overrides it, flags override both (env EVIDENT_CONFIG)")
 	dsn := fs.String("db-dsn", env("EVIDENT_DB_DSN"), "distributed mode: MySQL-compatible database for the ledger store and the log's sequencer, user:pass@tcp(host:3306)/db (env EVIDENT_DB_DSN)")
@@ -104,7 +105,7 @@ func distributedFlags(fs *flag.FlagSet, getenv func(string) string) func() (*dae
 	bucket := fs.String("s3-bucket", env("EVIDENT_S3_BUCKET"), "distributed mode: bucket of the tile log (env EVIDENT_S3_BUCKET); credentials from EVIDENT_S3_ACCESS_KEY/EVIDENT_S3_SECRET_KEY or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY")
 	prefix := fs.String("s3-prefix", env("EVIDENT_S3_PREFIX"), "distributed mode: prefix of every object name in the bucket (env EVIDENT_S3_PREFIX)")
 	region := fs.String("s3-region", env("EVIDENT_S3_REGION"), "distributed mode: bucket region (env EVIDENT_S3_REGION; default us-east-1)")
-	create := fs.Bool("s3-create-bucket", env("EVIDENT_S3_CREATE_BUCKET") == "true", "distributed mode: create the bucket if missing (env EVIDENT_S3_CREATE_BUCKET=true)")
+	create := fs.Bool("s3-create-bucket", envBool("EVIDENT_S3_CREATE_BUCKET", false), "distributed mode: create the bucket if missing (env EVIDENT_S3_CREATE_BUCKET=true)")
 	return func() (*daemon.Distributed, error) {
 		if *dsn == "" && *bucket == "" && *endpoint == "" {
 			return nil, nil

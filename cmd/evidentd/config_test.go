@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/evident-log/evident/internal/evidentd/daemon"
@@ -87,6 +88,8 @@ func TestDistributedConfig(t *testing.T) {
 		{"flag over env and file", []string{"--config", file, "--s3-bucket", "flag-bucket", "--s3-endpoint", "http://127.0.0.1:9000", "--s3-create-bucket"},
 			map[string]string{"EVIDENT_S3_BUCKET": "env-bucket"},
 			&daemon.Distributed{DSN: "file:dsn@tcp(db:3306)/x", S3Bucket: "flag-bucket", S3Endpoint: "http://127.0.0.1:9000", S3CreateBucket: true, S3SecretKey: "file-secret"}, nil},
+		{"create bucket from env as 1", []string{"--config", file}, map[string]string{"EVIDENT_S3_CREATE_BUCKET": "1"},
+			&daemon.Distributed{DSN: "file:dsn@tcp(db:3306)/x", S3Bucket: "file-bucket", S3CreateBucket: true, S3SecretKey: "file-secret"}, nil},
 		{"config from env", nil, map[string]string{"EVIDENT_CONFIG": file},
 			&daemon.Distributed{DSN: "file:dsn@tcp(db:3306)/x", S3Bucket: "file-bucket", S3SecretKey: "file-secret"}, nil},
 		{"bucket without DSN", []string{"--s3-bucket", "b"}, nil, nil, daemon.ErrDistributedConfig},
@@ -100,7 +103,13 @@ func TestDistributedConfig(t *testing.T) {
 			if err == nil {
 				fs := flag.NewFlagSet("t", flag.ContinueOnError)
 				fs.SetOutput(io.Discard)
-				d := distributedFlags(fs, getenv)
+				envBool := func(name string, def bool) bool {
+					if b, err := strconv.ParseBool(getenv(name)); err == nil {
+						return b
+					}
+					return def
+				}
+				d := distributedFlags(fs, getenv, envBool)
 				if err = fs.Parse(c.args); err == nil {
 					got, err = d()
 				}

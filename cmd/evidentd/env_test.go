@@ -89,6 +89,43 @@ func TestInvalidConfigurationCreatesNothing(t *testing.T) {
 	}
 }
 
+// TestBooleanEnvironment: EVIDENT_ACCESS_LOG and EVIDENT_S3_CREATE_BUCKET take every form
+// strconv.ParseBool accepts (0, f, F, false, … and 1, t, T, true, …), each meaning what it says.
+func TestBooleanEnvironment(t *testing.T) {
+	for _, tc := range []struct {
+		access, create string
+		wantAccess     bool
+		wantCreate     bool
+	}{
+		{"", "", true, false},
+		{"0", "1", false, true},
+		{"f", "t", false, true},
+		{"F", "T", false, true},
+		{"false", "true", false, true},
+		{"FALSE", "TRUE", false, true},
+		{"1", "0", true, false},
+		{"true", "false", true, false},
+	} {
+		env := map[string]string{"EVIDENT_DATA": t.TempDir() + "/data", "EVIDENT_LISTEN": "127.0.0.1:0",
+			"EVIDENT_ACCESS_LOG": tc.access, "EVIDENT_S3_CREATE_BUCKET": tc.create,
+			"EVIDENT_DB_DSN": "u:p@tcp(db:3306)/x", "EVIDENT_S3_BUCKET": "b"}
+		o, err := parseConfig(nil, func(k string) string { return env[k] }, io.Discard)
+		if err != nil {
+			t.Fatalf("EVIDENT_ACCESS_LOG=%q EVIDENT_S3_CREATE_BUCKET=%q: %v", tc.access, tc.create, err)
+		}
+		if o.cfg.AccessLog != tc.wantAccess {
+			t.Errorf("EVIDENT_ACCESS_LOG=%q: access log %v, want %v", tc.access, o.cfg.AccessLog, tc.wantAccess)
+		}
+		if o.cfg.Distributed == nil || o.cfg.Distributed.S3CreateBucket != tc.wantCreate {
+			t.Errorf("EVIDENT_S3_CREATE_BUCKET=%q: distributed %+v, want S3CreateBucket %v", tc.create, o.cfg.Distributed, tc.wantCreate)
+		}
+	}
+	env := map[string]string{"EVIDENT_S3_CREATE_BUCKET": "yes"}
+	if _, err := parseConfig(nil, func(k string) string { return env[k] }, io.Discard); err == nil || !strings.Contains(err.Error(), `EVIDENT_S3_CREATE_BUCKET: invalid boolean "yes"`) {
+		t.Errorf("EVIDENT_S3_CREATE_BUCKET=yes: %v", err)
+	}
+}
+
 // TestVersion: --version prints the build and exits 0 without creating anything.
 func TestVersion(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")

@@ -113,14 +113,15 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 		}
 		return n
 	}
-	envBool := func(name string) bool {
+	envBool := func(name string, def bool) bool {
 		v := getenv(name)
 		if v == "" {
-			return false
+			return def
 		}
 		b, err := strconv.ParseBool(v)
 		if err != nil {
 			envErrs = append(envErrs, fmt.Errorf("%s: invalid boolean %q (want true or false)", name, v))
+			return def
 		}
 		return b
 	}
@@ -144,12 +145,12 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 	fs.StringVar(&cfg.SCITT.RegistrationPolicy, "registration-policy", env("EVIDENT_REGISTRATION_POLICY", ""), "SCRAPI registration policy file (JSON, docs/scitt.md), signed and registered in the log when it changes; none: POST /entries refuses every statement (env EVIDENT_REGISTRATION_POLICY)")
 	regWait := fs.String("registration-wait", env("EVIDENT_REGISTRATION_WAIT", server.DefaultRegistrationWait.String()), "how long POST /entries waits for publication before answering 303 (env EVIDENT_REGISTRATION_WAIT)")
 	fs.StringVar(&cfg.SCITT.PublicURL, "public-url", env("EVIDENT_PUBLIC_URL", ""), "base URL clients reach evidentd at (http[s]://host[:port][/prefix]), for absolute SCRAPI Location headers; default: each request's scheme and Host (env EVIDENT_PUBLIC_URL)")
-	distributed := distributedFlags(fs, getenv)
+	distributed := distributedFlags(fs, getenv, envBool)
 	witnessPolicy := fs.String("witness-policy", env("EVIDENT_WITNESS_POLICY", ""), "tlog-policy file of the witnesses that cosign every checkpoint (witness vkeys, URLs, k-of-n quorum); empty: no witnesses (env EVIDENT_WITNESS_POLICY)")
-	witnessFailOpen := fs.Bool("witness-fail-open", envBool("EVIDENT_WITNESS_FAIL_OPEN"), "publish checkpoints whose witness quorum is not met (default fail-closed: publication stops until the quorum cosigns) (env EVIDENT_WITNESS_FAIL_OPEN=true)")
-	fs.BoolVar(&cfg.PostQuantum, "log-mldsa", envBool("EVIDENT_LOG_MLDSA"), "also sign every checkpoint with ML-DSA-44 (post-quantum), key created on first start in <data>/keys/log-mldsa.key; bundles then carry trust/log-mldsa.vkey (env EVIDENT_LOG_MLDSA=true)")
+	witnessFailOpen := fs.Bool("witness-fail-open", envBool("EVIDENT_WITNESS_FAIL_OPEN", false), "publish checkpoints whose witness quorum is not met (default fail-closed: publication stops until the quorum cosigns) (env EVIDENT_WITNESS_FAIL_OPEN=true)")
+	fs.BoolVar(&cfg.PostQuantum, "log-mldsa", envBool("EVIDENT_LOG_MLDSA", false), "also sign every checkpoint with ML-DSA-44 (post-quantum), key created on first start in <data>/keys/log-mldsa.key; bundles then carry trust/log-mldsa.vkey (env EVIDENT_LOG_MLDSA=true)")
 	witnessTimeout := fs.String("witness-timeout", env("EVIDENT_WITNESS_TIMEOUT", "5s"), "how long a checkpoint waits for its witness quorum (env EVIDENT_WITNESS_TIMEOUT)")
-	accessLog := fs.Bool("access-log", !strings.EqualFold(getenv("EVIDENT_ACCESS_LOG"), "false"), "log one line per HTTP request: method, path, status, bytes, duration, remote (env EVIDENT_ACCESS_LOG=false turns it off)")
+	accessLog := fs.Bool("access-log", envBool("EVIDENT_ACCESS_LOG", true), "log one line per HTTP request: method, path, status, bytes, duration, remote (env EVIDENT_ACCESS_LOG=false turns it off)")
 	version := fs.Bool("version", false, "print the build (module version, VCS revision and time, Go version) and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: evidentd [flags]\n\nRuns the Evident service. With no flags: data in ./%s, listening on %s.\n\nFlags:\n", daemon.DefaultData, daemon.DefaultListen)
@@ -163,9 +164,6 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 	}
 	if *version {
 		return &options{version: true}, nil
-	}
-	if _, err := strconv.ParseBool(firstOf(getenv("EVIDENT_ACCESS_LOG"), "true")); err != nil {
-		envErrs = append(envErrs, fmt.Errorf("EVIDENT_ACCESS_LOG: invalid boolean %q (want true or false)", getenv("EVIDENT_ACCESS_LOG")))
 	}
 	if err := errors.Join(envErrs...); err != nil {
 		return nil, &usageError{err}
