@@ -257,7 +257,13 @@ func TestDistributedTwoReplicasKillNine(t *testing.T) {
 
 	// Seal and export through the surviving replica; the bundle verifies offline.
 	if resp, err := client.Post(fmt.Sprintf("http://%s/v1/chains/%s/seal", addrs[1], wsDistributed), "", nil); err != nil || resp.StatusCode != http.StatusCreated {
-		t.Fatalf("seal: %v %v", resp, err)
+		var body []byte
+		if resp != nil {
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		logs, _ := os.ReadFile(data + "-" + strings.ReplaceAll(addrs[1], ":", "_") + ".log")
+		t.Fatalf("seal: %v %s\nthe surviving replica's log:\n%s", err, body, tailLines(logs, 40))
 	}
 	resp, err := client.Get(fmt.Sprintf("http://%s/v1/export?chain=%s", addrs[1], wsDistributed))
 	if err != nil {
@@ -319,3 +325,9 @@ func TestDistributedTwoReplicasKillNine(t *testing.T) {
 }
 
 const wsDistributed = "wsp_distributed"
+
+// tailLines returns the last n lines of b, for a failure message.
+func tailLines(b []byte, n int) []byte {
+	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	return bytes.Join(lines[max(0, len(lines)-n):], []byte("\n"))
+}

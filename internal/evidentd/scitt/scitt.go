@@ -70,7 +70,12 @@ func (s *Service) ensureGenesis(ctx context.Context) error {
 		return nil
 	}
 	n, err := s.log.Size(ctx)
-	if err != nil {
+	switch {
+	case errors.Is(err, tilelog.ErrNoCheckpoint):
+		// A new log whose first checkpoint is not out yet (the distributed driver publishes
+		// one only after its first integration): it holds nothing published.
+		n = 0
+	case err != nil:
 		return fmt.Errorf("genesis: log size: %w", err)
 	}
 	if n == 0 {
