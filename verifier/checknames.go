@@ -11,11 +11,13 @@ type CheckName = ledger.CheckName
 
 // Checks of the manifest and the files.
 const (
-	CheckBundleManifest CheckName = "bundle.manifest" // the manifest parses, names its format and agrees with itself
-	CheckBundleChains   CheckName = "bundle.chains"   // the bundle holds at least one chain
-	CheckBundleDigest   CheckName = "bundle.digest"   // every listed file matches its SHA-256 digest in the manifest
-	CheckBundleExtra    CheckName = "bundle.extra"    // listed files that no check interprets (reported, not trusted)
-	CheckBundleUnlisted CheckName = "bundle.unlisted" // files in the bundle the manifest does not list (reported and ignored)
+	CheckBundleManifest    CheckName = "bundle.manifest"    // the manifest parses, names its format and agrees with itself
+	CheckBundleChains      CheckName = "bundle.chains"      // the bundle holds at least one chain
+	CheckBundleDigest      CheckName = "bundle.digest"      // every listed file matches its SHA-256 digest in the manifest
+	CheckBundleExtra       CheckName = "bundle.extra"       // listed files that no check interprets (reported, not trusted)
+	CheckBundleUnlisted    CheckName = "bundle.unlisted"    // files in the bundle the manifest does not list (reported and ignored)
+	CheckBundleUnambiguous CheckName = "bundle.unambiguous" // every reader sees the same files with the same bytes (no duplicate, colliding, unsafe or unlisted entry)
+	CheckBundleLimits      CheckName = "bundle.limits"      // the bundle is within the verifier's size and count limits
 )
 
 // Checks of the trust material the bundle carries.
@@ -101,7 +103,7 @@ const (
 // lists them: the verifier's own, then those the served profiles run.
 func CheckNames() []CheckName {
 	return []CheckName{
-		CheckBundleManifest, CheckBundleChains, CheckBundleDigest, CheckBundleExtra, CheckBundleUnlisted,
+		CheckBundleManifest, CheckBundleChains, CheckBundleDigest, CheckBundleExtra, CheckBundleUnlisted, CheckBundleUnambiguous, CheckBundleLimits,
 		CheckTrustLogKey, CheckTrustLogPQKey, CheckTrustIssuers, CheckTrustKeyHistory, CheckTrustWitnessPolicy,
 		CheckChainProfile, CheckChainEntries, CheckChainSignatures, CheckChainAuthentication, CheckChainUnsigned, CheckChainState, CheckChainLinkage, CheckChainTimestamps, CheckChainEvidenceHead, CheckChainClosure, CheckChainConsistency,
 		CheckSealNumbering, CheckSealFormat, CheckSealSignature, CheckSealPayload, CheckSealLineage, CheckSealReceipt, CheckSealCheckpoint, CheckSealState, CheckSeals, CheckAnchoring,

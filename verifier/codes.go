@@ -17,6 +17,8 @@ const (
 	CodeRead           Code = "read_error"           // a file cannot be read
 	CodeUnlisted       Code = "unlisted_file"        // a file in the bundle the manifest does not list
 	CodeNotInterpreted Code = "not_interpreted"      // a listed file no check reads
+	CodeAmbiguous      Code = "bundle_ambiguous"     // two readers could see different bytes: the bundle is refused (bundle.ErrAmbiguous)
+	CodeLimit          Code = "bundle_limit"         // the bundle exceeds one of the verifier's limits, so it was not read in full
 )
 
 // Codes of the trust material (trust.*).

@@ -1,0 +1,45 @@
+package verifier
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/internal/buildinfo"
+)
+
+// RefusedReport is the report on a bundle that bundle.Open refused as ambiguous
+// (bundle.ErrAmbiguous: broken, one bundle.unambiguous check per entry) or as beyond a limit
+// (bundle.ErrLimit: not evaluated). No other check runs: which bytes are the evidence is not
+// settled. It returns nil for any other error (the bundle is then merely unreadable).
+func RefusedReport(err error, o Options) *Report {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	rep := &Report{Format: ReportFormat, Log: LogReport{Checkpoints: []CheckpointReport{}}, Checks: []Check{}, Chains: []ChainReport{}}
+	var ae *bundle.AmbiguityError
+	var le *bundle.LimitError
+	switch {
+	case errors.As(err, &ae):
+		for i, a := range ae.Entries {
+			if i == maxEvidence {
+				rep.Checks = append(rep.Checks, Check{Name: CheckBundleUnambiguous, Status: Broken, Code: CodeAmbiguous,
+					Detail: fmt.Sprintf("… and %d more ambiguous entries", len(ae.Entries)-i)})
+				break
+			}
+			rep.Checks = append(rep.Checks, Check{Name: CheckBundleUnambiguous, Status: Broken, Code: CodeAmbiguous, Where: a.Name,
+				Detail: a.Reason + ": a reader could be shown other bytes than a verifier checks, so the bundle is refused and nothing else in it was checked"})
+		}
+	case errors.As(err, &le):
+		c := Check{Name: CheckBundleLimits, Status: NotEvaluated, Code: CodeLimit, Where: le.Name,
+			Detail: fmt.Sprintf("%s is %d, over the verifier's limit of %d: the bundle was not read, so nothing in it was checked", le.Limit, le.Value, le.Max)}
+		rep.Checks = append(rep.Checks, c)
+	default:
+		return nil
+	}
+	rep.Verdict = Fold(rep.Checks)
+	rep.Generated = o.Now().UTC().Format(time.RFC3339)
+	rep.Verifier = buildinfo.Read().Program("evident")
+	return rep
+}
