@@ -27,12 +27,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/evident-log/evident/internal/strictjson"
 	"github.com/evident-log/evident/ledger"
 )
 
@@ -143,6 +143,7 @@ type Writer struct {
 	files    map[string]string
 	cur      *digestWriter
 	modified time.Time
+	folded   map[string]string // case-folded names written, so no two collide
 }
 
 type digestWriter struct {
@@ -189,12 +190,19 @@ func (w *Writer) finish() {
 // Create starts a file; write to the returned writer until the next Create or Close.
 func (w *Writer) Create(name string) (io.Writer, error) {
 	w.finish()
-	if err := checkName(name); err != nil {
-		return nil, err
+	if p := nameProblem(name, false); p != "" {
+		return nil, fmt.Errorf("%w: file name %q: %s", ErrFormat, name, p)
 	}
 	if _, dup := w.files[name]; dup || name == ManifestFile {
 		return nil, fmt.Errorf("bundle: duplicate file %q", name)
 	}
+	if w.folded == nil {
+		w.folded = map[string]string{foldKey(ManifestFile): ManifestFile}
+	}
+	if other, ok := w.folded[foldKey(name)]; ok {
+		return nil, fmt.Errorf("%w: %q and %q differ only in case, so they would be one file on a case-insensitive file system", ErrFormat, name, other)
+	}
+	w.folded[foldKey(name)] = name
 	fw, err := w.z.CreateHeader(w.header(name))
 	if err != nil {
 		return nil, fmt.Errorf("bundle: %w", err)
@@ -232,13 +240,6 @@ func (w *Writer) Close(m Manifest) error {
 	return w.z.Close()
 }
 
-func checkName(name string) error {
-	if name == "" || strings.HasPrefix(name, "/") || path.Clean(name) != name || strings.HasPrefix(name, "../") || name == ".." || strings.Contains(name, "\\") {
-		return fmt.Errorf("%w: unsafe file name %q", ErrFormat, name)
-	}
-	return nil
-}
-
 // Reader reads a bundle from a directory or a zip file.
 type Reader struct {
 	fsys     fs.FS
@@ -249,58 +250,106 @@ type Reader struct {
 // MaxManifestSize bounds the manifest a reader accepts.
 const MaxManifestSize = 16 << 20
 
-// Open opens a bundle directory or .zip file and reads its manifest.
-func Open(p string) (*Reader, error) {
+// Open opens a bundle directory or .zip file with DefaultLimits and reads its manifest. An
+// ambiguous bundle is refused with an *AmbiguityError (ErrAmbiguous), one beyond a limit with
+// a *LimitError (ErrLimit), anything that is not a bundle with ErrFormat.
+func Open(p string) (*Reader, error) { return OpenWithLimits(p, DefaultLimits) }
+
+// OpenWithLimits is Open with other limits.
+func OpenWithLimits(p string, l Limits) (*Reader, error) {
 	st, err := os.Stat(p)
 	if err != nil {
 		return nil, fmt.Errorf("open bundle: %w", err)
 	}
-	r := &Reader{}
 	if st.IsDir() {
-		r.fsys = os.DirFS(p)
-	} else {
-		zr, err := zip.OpenReader(p)
+		r := &Reader{fsys: os.DirFS(p)}
+		entries, amb, err := scanDir(r.fsys, l)
 		if err != nil {
-			return nil, fmt.Errorf("open bundle %s: %w (%w)", filepath.Base(p), ErrFormat, err)
+			return nil, fmt.Errorf("open bundle %s: %w", filepath.Base(p), err)
 		}
-		r.fsys, r.closer = zr, zr
+		if err := r.settle(entries, amb, l); err != nil {
+			return nil, err
+		}
+		return r, nil
 	}
-	if err := r.readManifest(); err != nil {
-		r.Close()
-		return nil, err
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("open bundle: %w", err)
 	}
+	r, err := openZip(f, st.Size(), l)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open bundle %s: %w", filepath.Base(p), err)
+	}
+	r.closer = f
 	return r, nil
 }
 
-// OpenZipBytes opens an in-memory zip bundle.
-func OpenZipBytes(b []byte) (*Reader, error) {
-	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+// OpenZipBytes opens an in-memory zip bundle with DefaultLimits.
+func OpenZipBytes(b []byte) (*Reader, error) { return OpenZipBytesWithLimits(b, DefaultLimits) }
+
+// OpenZipBytesWithLimits is OpenZipBytes with other limits.
+func OpenZipBytesWithLimits(b []byte, l Limits) (*Reader, error) {
+	return openZip(bytes.NewReader(b), int64(len(b)), l)
+}
+
+func openZip(ra io.ReaderAt, size int64, l Limits) (*Reader, error) {
+	zr, err := zip.NewReader(ra, size)
+	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
+		return nil, fmt.Errorf("%w (%w)", ErrFormat, err)
+	}
+	entries, amb, err := scanZip(ra, size, zr, l)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrFormat, err)
+		return nil, err
 	}
 	r := &Reader{fsys: zr}
-	if err := r.readManifest(); err != nil {
+	if err := r.settle(entries, amb, l); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-func (r *Reader) readManifest() error {
+// settle reads the manifest unless the scan found the manifest itself (or the archive's
+// layout) ambiguous, then refuses unlisted entries; it returns every ambiguity found.
+func (r *Reader) settle(entries []entry, amb []Ambiguity, l Limits) error {
+	for _, a := range amb {
+		if a.Name == ManifestFile || a.Name == "(zip)" {
+			return &AmbiguityError{Entries: amb}
+		}
+	}
+	if err := r.readManifest(l); err != nil {
+		return err
+	}
+	more, err := r.checkListed(entries, l)
+	if err != nil {
+		return err
+	}
+	if amb = append(amb, more...); len(amb) > 0 {
+		return &AmbiguityError{Entries: amb}
+	}
+	return nil
+}
+
+func (r *Reader) readManifest(l Limits) error {
 	f, err := r.fsys.Open(ManifestFile)
 	if err != nil {
 		return fmt.Errorf("%w: no manifest.json", ErrFormat)
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxManifestSize+1))
+	b, err := io.ReadAll(io.LimitReader(f, l.ManifestSize+1))
 	if err != nil {
 		return fmt.Errorf("read manifest: %w", err)
 	}
-	if len(b) > MaxManifestSize {
-		return fmt.Errorf("%w: manifest over %d bytes", ErrFormat, MaxManifestSize)
+	if int64(len(b)) > l.ManifestSize {
+		return &LimitError{Limit: "manifest_size", Name: ManifestFile, Value: int64(len(b)), Max: l.ManifestSize}
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r.Manifest); err != nil {
+	err = strictjson.Decode(b, &r.Manifest, l.ManifestDepth, int(l.ManifestSize))
+	switch {
+	case errors.Is(err, strictjson.ErrAmbiguous):
+		return &AmbiguityError{Entries: []Ambiguity{{Name: ManifestFile, Reason: err.Error()}}}
+	case errors.Is(err, strictjson.ErrTooDeep):
+		return &LimitError{Limit: "manifest_depth", Name: ManifestFile, Value: int64(l.ManifestDepth) + 1, Max: int64(l.ManifestDepth)}
+	case err != nil:
 		return fmt.Errorf("%w: manifest: %w", ErrFormat, err)
 	}
 	if r.Manifest.Format != Format {
@@ -309,6 +358,11 @@ func (r *Reader) readManifest() error {
 	for _, c := range r.Manifest.Chains {
 		if c.Dir != ChainDir(c.ID) {
 			return fmt.Errorf("%w: chain %q has dir %q, want %q", ErrFormat, c.ID, c.Dir, ChainDir(c.ID))
+		}
+	}
+	for name := range r.Manifest.Files {
+		if p := nameProblem(name, false); p != "" {
+			return &AmbiguityError{Entries: []Ambiguity{{Name: name, Reason: "the manifest lists a name no bundle can hold: " + p}}}
 		}
 	}
 	return nil
@@ -364,23 +418,6 @@ func (r *Reader) List(prefix string) []string {
 			out = append(out, name)
 		}
 	}
-	sort.Strings(out)
-	return out
-}
-
-// Unlisted returns files present in the bundle but not in the manifest (a directory bundle
-// may have gained files after export; they are ignored and reported).
-func (r *Reader) Unlisted() []string {
-	var out []string
-	fs.WalkDir(r.fsys, ".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || p == ManifestFile {
-			return nil
-		}
-		if _, ok := r.Manifest.Files[p]; !ok {
-			out = append(out, p)
-		}
-		return nil
-	})
 	sort.Strings(out)
 	return out
 }

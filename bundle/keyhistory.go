@@ -1,12 +1,13 @@
 package bundle
 
 import (
-	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/evident-log/evident/internal/strictjson"
 )
 
 // KeyHistoryFile is the optional trust file that gives every service key its validity
@@ -66,14 +67,9 @@ type CheckpointKey struct {
 // ParseKeyHistory reads a key history strictly: known fields only, the format string,
 // hex kids, RFC 3339 times with NotBefore <= NotAfter, no kid twice.
 func ParseKeyHistory(b []byte) (*KeyHistory, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var h KeyHistory
-	if err := dec.Decode(&h); err != nil {
+	if err := strictjson.Decode(b, &h, 8, maxJSONFile); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrKeyHistory, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: trailing data", ErrKeyHistory)
 	}
 	if err := h.Check(); err != nil {
 		return nil, err

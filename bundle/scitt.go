@@ -1,13 +1,14 @@
 package bundle
 
 import (
-	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/evident-log/evident/internal/strictjson"
 )
 
 // The scitt/ section of a bundle holds SCITT registrations made through SCRAPI (POST
@@ -82,14 +83,9 @@ type SCITTStatement struct {
 // hex ids, the file names the format prescribes, policies in log order with intervals that
 // follow one another, statements naming a listed policy, no id twice.
 func ParseSCITTIndex(b []byte) (*SCITTIndex, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var x SCITTIndex
-	if err := dec.Decode(&x); err != nil {
+	if err := strictjson.Decode(b, &x, 8, maxJSONFile); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrSCITTIndex, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: trailing data", ErrSCITTIndex)
 	}
 	if err := x.Check(); err != nil {
 		return nil, err

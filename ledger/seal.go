@@ -1,12 +1,13 @@
 package ledger
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/gowebpki/jcs"
+
+	"github.com/evident-log/evident/internal/strictjson"
 )
 
 // SealContentType is the COSE content type of a seal statement's payload.
@@ -37,9 +38,7 @@ func (s Seal) Canonical() ([]byte, error) {
 // ParseSeal decodes a seal payload, refusing unknown fields.
 func ParseSeal(b []byte) (Seal, error) {
 	var s Seal
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
+	if err := strictjson.Decode(b, &s, 4, 64<<10); err != nil {
 		return Seal{}, fmt.Errorf("seal payload: %w", err)
 	}
 	if _, err := time.Parse(time.RFC3339Nano, s.SealedAt); err != nil {

@@ -15,7 +15,6 @@ const (
 	CheckBundleChains      CheckName = "bundle.chains"      // the bundle holds at least one chain
 	CheckBundleDigest      CheckName = "bundle.digest"      // every listed file matches its SHA-256 digest in the manifest
 	CheckBundleExtra       CheckName = "bundle.extra"       // listed files that no check interprets (reported, not trusted)
-	CheckBundleUnlisted    CheckName = "bundle.unlisted"    // files in the bundle the manifest does not list (reported and ignored)
 	CheckBundleUnambiguous CheckName = "bundle.unambiguous" // every reader sees the same files with the same bytes (no duplicate, colliding, unsafe or unlisted entry)
 	CheckBundleLimits      CheckName = "bundle.limits"      // the bundle is within the verifier's size and count limits
 )
@@ -103,7 +102,7 @@ const (
 // lists them: the verifier's own, then those the served profiles run.
 func CheckNames() []CheckName {
 	return []CheckName{
-		CheckBundleManifest, CheckBundleChains, CheckBundleDigest, CheckBundleExtra, CheckBundleUnlisted, CheckBundleUnambiguous, CheckBundleLimits,
+		CheckBundleManifest, CheckBundleChains, CheckBundleDigest, CheckBundleExtra, CheckBundleUnambiguous, CheckBundleLimits,
 		CheckTrustLogKey, CheckTrustLogPQKey, CheckTrustIssuers, CheckTrustKeyHistory, CheckTrustWitnessPolicy,
 		CheckChainProfile, CheckChainEntries, CheckChainSignatures, CheckChainAuthentication, CheckChainUnsigned, CheckChainState, CheckChainLinkage, CheckChainTimestamps, CheckChainEvidenceHead, CheckChainClosure, CheckChainConsistency,
 		CheckSealNumbering, CheckSealFormat, CheckSealSignature, CheckSealPayload, CheckSealLineage, CheckSealReceipt, CheckSealCheckpoint, CheckSealState, CheckSeals, CheckAnchoring,

@@ -15,7 +15,6 @@ const (
 	CodeDigest         Code = "digest_mismatch"      // a file differs from its manifest digest
 	CodeMissing        Code = ledger.CodeFileMissing // a file the manifest lists or the format needs is absent
 	CodeRead           Code = "read_error"           // a file cannot be read
-	CodeUnlisted       Code = "unlisted_file"        // a file in the bundle the manifest does not list
 	CodeNotInterpreted Code = "not_interpreted"      // a listed file no check reads
 	CodeAmbiguous      Code = "bundle_ambiguous"     // two readers could see different bytes: the bundle is refused (bundle.ErrAmbiguous)
 	CodeLimit          Code = "bundle_limit"         // the bundle exceeds one of the verifier's limits, so it was not read in full
@@ -119,7 +118,7 @@ const (
 // them. A report may carry ledger and profile codes besides (docs/errors.md).
 func Codes() []Code {
 	return []Code{
-		CodeManifest, CodeDigest, CodeMissing, CodeRead, CodeUnlisted, CodeNotInterpreted,
+		CodeManifest, CodeDigest, CodeMissing, CodeRead, CodeAmbiguous, CodeLimit, CodeNotInterpreted,
 		CodeTrust, CodeTrustNotPinned, CodeTrustMismatch, CodeKeyWindow, CodePQKeyMissing,
 		CodeEntryMalformed, CodeEntryTooLong, CodeEntrySeq, CodeEntryPrev, CodeEntryLink, CodeStateMismatch, CodeUnknownProfile, CodeUnsigned, CodeNotReplayed,
 		CodeUnchainedPrefix, CodeTSRegression, CodeEvidenceHead, CodeEvidenceHeadAhead,

@@ -159,11 +159,6 @@ func (v *verifier) sweepDigests() []Check {
 			Detail:   fmt.Sprintf("%d listed file(s) are not interpreted by this verifier (only their digests were checked)", len(extra)),
 			Evidence: firstN(extra, maxEvidence)})
 	}
-	if un := v.r.Unlisted(); len(un) > 0 {
-		checks = append(checks, Check{Name: CheckBundleUnlisted, Status: NotEvaluated, Code: CodeUnlisted,
-			Detail:   fmt.Sprintf("%d file(s) in the bundle are not listed in the manifest; they were ignored", len(un)),
-			Evidence: firstN(un, maxEvidence)})
-	}
 	return checks
 }
 

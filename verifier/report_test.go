@@ -139,8 +139,14 @@ func TestUnknownProfileAndExtraFiles(t *testing.T) {
 	b = testbundle.Build(t, testbundle.Options{Entries: 6, Participants: 2})
 	m := b.Manifest
 	b.Files["stray.txt"] = []byte("not in the manifest")
-	rep = verify(t, b.StaleReader(t, t.TempDir(), m))
-	if u := checksNamed(rep, "bundle.unlisted"); rep.Verdict != verifier.NotEvaluated || len(u) != 1 || u[0].Evidence[0] != "stray.txt" {
+	dir := t.TempDir()
+	b.WriteDir(t, dir, m)
+	_, err := bundle.Open(dir)
+	rep = verifier.RefusedReport(err, verifier.Options{})
+	if rep == nil {
+		t.Fatalf("an unlisted file: Open says %v, want a refusal", err)
+	}
+	if u := checksNamed(rep, "bundle.unambiguous"); rep.Verdict != verifier.Broken || len(u) != 1 || u[0].Where != "stray.txt" || u[0].Code != verifier.CodeAmbiguous {
 		t.Errorf("unlisted: %s %+v", rep.Verdict, u)
 	}
 }

@@ -154,6 +154,17 @@ func (b *Bundle) Reader(tb testing.TB) *bundle.Reader {
 // as it is (its digests untouched) and opens it: a bundle altered after export.
 func (b *Bundle) StaleReader(tb testing.TB, dir string, m bundle.Manifest) *bundle.Reader {
 	tb.Helper()
+	b.WriteDir(tb, dir, m)
+	r, err := bundle.Open(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
+// WriteDir writes the files as they are now into dir, with the manifest m as it is.
+func (b *Bundle) WriteDir(tb testing.TB, dir string, m bundle.Manifest) {
+	tb.Helper()
 	for name, data := range b.Files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -170,11 +181,6 @@ func (b *Bundle) StaleReader(tb testing.TB, dir string, m bundle.Manifest) *bund
 	if err := os.WriteFile(filepath.Join(dir, bundle.ManifestFile), mb, 0o644); err != nil {
 		tb.Fatal(err)
 	}
-	r, err := bundle.Open(dir)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return r
 }
 
 // StaleZipReader is StaleReader with the bundle as an in-memory zip (written with archive/zip
