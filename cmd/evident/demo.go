@@ -165,9 +165,12 @@ func demo(ctx context.Context, work, daemonPath string, stdout, stderr io.Writer
 	}
 
 	fmt.Fprintf(stdout, "\n6. Offline verification (what a regulator runs: evident verify --trust %s %s):\n\n", filepath.Base(trustFile), filepath.Base(bundlePath))
-	rep, code := verifyBundle(ctx, bundlePath, true, stderr, func(o *verifier.Options) { o.Trust = tf })
+	rep, r, code := verifyBundle(ctx, bundlePath, true, stderr, func(o *verifier.Options) { o.Trust = tf })
 	if rep == nil {
 		return code, nil
+	}
+	if r != nil {
+		r.Close()
 	}
 	if err := rep.WriteText(stdout); err != nil {
 		return 0, err

@@ -55,14 +55,19 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	}
 	path := fs.Arg(0)
-	rep, code := verifyBundle(ctx, path, *quiet, stderr, func(o *verifier.Options) { o.Trust = trust })
+	rep, r, code := verifyBundle(ctx, path, *quiet, stderr, func(o *verifier.Options) { o.Trust = trust })
 	if rep == nil {
 		return code
 	}
-	r, err := bundle.Open(path)
-	if err != nil {
-		fmt.Fprintln(stderr, "evident replay:", err)
-		return exitFailure
+	if r == nil {
+		// Refused at open: which bytes are the evidence is not settled, so nothing is replayed.
+		fmt.Fprintf(stderr, "evident replay: %s is refused (see the report), nothing is replayed\n", clean(path))
+		if *format == "json" {
+			rep.WriteJSON(stdout)
+		} else {
+			rep.WriteText(stdout)
+		}
+		return code
 	}
 	defer r.Close()
 	var progress func(string, uint64, uint64)
@@ -88,6 +93,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *task != "" && !hasTask(out.Timelines) {
 		return unknownTask(ctx, fs, r, *task)
 	}
+	var err error
 	if *format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -303,16 +309,16 @@ func clean(s string) string {
 
 // writeHTML writes the self-contained HTML report: the verification report and the
 // timeline of every CHAP chain in the bundle, maxEntries rows of each (0: all).
-func writeHTML(ctx context.Context, w io.Writer, rep *verifier.Report, path string, maxEntries int) error {
+// r is the reader the report was made from; nil (a bundle refused at open) shows the report
+// alone.
+func writeHTML(ctx context.Context, w io.Writer, rep *verifier.Report, r *bundle.Reader, maxEntries int) error {
 	in := htmlreport.Input{Report: rep, MaxEntries: maxEntries}
 	if maxEntries == 0 {
 		in.MaxEntries = -1
 	}
-	r, err := bundle.Open(path)
-	if err != nil {
-		return err
+	if r == nil {
+		return htmlreport.Write(w, in)
 	}
-	defer r.Close()
 	for _, ref := range r.Manifest.Chains {
 		if ref.Profile != chap.Profile {
 			continue

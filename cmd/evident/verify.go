@@ -73,12 +73,15 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return exitUsage
 		}
 	}
-	rep, code := verifyBundle(ctx, fs.Arg(0), *quiet, stderr, func(o *verifier.Options) {
+	rep, r, code := verifyBundle(ctx, fs.Arg(0), *quiet, stderr, func(o *verifier.Options) {
 		o.Checkpoints, o.WitnessMaxAge, o.RequirePQ = extra.list, *maxAge, *requirePQ
 		o.TrustedLogKeys, o.TrustedIssuers, o.Trust = pinnedLog, issuers, trust
 	})
 	if rep == nil {
 		return code
+	}
+	if r != nil {
+		defer r.Close()
 	}
 	out := stdout
 	if *output != "" {
@@ -92,7 +95,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	switch *format {
 	case "html":
-		err = writeHTML(ctx, out, rep, fs.Arg(0), *maxEntries)
+		err = writeHTML(ctx, out, rep, r, *maxEntries)
 	case "json":
 		err = rep.WriteJSON(out)
 	default:
@@ -105,17 +108,23 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return rep.ExitCode()
 }
 
-// verifyBundle opens and verifies a bundle, showing progress on a terminal.
-func verifyBundle(ctx context.Context, path string, quiet bool, stderr io.Writer, opts ...func(*verifier.Options)) (*verifier.Report, int) {
-	r, err := bundle.Open(path)
-	if err != nil {
-		fmt.Fprintln(stderr, "evident verify:", err)
-		return nil, exitFailure // unreadable, or not a bundle at all (bundle.ErrFormat)
-	}
-	defer r.Close()
+// verifyBundle opens and verifies a bundle, showing progress on a terminal. It returns the
+// open reader, which the caller closes, so that whatever it shows besides the report (the
+// replay, the HTML timeline) reads the very bytes that were verified. A bundle refused at
+// open (ambiguous, or beyond a limit) gets its report and a nil reader: nothing else may read it.
+func verifyBundle(ctx context.Context, path string, quiet bool, stderr io.Writer, opts ...func(*verifier.Options)) (*verifier.Report, *bundle.Reader, int) {
 	var o verifier.Options
 	for _, f := range opts {
 		f(&o)
+	}
+	r, err := bundle.Open(path)
+	if err != nil {
+		if rep := verifier.RefusedReport(err, o); rep != nil {
+			rep.Bundle = path
+			return rep, nil, rep.ExitCode()
+		}
+		fmt.Fprintln(stderr, "evident verify:", err)
+		return nil, nil, exitFailure // unreadable, or not a bundle at all (bundle.ErrFormat)
 	}
 	if !quiet && isTerminal(stderr) {
 		o.Progress = progressPrinter(stderr)
@@ -125,11 +134,12 @@ func verifyBundle(ctx context.Context, path string, quiet bool, stderr io.Writer
 		fmt.Fprint(stderr, "\r\033[K")
 	}
 	if err != nil {
+		r.Close()
 		fmt.Fprintln(stderr, "evident verify:", err)
-		return nil, exitFailure
+		return nil, nil, exitFailure
 	}
 	rep.Bundle = path
-	return rep, rep.ExitCode()
+	return rep, r, rep.ExitCode()
 }
 
 // parseArgs parses a command's flags, which may also follow its arguments; done says the
