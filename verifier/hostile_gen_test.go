@@ -794,9 +794,16 @@ func writeHostileCorpus(t *testing.T) {
 		os.Remove(p)
 	}
 	var cases []hostileCase
+	written := map[[32]byte]string{} // a case whose bundle another case already holds names that file
 	for _, s := range hostileSpecs() {
-		if err := os.WriteFile(filepath.Join(hostileDir, s.File), s.build(t), 0o644); err != nil {
+		z := s.build(t)
+		h := sha256.Sum256(z)
+		if f, ok := written[h]; ok {
+			s.File = f
+		} else if err := os.WriteFile(filepath.Join(hostileDir, s.File), z, 0o644); err != nil {
 			t.Fatal(err)
+		} else {
+			written[h] = s.File
 		}
 		cases = append(cases, s.hostileCase)
 	}
