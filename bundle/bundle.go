@@ -298,7 +298,15 @@ func openZip(ra io.ReaderAt, size int64, l Limits) (*Reader, error) {
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
 		return nil, fmt.Errorf("%w (%w)", ErrFormat, err)
 	}
-	entries, amb, err := scanZip(ra, size, zr, l)
+	// The scan reads every local header: through a window of the file, its many small
+	// reads are a few large ones. It gets its own zip.Reader, since the window is not safe
+	// for the concurrent reads the verifier makes later.
+	win := &readWindow{ra: ra, size: size}
+	wzr, err := zip.NewReader(win, size)
+	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
+		return nil, fmt.Errorf("%w (%w)", ErrFormat, err)
+	}
+	entries, amb, err := scanZip(win, size, wzr, l)
 	if err != nil {
 		return nil, err
 	}

@@ -363,3 +363,39 @@ func (r *Reader) checkListed(entries []entry, l Limits) ([]Ambiguity, error) {
 	sort.Slice(amb, func(i, j int) bool { return amb[i].Name < amb[j].Name })
 	return amb, nil
 }
+
+// readWindow is an io.ReaderAt that serves reads from a cached 256 KiB window of ra, refilled
+// at the offset of a read that falls outside it. Not safe for concurrent use.
+type readWindow struct {
+	ra   io.ReaderAt
+	size int64
+	off  int64
+	buf  []byte
+}
+
+func (w *readWindow) ReadAt(p []byte, off int64) (int, error) {
+	const span = 256 << 10
+	if len(p) > span/4 {
+		return w.ra.ReadAt(p, off) // large reads gain nothing from the cache
+	}
+	if off < w.off || off+int64(len(p)) > w.off+int64(len(w.buf)) {
+		if off < 0 || off >= w.size {
+			return 0, io.EOF
+		}
+		n := min(int64(span), w.size-off)
+		if cap(w.buf) < int(n) {
+			w.buf = make([]byte, span)
+		}
+		w.buf = w.buf[:n]
+		if m, err := w.ra.ReadAt(w.buf, off); m < int(n) {
+			w.buf = w.buf[:0]
+			return 0, err
+		}
+		w.off = off
+	}
+	n := copy(p, w.buf[off-w.off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
