@@ -1,11 +1,9 @@
 package main
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,31 +18,15 @@ import (
 // one word is changed: the attack a reader who unzips the bundle would fall for.
 func duplicateEntries(t *testing.T, path, ws string) string {
 	t.Helper()
-	zr, err := zip.OpenReader(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zr.Close()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
 	name := bundle.EntriesFile(bundle.ChainDir(ws))
-	for _, f := range zr.File {
-		rc, err := f.Open()
-		if err != nil {
-			t.Fatal(err)
+	z := rezip(t, path, func(n string, b []byte) [][]byte {
+		if n == name {
+			return [][]byte{b, bytes.Replace(b, []byte("4800"), []byte("9800"), 1)}
 		}
-		b, _ := io.ReadAll(rc)
-		rc.Close()
-		w, _ := zw.Create(f.Name)
-		w.Write(b)
-		if f.Name == name {
-			w, _ := zw.Create(f.Name)
-			w.Write(bytes.Replace(b, []byte("4800"), []byte("9800"), 1))
-		}
-	}
-	zw.Close()
+		return [][]byte{b}
+	})
 	p := filepath.Join(t.TempDir(), "ambiguous.zip")
-	if err := os.WriteFile(p, buf.Bytes(), 0o600); err != nil {
+	if err := os.WriteFile(p, z, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p

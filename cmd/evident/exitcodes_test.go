@@ -254,6 +254,24 @@ func mustCLI(t *testing.T, args ...string) string {
 // tamper copies a zip bundle with one file's text replaced (the manifest's digests kept).
 func tamper(t *testing.T, src, name, old, new string) []byte {
 	t.Helper()
+	replaced := false
+	out := rezip(t, src, func(n string, b []byte) [][]byte {
+		if n == name {
+			replaced = bytes.Contains(b, []byte(old))
+			b = bytes.ReplaceAll(b, []byte(old), []byte(new))
+		}
+		return [][]byte{b}
+	})
+	if !replaced {
+		t.Fatalf("%s holds no %q", name, old)
+	}
+	return out
+}
+
+// rezip copies a zip bundle entry by entry with archive/zip, writing under each entry's name
+// the copies edit returns for its content (none drops it, two write the name twice).
+func rezip(t *testing.T, src string, edit func(name string, data []byte) [][]byte) []byte {
+	t.Helper()
 	zr, err := zip.OpenReader(src)
 	if err != nil {
 		t.Fatal(err)
@@ -261,24 +279,26 @@ func tamper(t *testing.T, src, name, old, new string) []byte {
 	defer zr.Close()
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
-	replaced := false
 	for _, f := range zr.File {
 		rc, err := f.Open()
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := io.ReadAll(rc)
+		b, err := io.ReadAll(rc)
 		rc.Close()
-		if f.Name == name {
-			replaced = bytes.Contains(b, []byte(old))
-			b = bytes.ReplaceAll(b, []byte(old), []byte(new))
+		if err != nil {
+			t.Fatal(err)
 		}
-		w, _ := zw.Create(f.Name)
-		w.Write(b)
+		for _, c := range edit(f.Name, b) {
+			w, err := zw.Create(f.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Write(c)
+		}
 	}
-	zw.Close()
-	if !replaced {
-		t.Fatalf("%s holds no %q", name, old)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
 	}
 	return buf.Bytes()
 }
