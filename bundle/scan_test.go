@@ -254,3 +254,30 @@ func TestWriterRefusesCollidingNames(t *testing.T) {
 		}
 	}
 }
+
+// TestZip64Layout: past 65,535 entries the writer adds zip64 end records, which the layout
+// walk must accept.
+func TestZip64Layout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 70,000 entries")
+	}
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	for i := range 70000 {
+		if err := w.WriteFile(SealFile("ws", uint64(i)), []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(Manifest{Log: LogInfo{Origin: "example.org/log"}}); err != nil {
+		t.Fatal(err)
+	}
+	z := buf.Bytes()
+	if !bytes.Contains(z[len(z)-200:], []byte("PK\x06\x06")) {
+		t.Fatal("no zip64 end record: the test does not test what it says")
+	}
+	if _, err := OpenZipBytes(z); err != nil {
+		t.Fatal(err)
+	}
+	_, err := OpenZipBytes(append(z, 0))
+	wantAmbiguous(t, "a byte after the end record", err, "(zip)", "after the end")
+}
