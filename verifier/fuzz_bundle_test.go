@@ -194,7 +194,27 @@ func hostileSeeds(tb testing.TB, s *fuzzSeed) map[string][]fuzzFile {
 	dupKey := bytes.Replace(s.manifest, []byte(`"log": {`), []byte(`"log": {"origin": "evil.example/log"}, "log": {`), 1)
 	// The same with keys that differ only in case, which encoding/json merges.
 	caseKey := bytes.Replace(s.manifest, []byte(`"log": {`), []byte(`"LOG": {"origin": "evil.example/log"}, "log": {`), 1)
+	renamed := func(to string) []fuzzFile {
+		out := slices.Clone(genuine)
+		for i := range out {
+			if out[i].name == ef {
+				out[i].name = to
+			}
+		}
+		return out
+	}
+	producer := func(p string) []byte {
+		return bytes.Replace(s.manifest, []byte(`"producer": "testbundle"`), []byte(`"producer": "`+p+`"`), 1)
+	}
+	deep := bytes.Replace(s.manifest, []byte(`"scope": {`), []byte(`"scope": {"chains": `+strings.Repeat("[", 10000)+strings.Repeat("]", 10000)+`, `), 1)
 	return map[string][]fuzzFile{
+		"slash-prefixed name":              renamed("/" + ef),
+		"dot-dot-prefixed name":            renamed("../" + ef),
+		"backslash name":                   renamed(strings.ReplaceAll(ef, "/", `\`)),
+		"dot segment duplicate":            append(slices.Clone(genuine), fuzzFile{kind: 'f', name: strings.Replace(ef, "/entries", "/./entries", 1), data: evil}),
+		"manifest lone surrogate":          replaceFile(genuine, bundle.ManifestFile, producer(`test\ud800bundle`)),
+		"manifest invalid UTF-8":           replaceFile(genuine, bundle.ManifestFile, producer("test\xffbundle")),
+		"manifest nested 10000 deep":       replaceFile(genuine, bundle.ManifestFile, deep),
 		"duplicate entries, genuine first": append(slices.Clone(genuine), fuzzFile{kind: 'f', name: ef, data: evil}),
 		"duplicate entries, genuine last":  append([]fuzzFile{{kind: 'f', name: ef, data: evil}}, genuine...),
 		"entries differing by case":        append(slices.Clone(genuine), fuzzFile{kind: 'f', name: strings.ToUpper(ef[:1]) + ef[1:], data: evil}),
@@ -228,6 +248,11 @@ func FuzzVerifyBundleZip(f *testing.F) {
 		// the central directory.
 		hidden := append([]fuzzFile{{kind: 'f', name: s.b.EntriesFile(), data: tamperEntries(s)}}, s.all()...)
 		f.Add(hideFirstEntry(f, storedZip(f, hidden)))
+		// Bytes before the first entry (archive/zip finds the entries from the end; a
+		// streaming reader starts at the front), and a zip of tampered entries before the
+		// genuine zip.
+		f.Add(append([]byte("#!/bin/sh\necho not a zip\nexit 0\n"), storedZip(f, s.all())...))
+		f.Add(append(storedZip(f, []fuzzFile{{kind: 'f', name: s.b.EntriesFile(), data: tamperEntries(s)}}), storedZip(f, s.all())...))
 	}
 	// Decompression bombs with digests that match: entries.jsonl of 64 MiB of empty lines,
 	// and of 64 MiB of "{}" lines (each line after the first break is only counted).
