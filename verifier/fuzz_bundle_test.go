@@ -747,6 +747,9 @@ func zipView(data []byte) (fuzzView, error) {
 			return v, fmt.Errorf("entry %q: %w", f.Name, err)
 		}
 		central = append(central, entry{f.Name, b})
+		if n := strings.TrimSuffix(f.Name, "/"); !fs.ValidPath(n) || n == "." || strings.Contains(n, `\`) {
+			return v, fmt.Errorf("entry %q is not a clean relative path (archive/zip's fs.FS cleans it, an unzip tool may not)", f.Name)
+		}
 		if strings.HasSuffix(f.Name, "/") {
 			if len(b) > 0 {
 				return v, fmt.Errorf("directory entry %q holds %d bytes", f.Name, len(b))
