@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -282,7 +283,8 @@ func dirsAsEntries(files []fuzzFile) []fuzzFile {
 
 // The directory archive FuzzVerifyBundleDir decodes: a sequence of records
 //
-//	kind      1 byte: 'f' regular file, 'd' directory, 'l' symlink, 'p' named pipe (any other byte: 'f')
+//	kind      1 byte: 'f' regular file, 'd' directory, 'l' symlink, 'p' named pipe, 'm' (no file:
+//	          recompute the manifest's digests, below); any other byte is 'f'
 //	name      uvarint length, then the bytes (a slash-separated path)
 //	content   uvarint length, then the bytes (a symlink's target; ignored for 'd' and 'p')
 //
@@ -291,6 +293,11 @@ func dirsAsEntries(files []fuzzFile) []fuzzFile {
 // symlink whose target it refuses, and a record that cannot be written are skipped. A later
 // record of the same name replaces an earlier one; names that differ only in case stay two
 // files (the file system is case-sensitive).
+//
+// With an 'm' record, once every file is written, manifest.json is read (encoding/json) and
+// written back with the digest of every file it lists as the tree now holds it: the digests
+// bind nothing an attacker cannot recompute, so this lets mutations of entries, seals,
+// checkpoints and trust files reach the checks that do bind them (signatures, receipts, pins).
 
 // encodeDir encodes files in that format.
 func encodeDir(files []fuzzFile) []byte {
@@ -320,7 +327,7 @@ func decodeDir(data []byte) []fuzzFile {
 	for len(data) > 0 && len(out) < fuzzMaxFiles {
 		kind := data[0]
 		data = data[1:]
-		if !strings.ContainsRune("fdlp", rune(kind)) {
+		if !strings.ContainsRune("fdlpm", rune(kind)) {
 			kind = 'f'
 		}
 		name, ok := field()
@@ -348,6 +355,7 @@ func writeDir(root string, files []fuzzFile) (pipes []string) {
 			continue
 		}
 		switch f.kind {
+		case 'm':
 		case 'd':
 			os.MkdirAll(p, 0o755)
 		case 'l':
@@ -395,13 +403,53 @@ func FuzzVerifyBundleDir(f *testing.F) {
 		}
 		f.Add(encodeDir(piped))
 	}
+	// The genuine bundles with their digests recomputed, so that mutations get past them.
+	for _, s := range seeds {
+		f.Add(encodeDir(append([]fuzzFile{{kind: 'm'}}, s.all()...)))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		root := t.TempDir()
-		pipes := writeDir(root, decodeDir(data))
+		files := decodeDir(data)
+		pipes := writeDir(root, files)
+		if slices.ContainsFunc(files, func(f fuzzFile) bool { return f.kind == 'm' }) {
+			redigest(root)
+		}
 		defer unblockPipes(pipes)
 		fuzzRun(t, seeds, trust, len(data), func() (*bundle.Reader, error) { return bundle.Open(root) },
 			func(t *testing.T) (fuzzView, error) { return dirView(root) }, pipes...)
 	})
+}
+
+// redigest rewrites root's manifest.json with the digests of the files it lists as they are
+// now; a listed file that is absent or not a regular file keeps its digest.
+func redigest(root string) {
+	mp := filepath.Join(root, bundle.ManifestFile)
+	if st, err := os.Lstat(mp); err != nil || !st.Mode().IsRegular() {
+		return
+	}
+	b, err := os.ReadFile(mp)
+	if err != nil {
+		return
+	}
+	var m bundle.Manifest
+	if json.Unmarshal(b, &m) != nil {
+		return
+	}
+	for name := range m.Files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if !filepath.IsLocal(name) {
+			continue
+		}
+		if st, err := os.Lstat(p); err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		if data, err := os.ReadFile(p); err == nil {
+			m.Files[name] = fmt.Sprintf("sha256:%x", sha256.Sum256(data))
+		}
+	}
+	if b, err = json.MarshalIndent(m, "", "  "); err == nil {
+		os.WriteFile(mp, append(b, '\n'), 0o644)
+	}
 }
 
 // unblockPipes opens each named pipe for writing and closes it, so that a reader blocked
