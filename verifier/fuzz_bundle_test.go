@@ -168,9 +168,15 @@ func hideFirstEntry(tb testing.TB, z []byte) []byte {
 	return out
 }
 
-// tamperLine changes one word of entries.jsonl.
-func tamperEntries(s *fuzzSeed) []byte {
-	return bytes.Replace(s.files[s.b.EntriesFile()], []byte(`"n":3`), []byte(`"n":4`), 1)
+// tamperEntries returns entries.jsonl with one word changed (a message's "n":3 made "n":4).
+func tamperEntries(tb testing.TB, s *fuzzSeed) []byte {
+	tb.Helper()
+	orig := s.files[s.b.EntriesFile()]
+	out := bytes.Replace(orig, []byte(`"n":3`), []byte(`"n":4`), 1)
+	if bytes.Equal(out, orig) {
+		tb.Fatalf("seed %q: no \"n\":3 in entries.jsonl to tamper with", s.name)
+	}
+	return out
 }
 
 // replaceFile returns files with name's content replaced (or appended when absent).
@@ -188,8 +194,9 @@ func replaceFile(files []fuzzFile, name string, data []byte) []fuzzFile {
 // hostileSeeds are crafted bundles a verifier must not call verified: each would show a
 // reader other bytes than the verifier checks, or say something no seed said.
 func hostileSeeds(tb testing.TB, s *fuzzSeed) map[string][]fuzzFile {
+	tb.Helper()
 	ef := s.b.EntriesFile()
-	evil := tamperEntries(s)
+	evil := tamperEntries(tb, s)
 	genuine := s.all()
 	// The manifest with a second, earlier "log" member (encoding/json keeps the last).
 	dupKey := bytes.Replace(s.manifest, []byte(`"log": {`), []byte(`"log": {"origin": "evil.example/log"}, "log": {`), 1)
@@ -229,9 +236,9 @@ func hostileSeeds(tb testing.TB, s *fuzzSeed) map[string][]fuzzFile {
 
 // FuzzVerifyBundleZip verifies arbitrary bytes as a zip bundle (bundle.OpenZipBytes) with the
 // genuine service's trust file pinned. Seeds: genuine bundles of several shapes, deflated as
-// bundle.Writer writes them and stored so that mutations reach the content, and crafted
-// hostile zips (duplicate names, case variants, unlisted and escaping names, a local entry
-// the central directory does not list, manifests with duplicate keys).
+// bundle.Writer writes them and stored so that mutations reach the content, crafted hostile
+// zips (hostileSeeds; a local entry the central directory does not list, bytes before the
+// first entry, a tampered zip before the genuine one) and decompression bombs.
 func FuzzVerifyBundleZip(f *testing.F) {
 	seeds, trust := fuzzSeeds(f)
 	for i, s := range seeds {
@@ -240,20 +247,20 @@ func FuzzVerifyBundleZip(f *testing.F) {
 		if i > 1 {
 			continue
 		}
-		for _, name := range slices.Sorted(maps.Keys(hostileSeeds(f, s))) {
-			files := hostileSeeds(f, s)[name]
-			z := storedZip(f, dirsAsEntries(files))
-			f.Add(z)
+		hostile := hostileSeeds(f, s)
+		for _, name := range slices.Sorted(maps.Keys(hostile)) {
+			f.Add(storedZip(f, dirsAsEntries(hostile[name])))
 		}
 		// A hidden local entry: tampered entries.jsonl before the genuine files, absent from
 		// the central directory.
-		hidden := append([]fuzzFile{{kind: 'f', name: s.b.EntriesFile(), data: tamperEntries(s)}}, s.all()...)
+		evil := []fuzzFile{{kind: 'f', name: s.b.EntriesFile(), data: tamperEntries(f, s)}}
+		hidden := append(slices.Clone(evil), s.all()...)
 		f.Add(hideFirstEntry(f, storedZip(f, hidden)))
 		// Bytes before the first entry (archive/zip finds the entries from the end; a
 		// streaming reader starts at the front), and a zip of tampered entries before the
 		// genuine zip.
 		f.Add(append([]byte("#!/bin/sh\necho not a zip\nexit 0\n"), storedZip(f, s.all())...))
-		f.Add(append(storedZip(f, []fuzzFile{{kind: 'f', name: s.b.EntriesFile(), data: tamperEntries(s)}}), storedZip(f, s.all())...))
+		f.Add(append(storedZip(f, evil), storedZip(f, s.all())...))
 	}
 	// Decompression bombs with digests that match: entries.jsonl of 64 MiB of empty lines,
 	// and of 64 MiB of "{}" lines (each line after the first break is only counted).
@@ -386,8 +393,9 @@ func FuzzVerifyBundleDir(f *testing.F) {
 		if i > 1 {
 			continue
 		}
-		for _, name := range slices.Sorted(maps.Keys(hostileSeeds(f, s))) {
-			f.Add(encodeDir(hostileSeeds(f, s)[name]))
+		hostile := hostileSeeds(f, s)
+		for _, name := range slices.Sorted(maps.Keys(hostile)) {
+			f.Add(encodeDir(hostile[name]))
 		}
 		ef := s.b.EntriesFile()
 		// entries.jsonl a symlink to an unlisted copy of itself.
