@@ -180,7 +180,6 @@ func (v *verifier) replay(ref bundle.ChainRef, prof ledger.Profile, claimed map[
 			break
 		}
 		res.total++
-		where := fmt.Sprintf("%s:%d", res.file, res.total)
 		if res.total%progressEvery == 0 {
 			v.progress(stage, res.total, ref.Size)
 			if err := v.ctx.Err(); err != nil {
@@ -188,6 +187,9 @@ func (v *verifier) replay(ref bundle.ChainRef, prof ledger.Profile, claimed map[
 			}
 		}
 		if res.brk == nil {
+			// Lines after a break are only counted: nothing is formatted for them, so that
+			// a file of millions of empty lines costs no memory per line.
+			where := fmt.Sprintf("%s:%d", res.file, res.total)
 			switch {
 			case tooLong:
 				breakAt(CodeEntryTooLong, where, "seq %d: line is over %d bytes", chain.Size, MaxLineSize)
