@@ -181,6 +181,27 @@ func COSEKey(pub crypto.PublicKey) ([]byte, error) {
 	return b, nil
 }
 
+// ParseCOSEKeyKid is ParseCOSEKey that also returns the key's kid (2), nil when it has none.
+// Evident's own keys carry kid = KeyThumbprint (COSEKey); a reader of its bundles checks that.
+func ParseCOSEKeyKid(b []byte) (crypto.PublicKey, []byte, error) {
+	pub, err := ParseCOSEKey(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	var m map[any]any
+	if err := strictDec.Unmarshal(b, &m); err != nil {
+		return nil, nil, fmt.Errorf("%w: COSE_Key: %v", ErrMalformed, err)
+	}
+	switch kid := m[int64(keyKid)].(type) {
+	case nil:
+		return pub, nil, nil
+	case []byte:
+		return pub, kid, nil
+	default:
+		return nil, nil, fmt.Errorf("%w: COSE_Key kid (2) must be a bstr", ErrMalformed)
+	}
+}
+
 // ParseCOSEKey decodes a public COSE_Key: OKP Ed25519, EC2 P-256 or P-384
 // (uncompressed, y as bstr), or RSA (at least 2048 bits). Keys carrying
 // private parameters are refused with ErrMalformed. If alg (3) is present

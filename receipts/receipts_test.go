@@ -465,6 +465,19 @@ func TestKeys(t *testing.T) {
 		if err := strictDec.Unmarshal(enc, &m); err != nil || !bytes.Equal(m[keyKid].([]byte), tp2) {
 			t.Fatalf("COSE_Key kid is not the thumbprint")
 		}
+		if _, kid, err := ParseCOSEKeyKid(enc); err != nil || !bytes.Equal(kid, tp2) {
+			t.Fatalf("ParseCOSEKeyKid: kid %x, %v; want the thumbprint %x", kid, err, tp2)
+		}
+		delete(m, keyKid)
+		bare, _ := encMode.Marshal(m)
+		if _, kid, err := ParseCOSEKeyKid(bare); err != nil || kid != nil {
+			t.Fatalf("ParseCOSEKeyKid of a key without kid: %x, %v", kid, err)
+		}
+		m[keyKid] = "text"
+		bad, _ := encMode.Marshal(m)
+		if _, _, err := ParseCOSEKeyKid(bad); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("ParseCOSEKeyKid of a text kid: %v", err)
+		}
 	}
 
 	_, edPriv, _ := ed25519.GenerateKey(rand.Reader)

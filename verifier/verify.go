@@ -1,6 +1,7 @@
 package verifier
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"encoding/base64"
@@ -339,13 +340,18 @@ func (v *verifier) readIssuers() ([]issuerKey, error) {
 	}
 	keys := make([]issuerKey, 0, len(raw))
 	for i, kb := range raw {
-		pub, err := receipts.ParseCOSEKey(kb)
+		pub, label, err := receipts.ParseCOSEKeyKid(kb)
 		if err != nil {
 			return nil, fmt.Errorf("key %d: %v", i, err)
 		}
 		kid, err := receipts.KeyThumbprint(pub)
 		if err != nil {
 			return nil, fmt.Errorf("key %d: %v", i, err)
+		}
+		// The service labels each key with its thumbprint; another label would show a
+		// reader who picks keys by kid another mapping from kids to keys than the one verified.
+		if label != nil && !bytes.Equal(label, kid) {
+			return nil, fmt.Errorf("key %d: kid %x is not the key's thumbprint %x", i, label, kid)
 		}
 		keys = append(keys, issuerKey{kid: kid, pub: pub})
 	}
