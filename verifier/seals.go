@@ -363,6 +363,7 @@ func (v *verifier) sealStates(ref bundle.ChainRef, seals []*sealInfo, res *repla
 				sum.Status = Broken
 			}
 		}
+		sum.Code = firstCode(checks, sum.Status)
 	}
 	checks = append(checks, sum)
 
@@ -390,4 +391,15 @@ func (v *verifier) sealStates(ref bundle.ChainRef, seals []*sealInfo, res *repla
 		}
 	}
 	return append(checks, a)
+}
+
+// firstCode is the code of the first check with the given status: what a summary of those
+// checks reports as its own reason (CodeNotAnchored when none carries one).
+func firstCode(checks []Check, status Status) Code {
+	for _, c := range checks {
+		if c.Status == status && c.Code != "" {
+			return c.Code
+		}
+	}
+	return CodeNotAnchored
 }

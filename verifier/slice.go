@@ -48,6 +48,7 @@ func (v *verifier) verifySlice(ref bundle.ChainRef) (ChainReport, []Check, error
 		sum.Status = NotEvaluated
 		fallthrough
 	case sum.Status != Verified:
+		sum.Code = firstCode(checks, sum.Status)
 		sum.Detail = fmt.Sprintf("%d of %d seal(s) verified (see the seal.* checks)", cr.Coverage.SealsVerified, cr.Coverage.SealsTotal)
 	default:
 		sum.Detail = fmt.Sprintf("%d seal(s): issuer signatures, payloads, lineage, receipts and log checkpoints verified (their chain states are proven through the slice's receipts, not by a replay)", len(seals))
