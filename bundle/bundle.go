@@ -253,7 +253,7 @@ const MaxManifestSize = 16 << 20
 // Open opens a bundle directory or .zip file with DefaultLimits and reads its manifest. An
 // ambiguous bundle is refused with an *AmbiguityError (ErrAmbiguous), one beyond a limit with
 // a *LimitError (ErrLimit), anything that is not a bundle with ErrFormat.
-func Open(p string) (*Reader, error) { return OpenWithLimits(p, DefaultLimits) }
+func Open(p string) (*Reader, error) { return OpenWithLimits(p, DefaultLimits()) }
 
 // OpenWithLimits is Open with other limits.
 func OpenWithLimits(p string, l Limits) (*Reader, error) {
@@ -286,7 +286,7 @@ func OpenWithLimits(p string, l Limits) (*Reader, error) {
 }
 
 // OpenZipBytes opens an in-memory zip bundle with DefaultLimits.
-func OpenZipBytes(b []byte) (*Reader, error) { return OpenZipBytesWithLimits(b, DefaultLimits) }
+func OpenZipBytes(b []byte) (*Reader, error) { return OpenZipBytesWithLimits(b, DefaultLimits()) }
 
 // OpenZipBytesWithLimits is OpenZipBytes with other limits.
 func OpenZipBytesWithLimits(b []byte, l Limits) (*Reader, error) {

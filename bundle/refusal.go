@@ -64,6 +64,3 @@ func (e *LimitError) Error() string {
 
 // Is makes errors.Is(err, ErrLimit) hold.
 func (e *LimitError) Is(target error) bool { return target == ErrLimit }
-
-// maxJSONFile bounds the JSON files of trust/ and scitt/ that the bundle package parses.
-const maxJSONFile = 64 << 20

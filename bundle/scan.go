@@ -15,32 +15,37 @@ import (
 // Limits bound what a reader accepts before it reads any content. A bundle beyond one is
 // refused with a *LimitError naming it, never read in part.
 type Limits struct {
-	Entries        int   // files (and directory entries) in the bundle
-	FileSize       int64 // decompressed bytes of one file
-	TotalSize      int64 // decompressed bytes of all files
-	Ratio          int64 // decompressed/compressed bytes of a zip entry over 1 MiB
-	Chains         int   // chains the manifest names
-	SealsPerChain  int   // seal files of one chain
-	Checkpoints    int   // log/checkpoints files
-	ManifestSize   int64 // bytes of manifest.json
-	ManifestDepth  int   // nesting of manifest.json
-	ratioThreshold int64 // entries this small are exempt from Ratio (tests lower it)
+	Entries       int   // files (and directory entries) in the bundle
+	FileSize      int64 // decompressed bytes of one file
+	TotalSize     int64 // decompressed bytes of all files
+	Ratio         int64 // decompressed/compressed bytes of a zip entry over RatioMinSize
+	Chains        int   // chains the manifest names
+	SealsPerChain int   // seal files of one chain
+	Checkpoints   int   // log/checkpoints files
+	ManifestSize  int64 // bytes of manifest.json
+	ManifestDepth int   // nesting of manifest.json
+	RatioMinSize  int64 // zip entries of at most this many decompressed bytes are exempt from Ratio
 }
 
-// DefaultLimits are the limits of Open and OpenZipBytes: far above any bundle an exporter
+// DefaultLimits returns the limits of Open and OpenZipBytes: far above any bundle an exporter
 // writes for a chain of millions of entries, far below what would exhaust a verifier.
-var DefaultLimits = Limits{
-	Entries:        1 << 20,
-	FileSize:       16 << 30,
-	TotalSize:      64 << 30,
-	Ratio:          200,
-	Chains:         1 << 16,
-	SealsPerChain:  1 << 20,
-	Checkpoints:    1 << 16,
-	ManifestSize:   MaxManifestSize,
-	ManifestDepth:  32,
-	ratioThreshold: 1 << 20,
+func DefaultLimits() Limits {
+	return Limits{
+		Entries:       1 << 20,
+		FileSize:      16 << 30,
+		TotalSize:     64 << 30,
+		Ratio:         200,
+		Chains:        1 << 16,
+		SealsPerChain: 1 << 20,
+		Checkpoints:   1 << 16,
+		ManifestSize:  MaxManifestSize,
+		ManifestDepth: 32,
+		RatioMinSize:  1 << 20,
+	}
 }
+
+// maxJSONFile bounds the JSON files of trust/ and scitt/ that the bundle package parses.
+const maxJSONFile = 64 << 20
 
 // entry is one name a bundle holds, as the scan found it.
 type entry struct {
@@ -129,7 +134,7 @@ func scanZip(ra io.ReaderAt, size int64, zr *zip.Reader, l Limits) ([]entry, []A
 		switch {
 		case mode&fs.ModeSymlink != 0:
 			amb = append(amb, Ambiguity{Name: f.Name, Reason: "a symbolic link: extracted, it points outside what the manifest binds"})
-		case dir && (!mode.IsDir() && mode.Type() != 0 || f.UncompressedSize64 != 0):
+		case dir && f.UncompressedSize64 != 0: // archive/zip gives every name ending in / ModeDir
 			amb = append(amb, Ambiguity{Name: f.Name, Reason: "a directory entry with content"})
 		case !dir && mode.Type() != 0:
 			amb = append(amb, Ambiguity{Name: f.Name, Reason: "not a regular file (" + mode.Type().String() + ")"})
@@ -148,7 +153,7 @@ func scanZip(ra io.ReaderAt, size int64, zr *zip.Reader, l Limits) ([]entry, []A
 		if total += us; total > l.TotalSize {
 			return nil, nil, &LimitError{Limit: "total_size", Name: f.Name, Value: total, Max: l.TotalSize}
 		}
-		if us > l.ratioThreshold && us > l.Ratio*int64(max(f.CompressedSize64, 1)) {
+		if us > l.RatioMinSize && us > l.Ratio*int64(max(f.CompressedSize64, 1)) {
 			return nil, nil, &LimitError{Limit: "ratio", Name: f.Name, Value: us / int64(max(f.CompressedSize64, 1)), Max: l.Ratio}
 		}
 		off, err := f.DataOffset()

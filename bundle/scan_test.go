@@ -165,7 +165,7 @@ func TestLimits(t *testing.T) {
 	listed := manifestFor(genuine, entriesName, "trust/log.vkey")
 	big := strings.Repeat("a", 4<<10)
 	bigFiles := []file{{name: entriesName, data: big}, genuine[1]}
-	small := DefaultLimits
+	small := DefaultLimits()
 	for _, c := range []struct {
 		what     string
 		limit    string
@@ -176,7 +176,7 @@ func TestLimits(t *testing.T) {
 		{"entries", "entries", func(l *Limits) { l.Entries = 2 }, listed, genuine},
 		{"file size", "file_size", func(l *Limits) { l.FileSize = 1 << 10 }, manifestFor(bigFiles, entriesName, "trust/log.vkey"), bigFiles},
 		{"total size", "total_size", func(l *Limits) { l.TotalSize = 8 }, listed, genuine},
-		{"ratio", "ratio", func(l *Limits) { l.ratioThreshold, l.Ratio = 1<<10, 10 }, manifestFor(bigFiles, entriesName, "trust/log.vkey"), bigFiles},
+		{"ratio", "ratio", func(l *Limits) { l.RatioMinSize, l.Ratio = 1<<10, 10 }, manifestFor(bigFiles, entriesName, "trust/log.vkey"), bigFiles},
 		{"manifest size", "manifest_size", func(l *Limits) { l.ManifestSize = 16 }, listed, genuine},
 		{"manifest depth", "manifest_depth", nil, `{"format":"evident-bundle/v1","scope":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`, genuine},
 		{"chains", "chains", func(l *Limits) { l.Chains = 0 }, strings.Replace(listed, `"chains":null`, `"chains":[{"id":"ws","dir":"ws"}]`, 1), genuine},
