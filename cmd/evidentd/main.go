@@ -190,7 +190,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 			errs = append(errs, fmt.Errorf("%s: invalid duration %q", origin(flagName, envName), v))
 		case d < 0:
 			errs = append(errs, fmt.Errorf("%s: negative duration %q", origin(flagName, envName), v))
-		case d < min && d != 0 || min > 0 && d == 0:
+		case d < min:
 			errs = append(errs, fmt.Errorf("%s: %q is shorter than %s", origin(flagName, envName), v, min))
 		}
 		return d
