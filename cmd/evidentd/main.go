@@ -50,15 +50,14 @@ func (e *usageError) Unwrap() error { return e.err }
 
 // exitCode reports err on stderr and maps it to the process exit code.
 func exitCode(err error, stderr io.Writer) int {
-	var ue *usageError
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
+	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintln(stderr, "evidentd:", err)
-		return exitUsage
 	}
 	fmt.Fprintln(stderr, "evidentd:", err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return exitUsage
+	}
 	return exitFailure
 }
 
