@@ -22,7 +22,7 @@ import (
 // then answers 201, and records every body it was sent.
 type flaky struct {
 	n          int32
-	fail       string // "503", "503-retry-after-1", "close", "422", "500"
+	fail       string // "503" (with retryAfter when set), "close", "422", "500"
 	calls      atomic.Int32
 	mu         sync.Mutex
 	bodies     []string

@@ -50,15 +50,14 @@ func (e *usageError) Unwrap() error { return e.err }
 
 // exitCode reports err on stderr and maps it to the process exit code.
 func exitCode(err error, stderr io.Writer) int {
-	var ue *usageError
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
+	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintln(stderr, "evidentd:", err)
-		return exitUsage
 	}
 	fmt.Fprintln(stderr, "evidentd:", err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return exitUsage
+	}
 	return exitFailure
 }
 
@@ -190,7 +189,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 			errs = append(errs, fmt.Errorf("%s: invalid duration %q", origin(flagName, envName), v))
 		case d < 0:
 			errs = append(errs, fmt.Errorf("%s: negative duration %q", origin(flagName, envName), v))
-		case d < min && d != 0 || min > 0 && d == 0:
+		case d < min:
 			errs = append(errs, fmt.Errorf("%s: %q is shorter than %s", origin(flagName, envName), v, min))
 		}
 		return d
