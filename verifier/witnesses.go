@@ -224,14 +224,12 @@ func (v *verifier) choosePolicy(bundled *tlogpolicy.Policy) (*tlogpolicy.Policy,
 	c := Check{Name: CheckTrustWitnessPolicy, Where: bundle.WitnessPolicyFile}
 	pinned := v.pins.policy
 	switch {
-	case !v.pins.policySet && bundled == nil:
+	case pinned == nil && bundled == nil:
 		return nil, c
 	case !v.pins.policySet:
 		c.Status, c.Code = NotEvaluated, CodeTrustNotPinned
 		c.Detail = fmt.Sprintf("witness policy taken from the bundle, not pinned: %d witness(es), quorum %s; the quorum is evaluated with it, but the bundle's maker chose it (%s)", len(bundled.Witnesses), bundled.Describe(), PinAdvice)
 		return bundled, c
-	case pinned == nil && bundled == nil:
-		return nil, c
 	case pinned == nil:
 		c.Status, c.Code = NotEvaluated, CodeTrustNotPinned
 		c.Detail = fmt.Sprintf("the pinned trust file names no witness policy, the bundle names one (%d witness(es), quorum %s): the quorum is evaluated with the bundle's, which the operator does not publish", len(bundled.Witnesses), bundled.Describe())

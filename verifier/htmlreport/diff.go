@@ -110,6 +110,9 @@ func leaves(doc string) (map[string]string, error) {
 	return out, nil
 }
 
+// pointerEscaper escapes an object key as a JSON Pointer reference token (RFC 6901).
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
 func flatten(v any, path string, out map[string]string) {
 	switch t := v.(type) {
 	case map[string]any:
@@ -117,7 +120,7 @@ func flatten(v any, path string, out map[string]string) {
 			out[path] = "{}"
 		}
 		for k, e := range t {
-			flatten(e, path+"/"+strings.NewReplacer("~", "~0", "/", "~1").Replace(k), out)
+			flatten(e, path+"/"+pointerEscaper.Replace(k), out)
 		}
 	case []any:
 		if len(t) == 0 {
