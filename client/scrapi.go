@@ -8,8 +8,6 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/fxamacker/cbor/v2"
-
 	"github.com/evident-log/evident/api"
 )
 
@@ -120,21 +118,8 @@ func (c *Client) scrapi(ctx context.Context, method, u string, body []byte) (*sc
 		path = pu.RequestURI()
 	}
 	e := &Error{Method: method, Path: path, StatusCode: resp.StatusCode, Status: resp.Status, RetryAfter: a.retryAfter}
-	e.Code, e.Detail = conciseProblem(b)
+	if p, err := api.ParseConciseProblem(b); err == nil {
+		e.Code, e.Detail = api.ProblemCode(p.Code), p.Detail
+	}
 	return nil, e
-}
-
-// conciseProblem reads the code and detail of an RFC 9290 concise problem detail as
-// evidentd writes it ({-2: detail, "urn:evident:problem": {"code": …}}).
-func conciseProblem(b []byte) (api.ProblemCode, string) {
-	var m map[any]any
-	if cbor.Unmarshal(b, &m) != nil {
-		return "", ""
-	}
-	detail, _ := m[int64(-2)].(string)
-	var code string
-	if ext, ok := m["urn:evident:problem"].(map[any]any); ok {
-		code, _ = ext["code"].(string)
-	}
-	return api.ProblemCode(code), detail
 }

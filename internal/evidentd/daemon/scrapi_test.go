@@ -211,7 +211,7 @@ func TestSCRAPITwoIssuers(t *testing.T) {
 			if a.code != tc.status || a.header.Get("Content-Type") != server.ConciseProblemType {
 				t.Fatalf("%d %s", a.code, a.header.Get("Content-Type"))
 			}
-			p, err := server.ParseConciseProblem(a.body)
+			p, err := api.ParseConciseProblem(a.body)
 			if err != nil || p.Code != tc.code || p.Title == "" || p.Detail == "" {
 				t.Fatalf("problem %+v, %v; want code %s", p, err, tc.code)
 			}
@@ -311,7 +311,7 @@ func TestConsistencyReceipts(t *testing.T) {
 		{"/v1/chains/wsp_cons/consistency?from=1&to=1", string(api.CodeEmptyProof)},
 	} {
 		a := do(t, "GET", srv.URL+tc.path, "", nil)
-		p, err := server.ParseConciseProblem(a.body)
+		p, err := api.ParseConciseProblem(a.body)
 		if a.code != 400 || a.header.Get("Content-Type") != server.ConciseProblemType || err != nil || p.Code != tc.code {
 			t.Fatalf("%s: %d %+v, want 400 %s", tc.path, a.code, p, tc.code)
 		}

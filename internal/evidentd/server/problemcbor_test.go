@@ -21,7 +21,7 @@ func TestConciseProblemRoundTrip(t *testing.T) {
 		if rec.Code != tc.status || rec.Header().Get("Content-Type") != ConciseProblemType {
 			t.Fatalf("%d %s", rec.Code, rec.Header().Get("Content-Type"))
 		}
-		p, err := ParseConciseProblem(rec.Body.Bytes())
+		p, err := api.ParseConciseProblem(rec.Body.Bytes())
 		if err != nil || p.Code != tc.code || p.Detail != tc.detail || p.Title != http.StatusText(tc.status) || p.Instance != tc.in {
 			t.Fatalf("%+v, %v", p, err)
 		}
@@ -39,6 +39,6 @@ func FuzzParseConciseProblem(f *testing.F) {
 	f.Add(rec.Body.Bytes())
 	f.Add([]byte{0xa0})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		ParseConciseProblem(data) // must not panic
+		api.ParseConciseProblem(data) // must not panic
 	})
 }
