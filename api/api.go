@@ -1,7 +1,7 @@
 // Package api holds the HTTP wire types of evidentd's /v1 API: the JSON bodies the
-// server writes and clients read, the RFC 9457 problem detail of every refusal (and its RFC
-// 9290 concise CBOR form on the SCRAPI surface) with its
-// stable ProblemCode, and the media types the API speaks.
+// server writes and clients read, the RFC 9457 problem detail of every refusal (and its
+// RFC 9290 concise CBOR form on the SCRAPI surface) with its stable ProblemCode, and the
+// media types the API speaks.
 //
 // The types are the contract of the wire format: field names and shapes do not change.
 // docs/errors.md documents every ProblemCode.
