@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/evident-log/evident/internal/evidentd/servicekey"
@@ -64,21 +63,6 @@ func statementFlags(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// missing reports the required flags that were not given, for a usage error that names them.
-func missing(stderr io.Writer, cmd string, flags map[string]string) bool {
-	var names []string
-	for _, n := range []string{"key", "iss", "sub", "content-type", "o"} {
-		if v, ok := flags[n]; ok && v == "" {
-			names = append(names, "-"+n)
-		}
-	}
-	if len(names) == 0 {
-		return false
-	}
-	fmt.Fprintf(stderr, "evident statement %s: missing %s (see --help)\n", cmd, strings.Join(names, ", "))
-	return true
-}
-
 func statementKeygen(args []string, stdout, stderr io.Writer) int {
 	fs := statementFlags("keygen", stderr)
 	typ := fs.String("type", servicekey.TypeEd25519, "key type: ed25519 (EdDSA) or p256 (ES256)")
@@ -89,13 +73,12 @@ func statementKeygen(args []string, stdout, stderr io.Writer) int {
 	if code, ok := checkArgs(fs); !ok {
 		return code
 	}
-	if missing(stderr, "keygen", map[string]string{"o": *out}) {
-		return exitUsage
+	if code, ok := requireFlags(fs, "o"); !ok {
+		return code
 	}
 	k, err := servicekey.Generate(*typ)
 	if err != nil {
-		fmt.Fprintln(stderr, "evident statement keygen:", err)
-		return exitUsage
+		return usageErr(fs, "-type: %v", err)
 	}
 	der, err := x509.MarshalPKCS8PrivateKey(k)
 	if err == nil {
@@ -152,8 +135,8 @@ func statementPolicy(args []string, stdout, stderr io.Writer) int {
 	if code, ok := checkArgs(fs); !ok {
 		return code
 	}
-	if missing(stderr, "policy", map[string]string{"iss": *iss, "key": *keyFile}) {
-		return exitUsage
+	if code, ok := requireFlags(fs, "key", "iss"); !ok {
+		return code
 	}
 	k, err := loadIssuerKey(*keyFile)
 	if err != nil {
@@ -193,11 +176,10 @@ func statementSign(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 		return code
 	}
 	if fs.NArg() > 1 {
-		fmt.Fprintf(stderr, "evident statement sign: one payload file at most, got %q\n", fs.Args())
-		return exitUsage
+		return usageErr(fs, "one payload file at most, got %q", fs.Args())
 	}
-	if missing(stderr, "sign", map[string]string{"key": *keyFile, "iss": *iss, "sub": *sub, "content-type": *ct}) {
-		return exitUsage
+	if code, ok := requireFlags(fs, "key", "iss", "sub", "content-type"); !ok {
+		return code
 	}
 	k, err := loadIssuerKey(*keyFile)
 	if err != nil {

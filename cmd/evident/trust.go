@@ -49,15 +49,15 @@ func cmdTrustFetch(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if code, done := parseArgs(fset, args); done {
 		return code
 	}
-	if fset.NArg() != 1 {
-		fmt.Fprintln(stderr, "evident trust fetch: the URL of the service (or of its trust file) is missing")
-		fset.Usage()
-		return exitUsage
+	if fset.NArg() == 0 {
+		return usageErr(fset, "the URL of the service (or of its trust file) is missing")
+	}
+	if code, ok := checkArgs(fset, "URL"); !ok {
+		return code
 	}
 	u, err := trustURL(fset.Arg(0))
 	if err != nil {
-		fmt.Fprintln(stderr, "evident trust fetch:", err)
-		return exitUsage
+		return usageErr(fset, "%v", err)
 	}
 	tf, raw, err := fetchTrustFile(ctx, u, *timeout)
 	if err != nil {

@@ -49,6 +49,14 @@ func synopsis(name string) string {
 		return "evident receipt verify --key K (--statement S --receipt R | --transparent T | --consistency R ...)"
 	case "evident cop-ledger verify":
 		return "evident cop-ledger verify LEDGER --key KEY [--key KEY...] [--events FILE] [--allow-unsigned]"
+	case "evident statement keygen":
+		return "evident statement keygen [-type ed25519|p256] -o FILE"
+	case "evident statement policy":
+		return "evident statement policy -iss ISS -key FILE [-content-type CT]... [-o FILE]"
+	case "evident statement sign":
+		return "evident statement sign -key FILE -iss ISS -sub SUB -content-type CT [-o FILE] [PAYLOAD | -]"
+	case "evident trust fetch":
+		return "evident trust fetch URL [-o FILE] [-timeout D] [-force]"
 	case "evident keys generate":
 		return "evident keys generate [-type ed25519|p256] -o FILE"
 	case "evident keys show":
@@ -84,6 +92,21 @@ func checkArgs(fs *flag.FlagSet, names ...string) (int, bool) {
 		return usageErr(fs, "missing %s argument", strings.Join(names[fs.NArg():], " ")), false
 	case fs.NArg() > len(names):
 		return usageErr(fs, "unexpected argument(s) %q", fs.Args()[len(names):]), false
+	}
+	return 0, true
+}
+
+// requireFlags reports a usage error naming, in the order given, the flags of fs that are
+// required and were left empty.
+func requireFlags(fs *flag.FlagSet, names ...string) (int, bool) {
+	var empty []string
+	for _, n := range names {
+		if fs.Lookup(n).Value.String() == "" {
+			empty = append(empty, "-"+n)
+		}
+	}
+	if len(empty) > 0 {
+		return usageErr(fs, "missing %s", strings.Join(empty, ", ")), false
 	}
 	return 0, true
 }
