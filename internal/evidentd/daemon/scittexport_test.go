@@ -208,7 +208,7 @@ func TestSCITTExportReplaysPolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := regs.CompleteRegistration(ctx, hexs(entry[:]), idx, cp, rcpt); err != nil {
+	if _, err := regs.CompleteRegistration(ctx, hexs(entry[:]), idx, cp, rcpt); err != nil {
 		t.Fatal(err)
 	}
 	rep = verifyZip(t, fetchTrust(t, srv2.URL), exportRegistrations(t, srv2.URL, "all"))

@@ -105,11 +105,12 @@ func (p *Pipeline) register(ctx context.Context, sl *store.Seal) (*SealResult, e
 	if err != nil {
 		return nil, fmt.Errorf("register seal %s/%d: %w", sl.Chain, sl.N, err)
 	}
-	if err := p.o.Store.CompleteSeal(ctx, sl.Chain, sl.N, idx, cp, rcpt); err != nil {
+	stored, err := p.o.Store.CompleteSeal(ctx, sl.Chain, sl.N, idx, cp, rcpt)
+	if err != nil {
 		return nil, err
 	}
-	sl.Registered, sl.LogIndex, sl.Checkpoint, sl.Receipt = true, idx, cp, rcpt
-	return p.sealResult(sl)
+	// The first completion stands: another caller (another replica) may have completed it.
+	return p.sealResult(stored)
 }
 
 func (p *Pipeline) sealResult(sl *store.Seal) (*SealResult, error) {

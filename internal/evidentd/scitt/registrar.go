@@ -149,7 +149,7 @@ func (r *Registrar) SetPolicy(ctx context.Context, p *regpolicy.Policy) (string,
 	if err != nil {
 		return "", fmt.Errorf("register policy statement: %w", err)
 	}
-	if err := r.regs.CompleteRegistration(ctx, id, idx, cp, rcpt); err != nil {
+	if _, err := r.regs.CompleteRegistration(ctx, id, idx, cp, rcpt); err != nil {
 		return "", err
 	}
 	r.mu.Lock()
@@ -222,7 +222,7 @@ func (r *Registrar) register(reg store.Registration) error {
 		idx, cp, rcpt, err := r.svc.Register(r.bg, reg.Statement)
 		if err == nil {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err = r.regs.CompleteRegistration(ctx, reg.ID, idx, cp, rcpt)
+			_, err = r.regs.CompleteRegistration(ctx, reg.ID, idx, cp, rcpt)
 			cancel()
 			if err == nil {
 				r.logger.Debug("statement registered", "id", reg.ID, "issuer", reg.Issuer, "log_index", idx)

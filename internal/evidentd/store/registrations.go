@@ -38,8 +38,10 @@ type Registrations interface {
 	// AddRegistration stores a new pending registration. If one with the same ID exists it
 	// is returned unchanged with created = false.
 	AddRegistration(ctx context.Context, r *Registration) (existing *Registration, created bool, err error)
-	// CompleteRegistration records where a registration sits in the log.
-	CompleteRegistration(ctx context.Context, id string, logIndex uint64, checkpoint, receipt []byte) error
+	// CompleteRegistration records where a registration sits in the log, unless that is
+	// recorded already, and returns the registration as stored (the first completion is
+	// kept for ever).
+	CompleteRegistration(ctx context.Context, id string, logIndex uint64, checkpoint, receipt []byte) (*Registration, error)
 	// Registration returns one registration, or ErrNotFound.
 	Registration(ctx context.Context, id string) (*Registration, error)
 	// PendingRegistrations lists registrations not yet in the log (after a crash, to

@@ -124,8 +124,10 @@ type Store interface {
 	// AddSeal stores a new (not yet registered) seal and the chain state that points at it,
 	// provided the chain still has size c.Size; else ErrConflict.
 	AddSeal(ctx context.Context, c *ChainRecord, s *Seal) error
-	// CompleteSeal records where a seal sits in the log.
-	CompleteSeal(ctx context.Context, chain string, n, logIndex uint64, checkpoint, receipt []byte) error
+	// CompleteSeal records where a seal sits in the log, unless that is recorded already,
+	// and returns the seal as stored: the first completion is kept for ever, so every
+	// caller answers with the same log index and receipt.
+	CompleteSeal(ctx context.Context, chain string, n, logIndex uint64, checkpoint, receipt []byte) (*Seal, error)
 	// Seals lists a chain's seals in order.
 	Seals(ctx context.Context, chain string) ([]Seal, error)
 	// PendingSeals lists seals not yet registered (after a crash, to finish them).

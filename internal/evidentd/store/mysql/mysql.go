@@ -146,6 +146,16 @@ var schema = []string{
 		KEY registrations_pending (registered, seq),
 		KEY registrations_kind (kind, seq)
 	) ENGINE=InnoDB`,
+	// Claims on the log entries the replicas append (store.Claims): the owner and lease of
+	// each, the log size when first claimed, and the log index once appended. Added after
+	// version 1 like the attributes: created when missing.
+	`CREATE TABLE IF NOT EXISTS ledger_log_claims (
+		entry BINARY(32) NOT NULL PRIMARY KEY,
+		owner VARBINARY(255) NOT NULL,
+		until BIGINT NOT NULL,
+		from_size BIGINT UNSIGNED NOT NULL,
+		log_index BIGINT UNSIGNED NULL
+	) ENGINE=InnoDB`,
 }
 
 // Options tune Open. The zero value is usable.
@@ -167,6 +177,7 @@ type Store struct {
 var (
 	_ store.Store         = (*Store)(nil)
 	_ store.Registrations = (*Store)(nil)
+	_ store.Claims        = (*Store)(nil)
 )
 
 // dialect is the SQL of this package's tables: rows a transaction updates are locked with
@@ -182,10 +193,12 @@ func dialect() sqlstore.Dialect {
 			Seals:         "ledger_seals",
 			Forks:         "ledger_forks",
 			Registrations: "ledger_registrations",
+			Claims:        "ledger_log_claims",
 		},
 		Lock:         " FOR UPDATE",
 		InsertIgnore: "INSERT IGNORE",
 		ForkOrder:    "id",
+		NowMS:        "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)",
 		Conflict:     conflict,
 	}
 }

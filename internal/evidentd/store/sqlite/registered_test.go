@@ -23,7 +23,7 @@ func TestRegistered(t *testing.T) {
 			t.Fatal(err)
 		}
 		if done {
-			if err := s.CompleteRegistration(ctx, id, idx, []byte("cp"), []byte("r")); err != nil {
+			if _, err := s.CompleteRegistration(ctx, id, idx, []byte("cp"), []byte("r")); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -42,10 +42,10 @@ func TestRegistrations(t *testing.T) {
 	if err != nil || len(pend) != 2 || pend[0].ID != "p1" || pend[1].ID != "a" {
 		t.Fatalf("pending = %+v, %v", pend, err)
 	}
-	if err := s.CompleteRegistration(ctx, "a", 7, []byte("cp"), []byte("rcpt")); err != nil {
+	if _, err := s.CompleteRegistration(ctx, "a", 7, []byte("cp"), []byte("rcpt")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CompleteRegistration(ctx, "nope", 1, nil, nil); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.CompleteRegistration(ctx, "nope", 1, nil, nil); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("complete unknown: %v", err)
 	}
 	r, err := s.Registration(ctx, "a")

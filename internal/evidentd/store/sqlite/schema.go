@@ -107,3 +107,16 @@ CREATE TABLE IF NOT EXISTS evidence_heads (
 	reported_at INTEGER NOT NULL
 );
 `
+
+// logClaimsSchema is migration 5: the claims on the log entries evidentd appends
+// (store.Claims): owner and lease, the log size when first claimed, the log index once
+// appended.
+const logClaimsSchema = `
+CREATE TABLE IF NOT EXISTS log_claims (
+	entry BLOB PRIMARY KEY,
+	owner TEXT NOT NULL,
+	until INTEGER NOT NULL,
+	from_size INTEGER NOT NULL,
+	log_index INTEGER
+) WITHOUT ROWID;
+`

@@ -28,6 +28,7 @@ var (
 	_ store.Store              = (*Store)(nil)
 	_ store.Registrations      = (*Store)(nil)
 	_ store.RegistrationLister = (*Store)(nil)
+	_ store.Claims             = (*Store)(nil)
 )
 
 // dialect is the SQL of this package's tables (schema.go). Write transactions begin
@@ -43,6 +44,7 @@ func dialect() sqlstore.Dialect {
 			Seals:         "seals",
 			Forks:         "forks",
 			Registrations: "scitt_registrations",
+			Claims:        "log_claims",
 		},
 		InsertIgnore:    "INSERT OR IGNORE",
 		CreatedText:     true,

@@ -49,14 +49,13 @@ func (s *Store) AddRegistration(ctx context.Context, r *store.Registration) (*st
 	return existing, false, nil
 }
 
-// CompleteRegistration implements store.Registrations.
-func (s *Store) CompleteRegistration(ctx context.Context, id string, logIndex uint64, checkpoint, receipt []byte) error {
-	err := s.updateExisting(ctx, s.d.Tables.Registrations, `id=?`, []any{id},
-		`registered=1, log_index=?, checkpoint=?, receipt=?`, logIndex, checkpoint, receipt)
-	if err != nil {
-		return fmt.Errorf("complete registration %.80s: %w", id, err)
+// CompleteRegistration implements store.Registrations: the first completion of a
+// registration is kept, and every caller gets the registration as stored.
+func (s *Store) CompleteRegistration(ctx context.Context, id string, logIndex uint64, checkpoint, receipt []byte) (*store.Registration, error) {
+	if err := s.completeOnce(ctx, s.d.Tables.Registrations, `id=?`, []any{id}, logIndex, checkpoint, receipt); err != nil {
+		return nil, fmt.Errorf("complete registration %.80s: %w", id, err)
 	}
-	return nil
+	return s.Registration(ctx, id)
 }
 
 // Registration implements store.Registrations.

@@ -26,31 +26,41 @@ func (s *Store) AddSeal(ctx context.Context, c *store.ChainRecord, sl *store.Sea
 	return nil
 }
 
-// CompleteSeal implements store.Store.
-func (s *Store) CompleteSeal(ctx context.Context, chain string, n, logIndex uint64, checkpoint, receipt []byte) error {
-	err := s.updateExisting(ctx, s.d.Tables.Seals, `chain=? AND n=?`, []any{chain, n},
-		`registered=1, log_index=?, checkpoint=?, receipt=?`, logIndex, checkpoint, receipt)
-	if err != nil {
-		return fmt.Errorf("complete seal %s/%d: %w", chain, n, err)
+// CompleteSeal implements store.Store: the first completion of a seal is kept, and every
+// caller gets the seal as stored.
+func (s *Store) CompleteSeal(ctx context.Context, chain string, n, logIndex uint64, checkpoint, receipt []byte) (*store.Seal, error) {
+	where, args := `chain=? AND n=?`, []any{chain, n}
+	if err := s.completeOnce(ctx, s.d.Tables.Seals, where, args, logIndex, checkpoint, receipt); err != nil {
+		return nil, fmt.Errorf("complete seal %s/%d: %w", chain, n, err)
 	}
-	return nil
+	seals, err := s.seals(ctx, where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("complete seal %s/%d: %w", chain, n, err)
+	}
+	if len(seals) != 1 {
+		return nil, fmt.Errorf("complete seal %s/%d: %w", chain, n, store.ErrNotFound)
+	}
+	return &seals[0], nil
 }
 
-// updateExisting runs UPDATE table SET set WHERE where in a transaction that first locks
-// the row, and returns store.ErrNotFound when there is none. (MySQL counts changed rows,
-// not matched ones, so RowsAffected cannot tell a missing row from an unchanged one.)
-func (s *Store) updateExisting(ctx context.Context, table, where string, whereArgs []any, set string, setArgs ...any) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		var one int
-		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM `+table+` WHERE `+where+s.d.Lock, whereArgs...).Scan(&one); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return store.ErrNotFound
-			}
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `UPDATE `+table+` SET `+set+` WHERE `+where, append(setArgs, whereArgs...)...)
+// completeOnce records a log position in the row of table matching where, unless the row
+// holds one already (registered=1): the first position recorded is kept. It returns
+// store.ErrNotFound when there is no such row.
+func (s *Store) completeOnce(ctx context.Context, table, where string, whereArgs []any, logIndex uint64, checkpoint, receipt []byte) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE `+table+` SET registered=1, log_index=?, checkpoint=?, receipt=? WHERE `+where+` AND registered=0`,
+		append([]any{logIndex, checkpoint, receipt}, whereArgs...)...)
+	if err != nil {
 		return err
-	})
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	var one int
+	err = s.w.QueryRowContext(ctx, `SELECT 1 FROM `+table+` WHERE `+where, whereArgs...).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	return err
 }
 
 func (s *Store) seals(ctx context.Context, where string, args ...any) ([]store.Seal, error) {

@@ -32,6 +32,7 @@ type Tables struct {
 	Seals         string // the chains' seals
 	Forks         string // the evidence of refused forks
 	Registrations string // SCITT registrations and registration policies
+	Claims        string // who is appending which log entry, and where it went (claims.go)
 }
 
 // Dialect is what differs between the SQL of two databases.
@@ -52,6 +53,9 @@ type Dialect struct {
 	// RegistrationSeq is the SQL expression numbering a new registration (column seq), or
 	// "" when the database numbers them itself (AUTO_INCREMENT).
 	RegistrationSeq string
+	// NowMS is the SQL expression of the database's clock in Unix milliseconds, for the
+	// leases of claims (claims.go); "" takes this process's clock.
+	NowMS string
 	// Conflict returns err wrapping store.ErrConflict when it means that a concurrent
 	// writer got there first (a unique key taken, a deadlock); other errors unchanged.
 	Conflict func(err error) error

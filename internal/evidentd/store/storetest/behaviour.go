@@ -263,10 +263,16 @@ func testSealsAndForks(t *testing.T, b Backend) {
 	if err != nil || len(pending) != 2 || pending[0].Chain != "b" || pending[1].Chain != "c" || pending[1].Registered {
 		t.Fatalf("PendingSeals = %+v, %v", pending, err)
 	}
-	if err := s.CompleteSeal(ctx, "c", 0, 42, []byte("checkpoint"), []byte("receipt")); err != nil {
-		t.Fatal(err)
+	if got, err := s.CompleteSeal(ctx, "c", 0, 42, []byte("checkpoint"), []byte("receipt")); err != nil || got.LogIndex != 42 || !got.Registered ||
+		string(got.Receipt) != "receipt" || string(got.Statement) != "stmt-0" {
+		t.Fatalf("CompleteSeal = %+v, %v", got, err)
 	}
-	if err := s.CompleteSeal(ctx, "c", 7, 1, nil, nil); !errors.Is(err, store.ErrNotFound) {
+	// A second completion (another replica, a retry) changes nothing and answers with the first.
+	if got, err := s.CompleteSeal(ctx, "c", 0, 43, []byte("other checkpoint"), []byte("other receipt")); err != nil || got.LogIndex != 42 ||
+		string(got.Receipt) != "receipt" || string(got.Checkpoint) != "checkpoint" {
+		t.Fatalf("second CompleteSeal = %+v, %v", got, err)
+	}
+	if _, err := s.CompleteSeal(ctx, "c", 7, 1, nil, nil); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("CompleteSeal of a missing seal: %v", err)
 	}
 	pending, _ = s.PendingSeals(ctx)

@@ -43,10 +43,13 @@ func testRegistrations(t *testing.T, b Backend) {
 	if err != nil || len(pend) != 2 || pend[0].ID != "p1" || pend[1].ID != "a" {
 		t.Fatalf("pending = %+v, %v", pend, err)
 	}
-	if err := s.CompleteRegistration(ctx, "a", 7, []byte("cp"), []byte("rcpt")); err != nil {
-		t.Fatal(err)
+	if got, err := s.CompleteRegistration(ctx, "a", 7, []byte("cp"), []byte("rcpt")); err != nil || got.LogIndex != 7 || !got.Registered {
+		t.Fatalf("complete = %+v, %v", got, err)
 	}
-	if err := s.CompleteRegistration(ctx, "nope", 1, nil, nil); !errors.Is(err, store.ErrNotFound) {
+	if got, err := s.CompleteRegistration(ctx, "a", 8, []byte("cp2"), []byte("rcpt2")); err != nil || got.LogIndex != 7 || string(got.Receipt) != "rcpt" {
+		t.Fatalf("second completion = %+v, %v (the first must stand)", got, err)
+	}
+	if _, err := s.CompleteRegistration(ctx, "nope", 1, nil, nil); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("complete unknown: %v", err)
 	}
 	if _, err := s.Registration(ctx, "missing"); !errors.Is(err, store.ErrNotFound) {

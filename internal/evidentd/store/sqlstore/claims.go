@@ -1,0 +1,107 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/evident-log/evident/internal/evidentd/store"
+)
+
+var _ store.Claims = (*Store)(nil)
+
+// now returns the SQL expression of the current time in Unix milliseconds and its
+// argument: the database's clock when the dialect names one, else this process's.
+func (s *Store) now() (expr string, args []any) {
+	if s.d.NowMS != "" {
+		return s.d.NowMS, nil
+	}
+	return "?", []any{ms(time.Now())}
+}
+
+// ClaimEntry implements store.Claims. The claim is taken in single statements that lock
+// at most the entry's own row (an insert that skips an existing key, then an update of
+// an expired lease), so concurrent claims of different entries never wait on each other.
+func (s *Store) ClaimEntry(ctx context.Context, entry [32]byte, owner string, lease time.Duration, logSize uint64) (store.Claim, error) {
+	now, nowArgs := s.now()
+	t := s.d.Tables.Claims
+	args := append([]any{entry[:], owner}, nowArgs...)
+	args = append(args, lease.Milliseconds(), logSize)
+	res, err := s.w.ExecContext(ctx, s.d.InsertIgnore+` INTO `+t+` (entry, owner, until, from_size) VALUES (?, ?, `+now+` + ?, ?)`, args...)
+	if err != nil {
+		return store.Claim{}, fmt.Errorf("claim entry %x: %w", entry[:8], err)
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		c, err := s.claim(ctx, entry)
+		c.Held = err == nil && c.Owner == owner
+		return c, err
+	}
+	// The entry was claimed before: take the claim over if its lease has expired.
+	args = append([]any{owner}, nowArgs...)
+	args = append(args, lease.Milliseconds(), entry[:])
+	args = append(args, nowArgs...)
+	if _, err := s.w.ExecContext(ctx, `UPDATE `+t+` SET owner = ?, until = `+now+` + ? WHERE entry = ? AND log_index IS NULL AND until < `+now, args...); err != nil {
+		return store.Claim{}, fmt.Errorf("claim entry %x: %w", entry[:8], err)
+	}
+	c, err := s.claim(ctx, entry)
+	if err != nil {
+		return store.Claim{}, err
+	}
+	c.Earlier = true
+	c.Held = c.Owner == owner && !c.Appended
+	return c, nil
+}
+
+// claim reads an entry's claim.
+func (s *Store) claim(ctx context.Context, entry [32]byte) (store.Claim, error) {
+	var c store.Claim
+	var until int64
+	var idx sql.NullInt64
+	err := s.w.QueryRowContext(ctx, `SELECT owner, until, from_size, log_index FROM `+s.d.Tables.Claims+` WHERE entry = ?`, entry[:]).
+		Scan(&c.Owner, &until, &c.From, &idx)
+	if err != nil {
+		return c, fmt.Errorf("claim of entry %x: %w", entry[:8], err)
+	}
+	c.Until = fromMS(until)
+	c.Appended, c.Index = idx.Valid, uint64(idx.Int64)
+	return c, nil
+}
+
+// RenewClaim implements store.Claims.
+func (s *Store) RenewClaim(ctx context.Context, entry [32]byte, owner string, lease time.Duration) (bool, error) {
+	now, nowArgs := s.now()
+	args := append(nowArgs, lease.Milliseconds(), entry[:], owner)
+	if _, err := s.w.ExecContext(ctx, `UPDATE `+s.d.Tables.Claims+` SET until = `+now+` + ? WHERE entry = ? AND owner = ? AND log_index IS NULL`, args...); err != nil {
+		return false, fmt.Errorf("renew claim of entry %x: %w", entry[:8], err)
+	}
+	// MySQL counts changed rows, not matched ones: read back who holds it.
+	c, err := s.claim(ctx, entry)
+	if err != nil {
+		return false, err
+	}
+	return c.Owner == owner && !c.Appended, nil
+}
+
+// EntryAppended implements store.Claims.
+func (s *Store) EntryAppended(ctx context.Context, entry [32]byte, index uint64) (uint64, error) {
+	if _, err := s.w.ExecContext(ctx, `UPDATE `+s.d.Tables.Claims+` SET log_index = ? WHERE entry = ? AND log_index IS NULL`, index, entry[:]); err != nil {
+		return 0, fmt.Errorf("record log index of entry %x: %w", entry[:8], err)
+	}
+	c, err := s.claim(ctx, entry)
+	if err != nil {
+		return 0, err
+	}
+	if !c.Appended {
+		return 0, fmt.Errorf("record log index of entry %x: not recorded", entry[:8])
+	}
+	return c.Index, nil
+}
+
+// ExpireClaims implements store.Claims.
+func (s *Store) ExpireClaims(ctx context.Context) error {
+	if _, err := s.w.ExecContext(ctx, `UPDATE `+s.d.Tables.Claims+` SET until = 0 WHERE log_index IS NULL`); err != nil {
+		return fmt.Errorf("expire claims: %w", err)
+	}
+	return nil
+}
