@@ -17,6 +17,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/transparency-dev/tessera"
 	taws "github.com/transparency-dev/tessera/storage/aws"
+	awsantispam "github.com/transparency-dev/tessera/storage/aws/antispam"
 )
 
 // DefaultS3Region is used when AWSOptions.Region is empty; S3-compatible servers such as
@@ -203,4 +204,32 @@ func (r awsReader) ReadEntryBundle(ctx context.Context, i uint64, p uint8) ([]by
 		}
 	}
 	return b, err
+}
+
+// Antispam tuning for the distributed mode. The log holds seals and registrations, not
+// envelopes, so it grows slowly: the follower inserts up to antispamBatch entries per
+// transaction, and pushes back only when it falls antispamPushback entries behind (for
+// instance while it first indexes an existing log), not at Tessera's default of 2,048.
+const (
+	antispamBatch    = 512
+	antispamPushback = 1 << 17
+)
+
+// persistentAntispam returns Tessera's MySQL antispam for the AWS driver (nil for the
+// POSIX driver): an index of entry → log index in the sequencing database, filled by a
+// follower that reads the integrated log, shared by every replica and kept across restarts.
+func persistentAntispam(ctx context.Context, a *AWSOptions) (tessera.Antispam, error) {
+	if a == nil {
+		return nil, nil
+	}
+	as, err := awsantispam.NewAntispam(ctx, a.DSN, awsantispam.AntispamOpts{
+		MaxBatchSize:      antispamBatch,
+		PushbackThreshold: antispamPushback,
+		MaxOpenConns:      2,
+		MaxIdleConns:      1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("log: antispam: %w", err)
+	}
+	return as, nil
 }

@@ -44,7 +44,10 @@
 //   - Append, which blocks until the entry is durably sequenced, integrated and covered
 //     by a published signed checkpoint, and returns the index and that checkpoint (so
 //     the caller can hand out a receipt with an inclusion proof straight away);
-//   - Checkpoint and Size, the latest published checkpoint;
+//   - Checkpoint and Size, the latest published checkpoint; CheckpointCovering waits for
+//     one that covers a given index;
+//   - Find, which looks for an entry among everything sequenced, after waiting for it
+//     to be integrated;
 //   - InclusionProof, ConsistencyProof and Entry, built from the log's own tiles with
 //     Tessera's client.ProofBuilder;
 //   - Handler, the read-only tlog-tiles HTTP API (GET /checkpoint, /tile/<L>/<N>,
@@ -65,14 +68,18 @@
 //     CheckpointInterval, so Append latency is roughly BatchMaxAge plus up to one
 //     CheckpointInterval. Tessera's minimum interval for POSIX is 100ms
 //     (MinCheckpointInterval).
-//   - Deduplication is Tessera's in-memory antispam only (an LRU of
-//     tessera.DefaultAntispamInMemorySize entries, per process): appending the same 32
-//     bytes again while it is remembered returns the earlier index. It is best effort
-//     and forgets on restart; callers needing exact deduplication must keep their own
-//     statement-hash index.
+//   - Deduplication: Tessera's in-memory antispam (an LRU of
+//     tessera.DefaultAntispamInMemorySize entries, per process) returns the earlier index
+//     when the same 32 bytes are appended again while remembered. On the AWS driver
+//     Tessera's MySQL antispam (storage/aws/antispam) backs it: an entry → index table in
+//     the sequencing database, shared by every replica and kept across restarts, filled by
+//     a follower that reads the integrated log about once a second. Both are best effort:
+//     an entry appended twice within the follower's lag gets two indexes. Exactly-once
+//     appends are the caller's, with Find: evidentd claims each entry in its ledger
+//     database before appending it and, when it takes over a dead appender's claim, looks
+//     for the entry before appending again.
 //   - Cancelling Append's context abandons the wait, not the append: the entry may still
-//     be sequenced and published. Retrying the same entry is safe while the dedup cache
-//     remembers it.
+//     be sequenced and published (Find sees it once it is integrated).
 //   - Pushback: at most Options.PushbackMaxOutstanding appends may be waiting at once;
 //     beyond that Append fails fast with ErrPushback (answer 503 with Retry-After).
 //   - Close stops new appends, waits for in-flight appends to be published and then

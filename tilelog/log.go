@@ -104,6 +104,7 @@ type Log struct {
 	reader   tessera.LogReader
 	shutdown func(context.Context) error
 	awaiter  *tessera.PublicationAwaiter
+	poll     time.Duration // how often waits re-read the log's state (find.go)
 
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
@@ -255,13 +256,17 @@ func openAWS(ctx context.Context, o Options, origin string, verifier note.Verifi
 
 // start runs Tessera's appender lifecycle on driver; it is the same for every driver.
 func start(ctx, bgCtx context.Context, bgCancel context.CancelFunc, driver tessera.Driver, o Options, origin string, verifier note.Verifier, vkey string, tiles tileStore) (*Log, error) {
+	persistent, err := persistentAntispam(ctx, o.AWS)
+	if err != nil {
+		return nil, err
+	}
 	opts := tessera.NewAppendOptions().
 		WithCheckpointSigner(o.Signer, o.AdditionalSigners...).
 		WithCheckpointInterval(o.CheckpointInterval).
 		WithBatching(o.BatchMaxSize, o.BatchMaxAge).
 		WithPushback(o.PushbackMaxOutstanding).
-		// In-memory dedup only; see package doc.
-		WithAntispam(tessera.DefaultAntispamInMemorySize, nil)
+		// See "Deduplication" in the package doc.
+		WithAntispam(tessera.DefaultAntispamInMemorySize, persistent)
 	var wpol *tlogpolicy.Policy
 	if o.Witnesses != nil {
 		group, wopts, p, err := witnessOptions(o.Witnesses)
@@ -288,6 +293,7 @@ func start(ctx, bgCtx context.Context, bgCancel context.CancelFunc, driver tesse
 		reader:             reader,
 		shutdown:           shutdown,
 		awaiter:            tessera.NewPublicationAwaiter(bgCtx, reader.ReadCheckpoint, poll),
+		poll:               poll,
 		bgCtx:              bgCtx,
 		bgCancel:           bgCancel,
 		maxOutstanding:     int64(o.PushbackMaxOutstanding),
@@ -453,6 +459,11 @@ func (l *Log) latest(ctx context.Context) (*tlog.Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	return l.parse(raw)
+}
+
+// parse verifies a checkpoint the log published.
+func (l *Log) parse(raw []byte) (*tlog.Checkpoint, error) {
 	cp, _, _, err := tlog.ParseCheckpoint(raw, l.origin, l.verifier)
 	if err != nil {
 		return nil, fmt.Errorf("log: published checkpoint does not verify: %w", err)
