@@ -151,7 +151,13 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		l.Close(context.Background())
 		return nil, err
 	}
-	svc, err := scitt.New(l, key, cfg.Issuer)
+	claims, err := openClaims(ctx, st, cfg.Distributed == nil)
+	if err != nil {
+		st.Close()
+		l.Close(context.Background())
+		return nil, err
+	}
+	svc, err := scitt.New(l, key, cfg.Issuer, scitt.Options{Claims: claims, Logger: cfg.Logger})
 	if err != nil {
 		st.Close()
 		l.Close(context.Background())
@@ -187,6 +193,23 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		p.RunSealer(bg, cfg.SealInterval)
 	}()
 	return d, nil
+}
+
+// openClaims returns the store's claims on log entries, which make every seal and
+// registration one log entry however many replicas register it. The embedded store has
+// one process: the claims a previous run left (a crash, a kill) are expired at once, so
+// that it finishes its pending seals without waiting for their leases.
+func openClaims(ctx context.Context, st store.Store, single bool) (store.Claims, error) {
+	claims, ok := st.(store.Claims)
+	if !ok {
+		return nil, fmt.Errorf("ledger store %T keeps no claims on log entries", st)
+	}
+	if single {
+		if err := claims.ExpireClaims(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return claims, nil
 }
 
 // Handler returns the HTTP API.

@@ -62,7 +62,7 @@ func newFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := scitt.New(l, key, "evident:export-test")
+	svc, err := scitt.New(l, key, "evident:export-test", scitt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,8 +125,11 @@ func (p *Pipeline) sealResult(sl *store.Seal) (*SealResult, error) {
 	return &SealResult{Seal: seal, N: sl.N, LogIndex: sl.LogIndex, Checkpoint: sl.Checkpoint, Receipt: sl.Receipt, Statement: sl.Statement, Transparent: ts}, nil
 }
 
-// Recover finishes seals left pending by a crash (the log is the arbiter: registering the
-// same statement again yields the same entry).
+// Recover finishes the seals left pending: by a crash, a kill, a client that went away,
+// or another replica still registering them. Registration goes through the sealer, which
+// claims each statement in the store first: a seal another live process is registering is
+// waited for, one whose registrar died is looked for in the log before it is appended
+// again, and every seal ends as one log entry at the index its first completion stored.
 func (p *Pipeline) Recover(ctx context.Context) error {
 	if p.o.Sealer == nil {
 		return nil
@@ -136,17 +139,22 @@ func (p *Pipeline) Recover(ctx context.Context) error {
 		return err
 	}
 	for i := range pending {
-		if _, err := p.register(ctx, &pending[i]); err != nil {
+		r, err := p.register(ctx, &pending[i])
+		if err != nil {
 			return err
 		}
-		p.o.Logger.Info("finished pending seal", "chain", pending[i].Chain, "n", pending[i].N)
+		p.o.Logger.Info("finished pending seal", "chain", pending[i].Chain, "n", pending[i].N, "log_index", r.LogIndex)
 	}
 	return nil
 }
 
+// pendingSealsInterval is how often RunSealer finishes seals left pending while it runs
+// (by a client that went away, or a replica that died).
+const pendingSealsInterval = 30 * time.Second
+
 // RunSealer seals chains periodically until ctx ends: every interval for chains that grew
 // since their last seal (0 disables the timer), and at once when a chain reaches SealEvery
-// new entries.
+// new entries. Every pendingSealsInterval it finishes seals left pending.
 func (p *Pipeline) RunSealer(ctx context.Context, interval time.Duration) {
 	if p.o.Sealer == nil {
 		return
@@ -157,12 +165,20 @@ func (p *Pipeline) RunSealer(ctx context.Context, interval time.Duration) {
 		defer t.Stop()
 		tick = t.C
 	}
+	pending := time.NewTicker(pendingSealsInterval)
+	defer pending.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case id := <-p.sealKick:
 			p.sealQuietly(ctx, id)
+		case <-pending.C:
+			rctx, cancel := context.WithTimeout(ctx, pendingSealsInterval)
+			if err := p.Recover(rctx); err != nil && ctx.Err() == nil {
+				p.o.Logger.Error("finishing pending seals", "err", err)
+			}
+			cancel()
 		case <-tick:
 			ids, err := p.o.Store.Chains(ctx)
 			if err != nil {

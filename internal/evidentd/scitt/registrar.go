@@ -68,15 +68,47 @@ func NewRegistrar(ctx context.Context, svc *Service, regs store.Registrations, l
 		}
 		r.policy, r.policyID = p, pols[n-1].ID
 	}
-	pending, err := regs.PendingRegistrations(ctx)
-	if err != nil {
+	if err := r.startPending(ctx); err != nil {
 		cancel()
 		return nil, err
+	}
+	r.wg.Go(r.finishPending)
+	return r, nil
+}
+
+// pendingInterval is how often the registrar looks for registrations left pending by
+// another process (a replica that died while registering them).
+const pendingInterval = 30 * time.Second
+
+// startPending starts registering every pending registration not in flight here. One
+// that another replica is registering is claimed by it: Register waits for it.
+func (r *Registrar) startPending(ctx context.Context) error {
+	pending, err := r.regs.PendingRegistrations(ctx)
+	if err != nil {
+		return err
 	}
 	for _, p := range pending {
 		r.start(p)
 	}
-	return r, nil
+	return nil
+}
+
+// finishPending runs startPending every pendingInterval until the registrar closes.
+func (r *Registrar) finishPending() {
+	t := time.NewTicker(pendingInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.bg.Done():
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(r.bg, pendingInterval)
+		if err := r.startPending(ctx); err != nil && r.bg.Err() == nil {
+			r.logger.Warn("listing pending registrations", "err", err)
+		}
+		cancel()
+	}
 }
 
 // Close stops background registration, waiting for appends in flight (bounded by ctx);
@@ -149,13 +181,14 @@ func (r *Registrar) SetPolicy(ctx context.Context, p *regpolicy.Policy) (string,
 	if err != nil {
 		return "", fmt.Errorf("register policy statement: %w", err)
 	}
-	if _, err := r.regs.CompleteRegistration(ctx, id, idx, cp, rcpt); err != nil {
+	stored, err := r.regs.CompleteRegistration(ctx, id, idx, cp, rcpt)
+	if err != nil {
 		return "", err
 	}
 	r.mu.Lock()
 	r.policy, r.policyID = p, id
 	r.mu.Unlock()
-	r.logger.Info("registration policy in force", "policy", id, "log_index", idx, "issuers", len(p.Issuers))
+	r.logger.Info("registration policy in force", "policy", id, "log_index", stored.LogIndex, "issuers", len(p.Issuers))
 	return id, nil
 }
 

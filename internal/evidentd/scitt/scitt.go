@@ -45,6 +45,8 @@ type Service struct {
 
 	genesisMu sync.Mutex
 	genesisOK bool // the log is known to be non-empty
+
+	once *claimer // exactly-once appends (once.go); nil without Options.Claims
 }
 
 // ErrOneLeafTree reports a receipt asked for from a checkpoint of a one-leaf log: its
@@ -69,18 +71,15 @@ func (s *Service) ensureGenesis(ctx context.Context) error {
 	if s.genesisOK {
 		return nil
 	}
-	n, err := s.log.Size(ctx)
-	switch {
-	case errors.Is(err, tilelog.ErrNoCheckpoint):
-		// A new log whose first checkpoint is not out yet (the distributed driver publishes
-		// one only after its first integration): it holds nothing published.
-		n = 0
-	case err != nil:
-		return fmt.Errorf("genesis: log size: %w", err)
+	// A new log whose first checkpoint is not out yet (the distributed driver publishes
+	// one only after its first integration) holds nothing published: size 0.
+	n, err := publishedSize(ctx, s.log)
+	if err != nil {
+		return fmt.Errorf("genesis: %w", err)
 	}
 	if n == 0 {
-		g := GenesisEntry(s.log.Origin())
-		if _, _, err := s.log.Append(ctx, g[:]); err != nil {
+		// Replicas starting on one empty log all get here; with claims only one appends.
+		if _, _, err := s.append(ctx, GenesisEntry(s.log.Origin())); err != nil {
 			return fmt.Errorf("genesis: %w", err)
 		}
 	}
@@ -89,7 +88,7 @@ func (s *Service) ensureGenesis(ctx context.Context) error {
 }
 
 // New returns a service that signs with key as issuer and registers into l.
-func New(l *tilelog.Log, key crypto.Signer, issuer string) (*Service, error) {
+func New(l *tilelog.Log, key crypto.Signer, issuer string, o Options) (*Service, error) {
 	s, err := receipts.NewSigner(key)
 	if err != nil {
 		return nil, fmt.Errorf("scitt: service key: %w", err)
@@ -97,7 +96,7 @@ func New(l *tilelog.Log, key crypto.Signer, issuer string) (*Service, error) {
 	if issuer == "" {
 		return nil, errors.New("scitt: an issuer name is required")
 	}
-	return &Service{log: l, signer: s, issuer: issuer, rootSigs: map[uint64]receipts.RootSignature{}}, nil
+	return &Service{log: l, signer: s, issuer: issuer, rootSigs: map[uint64]receipts.RootSignature{}, once: newClaimer(l, o)}, nil
 }
 
 // Issuer returns the service's issuer name (CWT iss of its statements).
@@ -149,7 +148,8 @@ func (s *Service) Transparent(statement, receipt []byte) ([]byte, error) {
 
 // Register appends the statement's entry to the log, waits for a checkpoint covering it,
 // and returns its index, that checkpoint and its receipt. Registering the same statement
-// twice yields the same entry (the log deduplicates).
+// twice yields the same index: with Options.Claims in every process sharing them, for
+// ever; without, while the log's deduplication remembers it.
 func (s *Service) Register(ctx context.Context, statement []byte) (uint64, []byte, []byte, error) {
 	entry, err := receipts.EntryHash(statement)
 	if err != nil {
@@ -158,7 +158,7 @@ func (s *Service) Register(ctx context.Context, statement []byte) (uint64, []byt
 	if err := s.ensureGenesis(ctx); err != nil {
 		return 0, nil, nil, fmt.Errorf("register: %w", err)
 	}
-	idx, cp, err := s.log.Append(ctx, entry[:])
+	idx, cp, err := s.append(ctx, entry)
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("register: %w", err)
 	}
@@ -166,8 +166,7 @@ func (s *Service) Register(ctx context.Context, statement []byte) (uint64, []byt
 	if errors.Is(err, ErrOneLeafTree) {
 		// A log created before the genesis rule that holds this entry alone: grow it by
 		// the genesis entry so that the receipt comes from a two-leaf tree.
-		g := GenesisEntry(s.log.Origin())
-		if _, cp, err = s.log.Append(ctx, g[:]); err != nil {
+		if _, cp, err = s.append(ctx, GenesisEntry(s.log.Origin())); err != nil {
 			return 0, nil, nil, fmt.Errorf("register: genesis: %w", err)
 		}
 		rcpt, err = s.Receipt(ctx, idx, cp)
@@ -176,6 +175,14 @@ func (s *Service) Register(ctx context.Context, statement []byte) (uint64, []byt
 		return 0, nil, nil, err
 	}
 	return idx, cp, rcpt, nil
+}
+
+// append appends entry once (once.go) or, without claims, through the log's deduplication.
+func (s *Service) append(ctx context.Context, entry [32]byte) (uint64, []byte, error) {
+	if s.once != nil {
+		return s.once.appendOnce(ctx, entry)
+	}
+	return s.log.Append(ctx, entry[:])
 }
 
 // Receipt cuts the receipt of log entry idx from checkpoint cp; a checkpoint of a

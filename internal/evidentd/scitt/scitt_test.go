@@ -85,7 +85,7 @@ func TestSealRegisterReceipt(t *testing.T) {
 	}
 	defer l.Close(context.Background())
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	svc, err := New(l, priv, "evident:test")
+	svc, err := New(l, priv, "evident:test", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestGenesisNoEmptyPath(t *testing.T) {
 		}
 		t.Cleanup(func() { l.Close(context.Background()) })
 		_, priv, _ := ed25519.GenerateKey(rand.Reader)
-		svc, err := New(l, priv, "evident:test")
+		svc, err := New(l, priv, "evident:test", Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
