@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
@@ -52,6 +53,8 @@ type Pipeline struct {
 	chains map[string]*chainSlot
 
 	sealKick chan string
+
+	conflictRetries atomic.Uint64 // retries after store.ErrConflict (retry.go)
 }
 
 type chainSlot struct {

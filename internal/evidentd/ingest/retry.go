@@ -55,12 +55,17 @@ func (p *Pipeline) retryConflicts(ctx context.Context, chain string, try func() 
 		if time.Now().Add(pause).After(giveUp) {
 			return err
 		}
+		p.conflictRetries.Add(1)
 		p.o.Logger.Debug("retrying after a conflict", "chain", chain, "retry", n+1, "pause", pause, "err", err)
 		if !sleep(ctx, pause) {
 			return err
 		}
 	}
 }
+
+// ConflictRetries counts the writes retried after the store refused them with
+// store.ErrConflict since the pipeline was made.
+func (p *Pipeline) ConflictRetries() uint64 { return p.conflictRetries.Load() }
 
 // sleep pauses for d and reports whether it did, false when ctx ended first.
 func sleep(ctx context.Context, d time.Duration) bool {

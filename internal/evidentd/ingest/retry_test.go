@@ -116,6 +116,9 @@ func TestIngestRetriesConflicts(t *testing.T) {
 			if calls < tc.atLeast || tc.wantCalls != 0 && calls != tc.wantCalls {
 				t.Fatalf("%d Commit calls, want %d (at least %d)", calls, tc.wantCalls, tc.atLeast)
 			}
+			if n := p.ConflictRetries(); n != uint64(calls-1) {
+				t.Fatalf("ConflictRetries() = %d after %d Commit calls, want %d", n, calls, calls-1)
+			}
 			if tc.wantErr != nil {
 				if _, err := st.LoadChain(ctx, "wsp"); !errors.Is(err, store.ErrNotFound) {
 					t.Fatalf("a refused ingest created the chain: %v", err)

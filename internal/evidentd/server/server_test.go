@@ -104,7 +104,7 @@ func FuzzSplitBody(f *testing.F) {
 // TestUnavailableCarriesRetryAfter: every 503 answer, JSON or concise CBOR, says when to
 // retry; other refusals do not.
 func TestUnavailableCarriesRetryAfter(t *testing.T) {
-	s := &Server{c: Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, m: newMetrics(func() float64 { return 0 })}
+	s := &Server{c: Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, m: newMetrics(func() float64 { return 0 }, func() float64 { return 0 })}
 	req := httptest.NewRequest(http.MethodPost, "/v1/chains/c/entries", nil)
 	for _, tc := range []struct {
 		name       string
