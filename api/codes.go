@@ -27,7 +27,7 @@ const (
 	CodeNoCOPNode        ProblemCode = "no_cop_node"        // a COP Ledger asked of an evidentd without a COP node key
 	CodeNotFound         ProblemCode = "not_found"          // no SCITT registration, or no service key, with this id
 	CodePushback         ProblemCode = "pushback"           // the log is busy: retry after Retry-After
-	CodeConcurrentWriter ProblemCode = "concurrent_writer"  // another writer moved the chain: retry after Retry-After
+	CodeConcurrentWriter ProblemCode = "concurrent_writer"  // other writers kept the chain busy: retry after Retry-After
 	CodeTimeout          ProblemCode = "timeout"            // the operation did not finish in time; it completes in the background
 	CodeCanceled         ProblemCode = "canceled"           // the client went away (status 499)
 	CodeInternal         ProblemCode = "internal"           // an internal error, logged by the service

@@ -199,6 +199,7 @@ func TestMetricsAndAccessLog(t *testing.T) {
 		h + `_count{code="4xx",method="GET",route="unmatched"}`:                        1,
 		"evident_records_accepted_total":                                               float64(len(b.Records())),
 		"evident_ingest_batches_total":                                                 1,
+		"evident_conflict_retries_total":                                               0,
 	} {
 		if got, ok := samples[name]; !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)

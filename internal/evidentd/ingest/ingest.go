@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
@@ -35,8 +36,12 @@ type Options struct {
 	// a chain's state is then read from the store before every use instead of kept in
 	// memory between requests, so heads, seals and reads are never stale.
 	Shared bool
-	Logger *slog.Logger
-	Now    func() time.Time // clock; time.Now when nil
+	// ConflictBudget bounds how long Ingest and Seal retry a write the store refused with
+	// store.ErrConflict (retry.go), within the request's context; 0 means
+	// DefaultConflictBudget.
+	ConflictBudget time.Duration
+	Logger         *slog.Logger
+	Now            func() time.Time // clock; time.Now when nil
 }
 
 // Pipeline ingests records into chains and seals them.
@@ -48,6 +53,8 @@ type Pipeline struct {
 	chains map[string]*chainSlot
 
 	sealKick chan string
+
+	conflictRetries atomic.Uint64 // retries after store.ErrConflict (retry.go)
 }
 
 type chainSlot struct {
@@ -205,6 +212,11 @@ func (p *Pipeline) Head(ctx context.Context, id string) (Head, error) {
 // the very one stored at its position, is acknowledged with its stored seq and link and
 // marked Duplicate, nothing is written for it, and the rest of the batch is admitted after
 // the chain's head. Only a different record at a taken position is a fork.
+//
+// A commit the store refuses with store.ErrConflict (another writer moved the chain, or
+// the database broke a deadlock) is retried after a jittered, growing pause, from the
+// reloaded chain, within ctx and Options.ConflictBudget; the conflict is returned only
+// when that time is spent.
 func (p *Pipeline) Ingest(ctx context.Context, id, profile string, records [][]byte) ([]Accepted, error) {
 	if len(records) == 0 {
 		return nil, ledger.Refuse(ledger.CodeMalformed, "empty batch")
@@ -212,15 +224,19 @@ func (p *Pipeline) Ingest(ctx context.Context, id, profile string, records [][]b
 	s := p.slot(id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for attempt := 0; ; attempt++ {
-		acc, err := p.ingestLocked(ctx, s, id, profile, records)
-		if errors.Is(err, store.ErrConflict) && attempt < 3 {
-			// Another writer (another replica) moved the chain: reload and re-admit.
-			s.chain = nil
-			continue
+	var acc []Accepted
+	err := p.retryConflicts(ctx, id, func() error {
+		var err error
+		acc, err = p.ingestLocked(ctx, s, id, profile, records)
+		if errors.Is(err, store.ErrConflict) {
+			s.chain = nil // reload: another writer may have moved the chain
 		}
-		return acc, err
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return acc, nil
 }
 
 func (p *Pipeline) ingestLocked(ctx context.Context, s *chainSlot, id, profile string, records [][]byte) ([]Accepted, error) {

@@ -44,7 +44,12 @@ func (p *Pipeline) Seal(ctx context.Context, id string, close bool) (*SealResult
 	if p.o.Sealer == nil {
 		return nil, ErrSealingDisabled
 	}
-	pending, err := p.prepareSeal(ctx, id, close)
+	var pending *store.Seal
+	err := p.retryConflicts(ctx, id, func() error {
+		var err error
+		pending, err = p.prepareSeal(ctx, id, close)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,9 @@ type metrics struct {
 // unmatchedRoute is the route label of requests no route matched.
 const unmatchedRoute = "unmatched"
 
-func newMetrics(logSize func() float64) *metrics {
+// newMetrics returns the metrics of a server; logSize and conflictRetries are read at each
+// scrape.
+func newMetrics(logSize, conflictRetries func() float64) *metrics {
 	reg := prometheus.NewRegistry()
 	newCounter := func(name, help string) counter {
 		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
@@ -58,6 +60,8 @@ func newMetrics(logSize func() float64) *metrics {
 	}
 	reg.MustRegister(m.requests,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "evident_log_size", Help: "Entries in the transparency log (latest checkpoint)."}, logSize),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "evident_conflict_retries_total",
+			Help: "Writes retried because the store refused them as conflicting (another writer, a deadlock)."}, conflictRetries),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -68,6 +72,9 @@ func newMetrics(logSize func() float64) *metrics {
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
+
+// conflictRetries is the pipeline's count for the evident_conflict_retries_total counter.
+func (s *Server) conflictRetries() float64 { return float64(s.c.Pipeline.ConflictRetries()) }
 
 // logSize is the log's size for the evident_log_size gauge; 0 while none is published.
 func (s *Server) logSize() float64 {

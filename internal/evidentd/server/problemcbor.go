@@ -14,6 +14,7 @@ const ConciseProblemType = api.MediaConciseProblem
 
 // conciseProblem writes an RFC 9290 concise problem detail.
 func conciseProblem(w http.ResponseWriter, status int, code api.ProblemCode, detail, instance string) {
+	retryable(w, status)
 	m := map[any]any{
 		api.CPDTitle:         http.StatusText(status),
 		api.CPDDetail:        detail,

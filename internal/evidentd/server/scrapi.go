@@ -129,7 +129,6 @@ func (s *Server) scittFail(w http.ResponseWriter, r *http.Request, err error) {
 		conciseProblem(w, http.StatusNotFound, api.CodeNotFound, "no registration with this id: "+r.PathValue("id"), r.URL.Path)
 	case errors.Is(err, tilelog.ErrPushback):
 		s.m.pushbacks.Add(1)
-		w.Header().Set("Retry-After", "1")
 		conciseProblem(w, http.StatusServiceUnavailable, api.CodePushback, "the log is busy; retry after the indicated delay", r.URL.Path)
 	case errors.Is(err, errBadQuery):
 		conciseProblem(w, http.StatusBadRequest, api.CodeBadQuery, err.Error(), r.URL.Path)

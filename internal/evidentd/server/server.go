@@ -161,7 +161,7 @@ func New(c Config) *Server {
 	}
 	ex := export.New(export.Config{Pipeline: c.Pipeline, Store: c.Store, Service: c.Service, Keys: keys, COPNode: c.COPNode, Producer: c.Producer})
 	s := &Server{c: c, mux: http.NewServeMux(), ex: ex}
-	s.m = newMetrics(s.logSize)
+	s.m = newMetrics(s.logSize, s.conflictRetries)
 	s.scittDefaults()
 	for _, rt := range routes() {
 		if rt.when == nil || rt.when(s) {
@@ -278,7 +278,21 @@ func validChainID(id string) error {
 	return nil
 }
 
+// retryAfterUnavailable is the Retry-After, in seconds, of a 503 answer that sets none.
+const retryAfterUnavailable = "1"
+
+// retryable gives a 503 answer a Retry-After when it has none: every 503 evidentd sends
+// is temporary (the log pushed back, a writer contended, a wait timed out, not ready yet),
+// and says when to try again.
+func retryable(w http.ResponseWriter, status int) {
+	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", retryAfterUnavailable)
+	}
+}
+
+// problem writes an RFC 9457 problem detail; index >= 0 names the refused record.
 func problem(w http.ResponseWriter, status int, code api.ProblemCode, detail string, index int) {
+	retryable(w, status)
 	p := api.Problem{Type: code.Type(), Title: http.StatusText(status), Status: status, Detail: detail, Code: code}
 	if index >= 0 {
 		p.Index = &index
@@ -310,13 +324,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		problem(w, http.StatusBadRequest, api.CodeUnknownProfile, err.Error(), -1)
 	case errors.Is(err, tilelog.ErrPushback):
 		s.m.pushbacks.Add(1)
-		w.Header().Set("Retry-After", "1")
 		problem(w, http.StatusServiceUnavailable, api.CodePushback, "the log is busy; retry after the indicated delay", -1)
 	case errors.Is(err, store.ErrConflict):
-		w.Header().Set("Retry-After", "1")
-		problem(w, http.StatusServiceUnavailable, api.CodeConcurrentWriter, "another writer moved the chain; retry", -1)
+		problem(w, http.StatusServiceUnavailable, api.CodeConcurrentWriter, "the chain is busy with other writers; retry after the indicated delay", -1)
 	case errors.Is(err, context.DeadlineExceeded):
-		w.Header().Set("Retry-After", "1")
 		problem(w, http.StatusServiceUnavailable, api.CodeTimeout, "the operation did not finish in time; it will complete in the background", -1)
 	case errors.Is(err, context.Canceled):
 		problem(w, 499, api.CodeCanceled, "request canceled", -1)

@@ -2,10 +2,21 @@ package server
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
+	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/internal/evidentd/ingest"
+	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/tilelog"
 )
 
 func TestSplitBody(t *testing.T) {
@@ -88,4 +99,61 @@ func FuzzSplitBody(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestUnavailableCarriesRetryAfter: every 503 answer, JSON or concise CBOR, says when to
+// retry; other refusals do not.
+func TestUnavailableCarriesRetryAfter(t *testing.T) {
+	s := &Server{c: Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, m: newMetrics(func() float64 { return 0 }, func() float64 { return 0 })}
+	req := httptest.NewRequest(http.MethodPost, "/v1/chains/c/entries", nil)
+	for _, tc := range []struct {
+		name       string
+		answer     func(w http.ResponseWriter)
+		status     int
+		code       api.ProblemCode
+		retryAfter string
+	}{
+		{"store conflict", func(w http.ResponseWriter) {
+			s.fail(w, req, fmt.Errorf("commit chain %q: %w", "c", store.ErrConflict))
+		}, http.StatusServiceUnavailable, api.CodeConcurrentWriter, "1"},
+		{"log pushback", func(w http.ResponseWriter) { s.fail(w, req, tilelog.ErrPushback) }, http.StatusServiceUnavailable, api.CodePushback, "1"},
+		{"deadline", func(w http.ResponseWriter) { s.fail(w, req, context.DeadlineExceeded) }, http.StatusServiceUnavailable, api.CodeTimeout, "1"},
+		{"not ready", func(w http.ResponseWriter) {
+			problem(w, http.StatusServiceUnavailable, api.CodeNotReady, "no checkpoint published yet", -1)
+		}, http.StatusServiceUnavailable, api.CodeNotReady, "1"},
+		{"SCRAPI pushback", func(w http.ResponseWriter) { s.scittFail(w, req, tilelog.ErrPushback) }, http.StatusServiceUnavailable, api.CodePushback, "1"},
+		{"own Retry-After kept", func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", "7")
+			problem(w, http.StatusServiceUnavailable, api.CodePushback, "busy", -1)
+		}, http.StatusServiceUnavailable, api.CodePushback, "7"},
+		{"no chain", func(w http.ResponseWriter) { s.fail(w, req, ingest.ErrNoChain) }, http.StatusNotFound, api.CodeNoSuchChain, ""},
+		{"fork", func(w http.ResponseWriter) {
+			s.fail(w, req, &ledger.RecordError{Code: ledger.CodeFork, Detail: "fork"})
+		}, http.StatusConflict, api.LedgerCode(ledger.CodeFork), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			tc.answer(rec)
+			if rec.Code != tc.status || rec.Header().Get("Retry-After") != tc.retryAfter {
+				t.Fatalf("%d with Retry-After %q, want %d with %q", rec.Code, rec.Header().Get("Retry-After"), tc.status, tc.retryAfter)
+			}
+			var code string
+			if rec.Header().Get("Content-Type") == ConciseProblemType {
+				p, err := api.ParseConciseProblem(rec.Body.Bytes())
+				if err != nil {
+					t.Fatal(err)
+				}
+				code = p.Code
+			} else {
+				var p api.Problem
+				if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
+					t.Fatal(err)
+				}
+				code = string(p.Code)
+			}
+			if code != string(tc.code) {
+				t.Fatalf("code %q, want %q", code, tc.code)
+			}
+		})
+	}
 }

@@ -6,10 +6,13 @@
 // One writer per chain is enforced by the database, not by the process: Commit and
 // AddSeal open a transaction, lock the chain's row with SELECT … FOR UPDATE, compare its
 // size with the size the caller loaded and refuse with store.ErrConflict when it moved.
-// Inserting a new chain races on its primary key; record ids, links and seal numbers are
-// unique keys; every such collision, and an InnoDB deadlock or lock wait timeout (after
-// which the transaction was rolled back whole), is reported as store.ErrConflict, so the
-// caller reloads the chain and tries again.
+// A new chain is inserted first (INSERT … ON DUPLICATE KEY UPDATE), which locks only its
+// own row, never the gap a locking read of a missing row would lock, so many new chains
+// are created at once without deadlocks; when the id is taken, the existing row is locked
+// and compared instead. Record ids, links and seal numbers are unique keys; every
+// collision, and an InnoDB deadlock or lock wait timeout (after which the transaction was
+// rolled back whole), is reported as store.ErrConflict, so the caller reloads the chain
+// and tries again.
 //
 // Durability: every table is InnoDB and Open refuses a server whose
 // innodb_flush_log_at_trx_commit is not 1 (ErrNotDurable), so a commit is in the redo log
@@ -197,6 +200,7 @@ func dialect() sqlstore.Dialect {
 		},
 		Lock:         " FOR UPDATE",
 		InsertIgnore: "INSERT IGNORE",
+		OnTakenID:    " ON DUPLICATE KEY UPDATE id=id",
 		ForkOrder:    "id",
 		NowMS:        "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)",
 		Conflict:     conflict,
@@ -220,6 +224,9 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	// Refuse truncation instead of storing a shortened id.
 	cfg.Params["sql_mode"] = "'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'"
 	cfg.MaxAllowedPacket = 0 // ask the server
+	// Count changed rows, not matched ones: a new chain's INSERT … ON DUPLICATE KEY
+	// UPDATE id=id then counts 0 when the id is taken (sqlstore.Dialect.OnTakenID).
+	cfg.ClientFoundRows = false
 	conn, err := driver.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mysql ledger store: %w", err)

@@ -47,6 +47,7 @@ func dialect() sqlstore.Dialect {
 			Claims:        "log_claims",
 		},
 		InsertIgnore:    "INSERT OR IGNORE",
+		OnTakenID:       " ON CONFLICT(id) DO NOTHING",
 		CreatedText:     true,
 		ForkOrder:       "rowid",
 		RegistrationSeq: "(SELECT COALESCE(MAX(seq), -1) + 1 FROM scitt_registrations)",

@@ -2,7 +2,7 @@
 // for the SQL databases evidentd runs on. The embedded SQLite store (store/sqlite) and the
 // MySQL-compatible one (store/mysql) each create their own tables and open their own
 // connections, then hand them to New with the Dialect that says how their SQL differs:
-// table names, the row-locking clause, the INSERT that skips duplicates, how a chain's
+// table names, the row-locking clause, the INSERTs that skip duplicates, how a chain's
 // creation time and a registration's order are kept, and which errors mean that a
 // concurrent writer got there first.
 //
@@ -45,6 +45,12 @@ type Dialect struct {
 	// InsertIgnore begins an INSERT whose rows colliding with a unique key are skipped:
 	// "INSERT OR IGNORE" (SQLite) or "INSERT IGNORE" (MySQL).
 	InsertIgnore string
+	// OnTakenID ends the INSERT of a new chain so that, when a chain with that id exists,
+	// the statement writes nothing and counts no affected row, and where rows are locked
+	// locks the existing row for update: " ON CONFLICT(id) DO NOTHING" (SQLite) or
+	// " ON DUPLICATE KEY UPDATE id=id" (MySQL, whose connections must count changed rows,
+	// not matched ones).
+	OnTakenID string
 	// CreatedText keeps a chain's creation time as RFC 3339 text instead of Unix
 	// milliseconds.
 	CreatedText bool
@@ -158,29 +164,53 @@ func (s *Store) scanCreated(t *time.Time) (dest any, decode func()) {
 
 // putChain writes c provided the stored chain has size prevSize (or is absent and
 // prevSize is 0). The chain's row stays locked until the transaction ends.
+//
+// A new chain is inserted before anything is locked, so that creating it locks only its
+// own new row: a locking read of a row that does not exist locks the gap where it would be
+// (InnoDB), and the creations of other chains in that gap then deadlock. Only a row that
+// exists is read with Dialect.Lock, which locks that one record.
 func (s *Store) putChain(ctx context.Context, tx *sql.Tx, c *store.ChainRecord, prevSize uint64) error {
+	if prevSize == 0 {
+		created, err := s.insertChain(ctx, tx, c)
+		if err != nil || created {
+			return err
+		}
+	}
 	cur, err := s.loadChain(ctx, tx, c.ID, s.d.Lock)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		if prevSize != 0 {
-			return fmt.Errorf("chain %q: %w", c.ID, store.ErrConflict)
-		}
-		var created any = ms(time.Now())
-		if s.d.CreatedText {
-			created = time.Now().UTC().Format(time.RFC3339Nano)
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO `+s.d.Tables.Chains+` (id, profile, size, head, tree, state, closed, last_seal, sealed_size, created) VALUES (?,?,?,?,?,?,?,?,?,?)`,
-			c.ID, c.Profile, c.Size, c.Head[:], c.Tree, c.State, c.Closed, c.LastSeal, c.SealedSize, created)
-		return s.conflict(err)
+		return fmt.Errorf("chain %q absent, expected at size %d: %w", c.ID, prevSize, store.ErrConflict)
 	case err != nil:
 		return err
-	}
-	if cur.Size != prevSize {
+	case cur.Size != prevSize:
 		return fmt.Errorf("chain %q at size %d, expected %d: %w", c.ID, cur.Size, prevSize, store.ErrConflict)
 	}
 	_, err = tx.ExecContext(ctx, `UPDATE `+s.d.Tables.Chains+` SET size=?, head=?, tree=?, state=?, closed=?, last_seal=?, sealed_size=? WHERE id=?`,
 		c.Size, c.Head[:], c.Tree, c.State, c.Closed, c.LastSeal, c.SealedSize, c.ID)
-	return err
+	if err != nil {
+		return fmt.Errorf("update chain %q: %w", c.ID, s.conflict(err))
+	}
+	return nil
+}
+
+// insertChain inserts c as a new chain inside tx and reports whether it did: when a chain
+// with its id exists already, nothing is written and that row is left locked where the
+// dialect locks rows (Dialect.OnTakenID).
+func (s *Store) insertChain(ctx context.Context, tx *sql.Tx, c *store.ChainRecord) (bool, error) {
+	var created any = ms(time.Now())
+	if s.d.CreatedText {
+		created = time.Now().UTC().Format(time.RFC3339Nano)
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO `+s.d.Tables.Chains+` (id, profile, size, head, tree, state, closed, last_seal, sealed_size, created) VALUES (?,?,?,?,?,?,?,?,?,?)`+s.d.OnTakenID,
+		c.ID, c.Profile, c.Size, c.Head[:], c.Tree, c.State, c.Closed, c.LastSeal, c.SealedSize, created)
+	if err != nil {
+		return false, fmt.Errorf("insert chain %q: %w", c.ID, s.conflict(err))
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("insert chain %q: %w", c.ID, err)
+	}
+	return n == 1, nil
 }
 
 // Commit implements store.Store.

@@ -142,6 +142,10 @@ func testCommitConflicts(t *testing.T, b Backend) {
 	if err := s.Commit(ctx, c, 0, es); err != nil {
 		t.Fatal(err)
 	}
+	// So must a batch of no entries, which only the chain's size can refuse.
+	if err := s.Commit(ctx, c, 0, nil); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("existing chain committed with prevSize 0 and no entries: %v", err)
+	}
 	more, c2 := build("c", 4, c.Head, 2)
 	for _, stale := range []uint64{0, 3, 5} {
 		if err := s.Commit(ctx, c2, stale, more); !errors.Is(err, store.ErrConflict) {

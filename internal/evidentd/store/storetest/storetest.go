@@ -53,8 +53,10 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"AttrFilters", testAttrFilters},   // attrs.go
 		{"LargeBatches", testLargeBatches}, // batches.go
 		{"EvidenceHeads", testEvidenceHeads},
-		{"ListChains", testListChains}, // chains.go
-		{"Claims", testClaims},         // claims.go
+		{"ListChains", testListChains},           // chains.go
+		{"Claims", testClaims},                   // claims.go
+		{"NewChainsAtOnce", testNewChainsAtOnce}, // contention.go
+		{"CreateChainRace", testCreateChainRace}, // contention.go
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newBackend(t)) })
