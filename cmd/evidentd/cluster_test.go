@@ -183,10 +183,10 @@ func (c *cluster) getJSON(ctx context.Context, i int, path string, v any) error 
 		return err
 	}
 	if a.status != http.StatusOK {
-		return fmt.Errorf("GET %s on replica %d: %s", path, i, a)
+		return fmt.Errorf("GET %s on %s: %s", path, c.addrs[i], a)
 	}
 	if err := json.Unmarshal(a.body, v); err != nil {
-		return fmt.Errorf("GET %s on replica %d: %w", path, i, err)
+		return fmt.Errorf("GET %s on %s: %w", path, c.addrs[i], err)
 	}
 	return nil
 }

@@ -40,6 +40,7 @@ func TestDistributedTwoReplicas(t *testing.T) {
 		{"same-batch-raced", sameBatchRaced},
 		{"burst-of-new-chains", burstOfNewChains},
 		{"seal-while-replica-starts", sealWhileReplicaStarts},
+		{"behind-the-proxy", behindTheProxy},
 		{"end-state", checkEndState},
 	} {
 		t.Run(s.name, func(t *testing.T) {
