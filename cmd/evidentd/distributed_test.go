@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -114,7 +115,7 @@ func sameState(t *testing.T, c *cluster, chain string) {
 			t.Fatal(err)
 		}
 	}
-	if fmt.Sprint(lists[0]) != fmt.Sprint(lists[1]) {
+	if !slices.Equal(lists[0], lists[1]) {
 		t.Fatalf("the replicas list different chains:\n%v\n%v", lists[0], lists[1])
 	}
 	if heads[0] != heads[1] {
