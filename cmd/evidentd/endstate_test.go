@@ -12,12 +12,11 @@ import (
 	"reflect"
 	"testing"
 
+	tessera "github.com/transparency-dev/tessera/api"
 	"github.com/transparency-dev/tessera/api/layout"
 	"github.com/transparency-dev/tessera/client"
 	"github.com/transparency-dev/tessera/fsck"
 	"golang.org/x/mod/sumdb/note"
-
-	tessera "github.com/transparency-dev/tessera/api"
 
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/bundle"
