@@ -16,8 +16,9 @@ import (
 
 // TestRegisterOnce registers statements through claims in a real SQLite store and a real
 // Tessera log: concurrent registrations of one statement, a statement whose claim holder
-// died after appending it, and one whose holder is alive and finishes, each end as one
-// log entry, and every caller gets its index.
+// died after appending it (the log reopened, so that only the search of the log can find
+// it), and one whose holder is alive and finishes, each end as one log entry, and every
+// caller gets its index.
 func TestRegisterOnce(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
@@ -25,21 +26,32 @@ func TestRegisterOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := tilelog.Open(ctx, tilelog.Options{Dir: filepath.Join(dir, "log"), Signer: signer, CheckpointInterval: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close(context.Background())
 	st, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	svc, err := New(l, priv, "evident:test", Options{Claims: st, Lease: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
+	var (
+		l   *tilelog.Log
+		svc *Service
+	)
+	// open (re)opens the log and the service: a reopened log remembers no append in memory,
+	// as after a crash.
+	open := func() {
+		t.Helper()
+		if l != nil {
+			l.Close(context.Background())
+		}
+		if l, err = tilelog.Open(ctx, tilelog.Options{Dir: filepath.Join(dir, "log"), Signer: signer, CheckpointInterval: 100 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		if svc, err = New(l, priv, "evident:test", Options{Claims: st, Lease: 2 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	open()
+	defer func() { l.Close(context.Background()) }()
 	statement := func(i int) ([]byte, [32]byte) {
 		stmt, entry, err := svc.IssueSeal(ledger.Seal{Chain: "wsp", Profile: "chap/0.3", Size: uint64(i), Head: ledger.Genesis,
 			Root: ledger.RootString([32]byte{byte(i)}), SealedAt: ledger.Timestamp(time.Now())})
@@ -93,7 +105,8 @@ func TestRegisterOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(5 * time.Millisecond) // the dead process's lease expires
+	open()                           // the process died: its log forgot the append
+	time.Sleep(5 * time.Millisecond) // and its lease expires
 	before := size()
 	got, cp, rcpt, err := svc.Register(ctx, stmt2)
 	if err != nil || got != deadIdx || len(rcpt) == 0 || len(cp) == 0 {
