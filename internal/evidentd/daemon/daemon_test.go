@@ -30,13 +30,7 @@ func start(t *testing.T, dir string) (*Daemon, *httptest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(d.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		if err := d.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
+	srv := serveUntilCleanup(t, d)
 	return d, srv
 }
 
@@ -74,6 +68,19 @@ func call(t *testing.T, method, url string) (*http.Response, []byte) {
 		t.Fatal(err)
 	}
 	return resp, b
+}
+
+// serveUntilCleanup serves d's API over loopback HTTP and closes both when the test ends.
+func serveUntilCleanup(t *testing.T, d *Daemon) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(d.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		if err := d.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return srv
 }
 
 // TestChapVectorsOverHTTP: the published CHAP 0.3 chain reproduces exactly through the API.

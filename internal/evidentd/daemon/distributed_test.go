@@ -27,13 +27,7 @@ func startDistributed(t *testing.T) (*Daemon, *httptest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(d.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		if err := d.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
+	srv := serveUntilCleanup(t, d)
 	return d, srv
 }
 

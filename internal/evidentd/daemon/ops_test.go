@@ -51,13 +51,7 @@ func startLogged(t *testing.T) (*Daemon, *httptest.Server, *syncBuffer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(d.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		if err := d.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
+	srv := serveUntilCleanup(t, d)
 	return d, srv, &logs
 }
 

@@ -79,13 +79,7 @@ func startSCITT(t *testing.T, dir string, cpi, wait time.Duration, policyFile st
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(d.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		if err := d.Close(); err != nil {
-			t.Errorf("close: %v", err)
-		}
-	})
+	srv := serveUntilCleanup(t, d)
 	return d, srv
 }
 
