@@ -1,103 +1,207 @@
-// Command evident-load is Evident's load tool: it streams signed CHAP envelopes to a
-// running evidentd over HTTP in batches, reports the accepted rate, and can seal and export
-// the chains it wrote (to measure offline verification on a bundle of any size).
+// Command evident-load is Evident's load tool: it sends signed CHAP envelopes to evidentd
+// over HTTP in batches, reports the accepted rate, and can seal and export the chains it
+// wrote (to measure offline verification on a bundle of any size).
 //
 //	go run ./internal/cmd/evident-load -url http://127.0.0.1:8080 -n 1000000 -batch 5000 -export big.zip
 //
-// It only talks to the URL it is given (loopback in every documented use) and stops when the
-// work is done or after -timeout.
+// Given several -url values (replicas of one distributed deployment), it sends each request
+// to the next replica in turn and on to the others when one does not answer. Given -db-dsn
+// and -cpu, it also reports what the run cost per envelope and per request: the database
+// server's statements, rows and fsyncs (SHOW GLOBAL STATUS before and after the run) and the
+// CPU time of the named processes (/proc/<pid>/stat, Linux).
+//
+// It only talks to the URLs and the database it is given (loopback in every documented use),
+// makes a bounded number of attempts per request, and stops when the work is done or after
+// -timeout.
 package main
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
 
+// config is one run of the load tool.
+type config struct {
+	urls    []string // evidentd replicas
+	n       int      // envelopes per chain
+	batch   int      // envelopes per request
+	chains  int      // chains written concurrently
+	prefix  string   // chain id prefix
+	export  string   // seal the first chain and export its bundle here ("": no)
+	prepare bool     // sign every envelope before the clock starts
+	dbDSN   string   // database whose global status counters are reported ("": none)
+	procs   []proc   // processes whose CPU time is reported
+
+	out      io.Writer // results
+	progress io.Writer // a progress line every two seconds (nil: none)
+}
+
 func main() {
-	url := flag.String("url", "http://127.0.0.1:8080", "evidentd base URL")
-	n := flag.Int("n", 100000, "envelopes per chain")
-	batch := flag.Int("batch", 1000, "envelopes per request (JSON Lines); 1 sends single envelopes")
-	chains := flag.Int("chains", 1, "chains written concurrently")
-	prefix := flag.String("chain", "wsp_load", "chain id prefix")
-	export := flag.String("export", "", "seal the first chain and export its bundle to this file")
+	cfg := config{out: os.Stdout, progress: os.Stderr}
+	flag.Func("url", "evidentd base URL; repeat (or separate with commas) for several replicas (default http://127.0.0.1:8080)", func(s string) error {
+		for u := range strings.SplitSeq(s, ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				cfg.urls = append(cfg.urls, strings.TrimRight(u, "/"))
+			}
+		}
+		return nil
+	})
+	flag.IntVar(&cfg.n, "n", 100000, "envelopes per chain")
+	flag.IntVar(&cfg.batch, "batch", 1000, "envelopes per request (JSON Lines); 1 sends single envelopes")
+	flag.IntVar(&cfg.chains, "chains", 1, "chains written concurrently")
+	flag.StringVar(&cfg.prefix, "chain", "wsp_load", "chain id prefix")
+	flag.StringVar(&cfg.export, "export", "", "seal the first chain and export its bundle to this file")
+	flag.BoolVar(&cfg.prepare, "prepare", false, "sign every envelope before the clock starts, so the rate is the service's alone (holds the whole load in memory)")
+	flag.StringVar(&cfg.dbDSN, "db-dsn", "", "MySQL-compatible server (go-sql-driver DSN) whose SHOW GLOBAL STATUS counters are reported per envelope")
+	flag.Func("cpu", "NAME=PID: report the CPU time of process PID per envelope under NAME; repeat (one name may sum several processes)", func(s string) error {
+		p, err := parseProc(s)
+		if err == nil {
+			cfg.procs = append(cfg.procs, p)
+		}
+		return err
+	})
 	timeout := flag.Duration("timeout", 30*time.Minute, "give up after this long")
 	flag.Parse()
+	if len(cfg.urls) == 0 {
+		cfg.urls = []string{"http://127.0.0.1:8080"}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	if err := run(ctx, *url, *n, *batch, *chains, *prefix, *export); err != nil {
+	if err := run(ctx, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "evident-load:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, base string, n, batch, chains int, prefix, export string) error {
-	client := &http.Client{Timeout: 2 * time.Minute}
-	var sent atomic.Int64
-	start := time.Now()
-	stop := make(chan struct{})
-	go func() {
-		t := time.NewTicker(2 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				s := sent.Load()
-				fmt.Fprintf(os.Stderr, "\r%d envelopes, %.0f/s   ", s, float64(s)/time.Since(start).Seconds())
-			}
-		}
-	}()
-	errs := make([]error, chains)
-	var wg sync.WaitGroup
-	for c := range chains {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[c] = load(ctx, client, base, fmt.Sprintf("%s_%d", prefix, c), n, batch, &sent)
-		}()
+// parseProc reads a -cpu value, NAME=PID.
+func parseProc(s string) (proc, error) {
+	name, pid, ok := strings.Cut(s, "=")
+	n, err := strconv.Atoi(pid)
+	if !ok || name == "" || err != nil || n <= 0 {
+		return proc{}, fmt.Errorf("-cpu %q: want NAME=PID", s)
 	}
-	wg.Wait()
-	close(stop)
-	elapsed := time.Since(start)
-	fmt.Fprintf(os.Stderr, "\r")
-	for _, err := range errs {
-		if err != nil {
+	return proc{name: name, pid: n}, nil
+}
+
+// run sends the load, then reports the rate and, when asked, the cost and the export.
+func run(ctx context.Context, cfg config) error {
+	if cfg.n <= 0 || cfg.batch <= 0 || cfg.chains <= 0 || len(cfg.urls) == 0 {
+		return errors.New("-n, -batch and -chains must be positive and at least one -url given")
+	}
+	rs := newReplicas(cfg.urls)
+	pr, err := openProbe(cfg.dbDSN, cfg.procs)
+	if err != nil {
+		return err
+	}
+	defer pr.close()
+	var work []*chainLoad
+	if cfg.prepare {
+		if work, err = prepareAll(cfg); err != nil {
 			return err
 		}
 	}
-	total := sent.Load()
-	fmt.Printf("ingested %d envelopes in %d chain(s), batch %d: %.2fs, %.0f envelopes/s\n", total, chains, batch, elapsed.Seconds(), float64(total)/elapsed.Seconds())
-	if export == "" {
-		return nil
-	}
-	chain := prefix + "_0"
-	t0 := time.Now()
-	if err := post(ctx, client, base+"/v1/chains/"+chain+"/seal", "", nil); err != nil {
-		return err
-	}
-	fmt.Printf("sealed %s in %v\n", chain, time.Since(t0).Round(time.Millisecond))
-	t0 = time.Now()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/export?chain="+chain, nil)
-	resp, err := (&http.Client{Timeout: 30 * time.Minute}).Do(req)
+	before, err := pr.sample(ctx)
 	if err != nil {
 		return err
+	}
+	start := time.Now()
+	sent, err := send(ctx, cfg, rs, work)
+	elapsed := time.Since(start)
+	if err != nil {
+		return err
+	}
+	after, err := pr.sample(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cfg.out, "ingested %d envelopes in %d chain(s), batch %d, %d replica(s), %d requests: %.2fs, %.0f envelopes/s\n",
+		sent, cfg.chains, cfg.batch, len(cfg.urls), rs.requests.Load(), elapsed.Seconds(), float64(sent)/elapsed.Seconds())
+	if f := rs.failovers.Load(); f > 0 {
+		fmt.Fprintf(cfg.out, "failovers: %d attempts went on to another replica or were retried\n", f)
+	}
+	report(cfg.out, before, after, sent, rs.requests.Load())
+	if cfg.export == "" {
+		return nil
+	}
+	return sealAndExport(ctx, cfg.out, rs, cfg.prefix+"_0", cfg.export)
+}
+
+// send writes every chain's envelopes concurrently, each chain's requests in order, and
+// returns how many envelopes were accepted.
+func send(ctx context.Context, cfg config, rs *replicas, work []*chainLoad) (int64, error) {
+	var sent atomic.Int64
+	stop := make(chan struct{})
+	defer close(stop)
+	if cfg.progress != nil {
+		go showProgress(cfg.progress, &sent, stop)
+	}
+	errs := make([]error, cfg.chains)
+	var wg sync.WaitGroup
+	for c := range cfg.chains {
+		wg.Go(func() {
+			chain := fmt.Sprintf("%s_%d", cfg.prefix, c)
+			deliver := func(body []byte, count int) error {
+				if err := rs.post(ctx, "/v1/chains/"+chain+"/entries", contentType(count), body); err != nil {
+					return err
+				}
+				sent.Add(int64(count))
+				return nil
+			}
+			if work != nil {
+				errs[c] = work[c].each(deliver)
+				return
+			}
+			errs[c] = generate(chain, cfg.n, cfg.batch, deliver)
+		})
+	}
+	wg.Wait()
+	return sent.Load(), errors.Join(errs...)
+}
+
+// showProgress prints the count and rate so far every two seconds until stop is closed.
+func showProgress(w io.Writer, sent *atomic.Int64, stop <-chan struct{}) {
+	start := time.Now()
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			fmt.Fprint(w, "\r")
+			return
+		case <-t.C:
+			s := sent.Load()
+			fmt.Fprintf(w, "\r%d envelopes, %.0f/s   ", s, float64(s)/time.Since(start).Seconds())
+		}
+	}
+}
+
+// sealAndExport seals chain and writes its bundle to file.
+func sealAndExport(ctx context.Context, out io.Writer, rs *replicas, chain, file string) error {
+	t0 := time.Now()
+	if err := rs.post(ctx, "/v1/chains/"+chain+"/seal", "", nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "sealed %s in %v\n", chain, time.Since(t0).Round(time.Millisecond))
+	t0 = time.Now()
+	resp, err := rs.get(ctx, "/v1/export?chain="+chain)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("export: %s", resp.Status)
 	}
-	f, err := os.Create(export)
+	f, err := os.Create(file)
 	if err != nil {
 		return err
 	}
@@ -106,71 +210,8 @@ func run(ctx context.Context, base string, n, batch, chains int, prefix, export 
 		err = cerr
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("export: %w", err)
 	}
-	fmt.Printf("exported %s: %d bytes in %v\n", export, size, time.Since(t0).Round(time.Millisecond))
+	fmt.Fprintf(out, "exported %s: %d bytes in %v\n", file, size, time.Since(t0).Round(time.Millisecond))
 	return nil
-}
-
-func load(ctx context.Context, c *http.Client, base, chain string, n, batch int, sent *atomic.Int64) error {
-	url := base + "/v1/chains/" + chain + "/entries"
-	var buf bytes.Buffer
-	count := 0
-	flush := func() error {
-		if count == 0 {
-			return nil
-		}
-		ct := "application/jsonl"
-		if count == 1 {
-			ct = "application/json"
-		}
-		if err := post(ctx, c, url, ct, buf.Bytes()); err != nil {
-			return err
-		}
-		sent.Add(int64(count))
-		buf.Reset()
-		count = 0
-		return nil
-	}
-	_, err := scenario.Long(chain, n, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), func(raw []byte) error {
-		if count > 0 {
-			buf.WriteByte('\n')
-		}
-		buf.Write(raw)
-		count++
-		if count >= batch {
-			return flush()
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return flush()
-}
-
-func post(ctx context.Context, c *http.Client, url, ct string, body []byte) error {
-	for attempt := 0; ; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-		if err != nil {
-			return err
-		}
-		if ct != "" {
-			req.Header.Set("Content-Type", ct)
-		}
-		resp, err := c.Do(req)
-		if err != nil {
-			return err
-		}
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		resp.Body.Close()
-		switch {
-		case resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusOK:
-			return nil
-		case resp.StatusCode == http.StatusServiceUnavailable && attempt < 10:
-			time.Sleep(time.Second) // pushback: honour Retry-After (1 s)
-		default:
-			return fmt.Errorf("POST %s: %s: %s", url, resp.Status, b)
-		}
-	}
 }

@@ -16,7 +16,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -286,26 +288,6 @@ func (p *Pipeline) ingestLocked(ctx context.Context, s *chainSlot, id, profile s
 		}
 		apps[j] = a
 	}
-	if len(ids) > 0 {
-		list := make([]string, 0, len(ids))
-		for rid := range ids {
-			list = append(list, rid)
-		}
-		used, err := p.o.Store.FindRecordIDs(ctx, id, list)
-		if err != nil {
-			return nil, err
-		}
-		// Name the first reused id in batch order (map order is random).
-		first, firstID := -1, ""
-		for rid := range used {
-			if i := ids[rid]; first < 0 || i < first {
-				first, firstID = i, rid
-			}
-		}
-		if first >= 0 {
-			return nil, &ledger.RecordError{Index: first, Code: ledger.CodeIDReused, Detail: fmt.Sprintf("id %.80q already used at seq %d", firstID, used[firstID])}
-		}
-	}
 	if err := sigs.wait(); err != nil {
 		return nil, err
 	}
@@ -323,6 +305,13 @@ func (p *Pipeline) ingestLocked(ctx context.Context, s *chainSlot, id, profile s
 		return nil, err
 	}
 	if err := p.o.Store.Commit(ctx, rec, prevSize, entries); err != nil {
+		// The store refuses a record id the chain holds (a unique key, on every replica), so
+		// the ids are not looked up before the commit, only after a refused one.
+		if errors.Is(err, store.ErrConflict) {
+			if rerr := p.reusedID(ctx, id, ids, prevSize); rerr != nil {
+				return nil, rerr
+			}
+		}
 		return nil, err
 	}
 	s.chain = next
@@ -335,6 +324,30 @@ func (p *Pipeline) ingestLocked(ctx context.Context, s *chainSlot, id, profile s
 		}
 	}
 	return acc, nil
+}
+
+// reusedID returns the refusal of the first record, in batch order, whose record id (ids:
+// id → index in the batch) the chain already held at size prevSize, or nil when none did:
+// an id stored at prevSize or later came from a concurrent writer after the batch was
+// admitted, and the batch is to be admitted again after it.
+func (p *Pipeline) reusedID(ctx context.Context, chain string, ids map[string]int, prevSize uint64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	used, err := p.o.Store.FindRecordIDs(ctx, chain, slices.Collect(maps.Keys(ids)))
+	if err != nil {
+		return fmt.Errorf("chain %q: looking up the batch's record ids: %w", chain, err)
+	}
+	first, firstID := -1, ""
+	for rid, seq := range used {
+		if i := ids[rid]; seq < prevSize && (first < 0 || i < first) {
+			first, firstID = i, rid
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	return &ledger.RecordError{Index: first, Code: ledger.CodeIDReused, Detail: fmt.Sprintf("id %.80q already used at seq %d", firstID, used[firstID])}
 }
 
 // refusal turns an admission error into the answer, recognising forks: a record whose
