@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/internal/wait"
 	"github.com/evident-log/evident/ledger"
 )
 
@@ -368,7 +369,7 @@ func (c *Client) send(ctx context.Context, hc *http.Client, method, u string, he
 			io.Copy(io.Discard, io.LimitReader(resp.Body, maxProblem))
 			resp.Body.Close()
 		}
-		if err := sleep(ctx, d); err != nil {
+		if err := wait.Sleep(ctx, d); err != nil {
 			return nil, fmt.Errorf("client: %s %s: waiting to retry: %w", method, u, err)
 		}
 	}

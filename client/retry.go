@@ -108,15 +108,3 @@ func retryAfter(v string) time.Duration {
 	}
 	return 0
 }
-
-// sleep waits d, or returns the context's error if it ends first.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/internal/wait"
 )
 
 // SCRAPI (draft-ietf-scitt-scrapi): the SCITT registration surface, outside /v1.
@@ -46,11 +47,11 @@ func (c *Client) Register(ctx context.Context, statement []byte) (*Registration,
 			if resp.location == "" {
 				return nil, fmt.Errorf("client: SCRAPI %d without a Location", resp.status)
 			}
-			wait := resp.retryAfter
-			if wait <= 0 {
-				wait = DefaultPollInterval
+			pause := resp.retryAfter
+			if pause <= 0 {
+				pause = DefaultPollInterval
 			}
-			if err := sleep(ctx, wait); err != nil {
+			if err := wait.Sleep(ctx, pause); err != nil {
 				return nil, fmt.Errorf("client: registration %s still pending: %w", resp.location, err)
 			}
 			loc := resp.location

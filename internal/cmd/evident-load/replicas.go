@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/evident-log/evident/internal/wait"
 )
 
 // maxAttempts bounds the attempts of one request, over all replicas together.
@@ -59,7 +61,7 @@ func (rs *replicas) post(ctx context.Context, path, ct string, body []byte) erro
 		if err == nil || !errors.As(err, &rt) {
 			return err
 		}
-		if err := sleep(ctx, rt.pause); err != nil {
+		if err := wait.Sleep(ctx, rt.pause); err != nil {
 			return fmt.Errorf("POST %s: %w (last attempt: %w)", path, err, rt.err)
 		}
 	}
@@ -125,19 +127,4 @@ func retryAfter(h string) time.Duration {
 		return time.Second
 	}
 	return min(time.Duration(s)*time.Second, maxPause)
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/internal/wait"
 )
 
 // DefaultConflictBudget is how long a write refused with store.ErrConflict is retried when
@@ -57,7 +58,7 @@ func (p *Pipeline) retryConflicts(ctx context.Context, chain string, try func() 
 		}
 		p.conflictRetries.Add(1)
 		p.o.Logger.Debug("retrying after a conflict", "chain", chain, "retry", n+1, "pause", pause, "err", err)
-		if !sleep(ctx, pause) {
+		if wait.Sleep(ctx, pause) != nil {
 			return err
 		}
 	}
@@ -66,15 +67,3 @@ func (p *Pipeline) retryConflicts(ctx context.Context, chain string, try func() 
 // ConflictRetries counts the writes retried after the store refused them with
 // store.ErrConflict since the pipeline was made.
 func (p *Pipeline) ConflictRetries() uint64 { return p.conflictRetries.Load() }
-
-// sleep pauses for d and reports whether it did, false when ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/internal/wait"
 	"github.com/evident-log/evident/tilelog"
 )
 
@@ -186,12 +187,5 @@ func publishedSize(ctx context.Context, l *tilelog.Log) (uint64, error) {
 
 // sleepJittered waits between d/2 and 3d/2, or until ctx ends.
 func sleepJittered(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d/2 + rand.N(d))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return wait.Sleep(ctx, d/2+rand.N(d))
 }
