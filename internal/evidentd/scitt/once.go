@@ -71,11 +71,13 @@ func newClaimer(l *tilelog.Log, o Options) *claimer {
 // same index.
 func (c *claimer) appendOnce(ctx context.Context, entry [32]byte) (uint64, []byte, error) {
 	owner := fmt.Sprintf("%s#%d", c.prefix, c.n.Add(1))
+	// The log's size now bounds from below where the entry can land; only the first claim
+	// of the entry keeps it, so it is read once, not on every poll below.
+	size, err := publishedSize(ctx, c.log)
+	if err != nil {
+		return 0, nil, err
+	}
 	for {
-		size, err := publishedSize(ctx, c.log)
-		if err != nil {
-			return 0, nil, err
-		}
 		cl, err := c.claims.ClaimEntry(ctx, entry, owner, c.lease, size)
 		if err != nil {
 			return 0, nil, err

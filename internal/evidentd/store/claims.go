@@ -12,15 +12,15 @@ import (
 // wait while another live process holds the claim, take over a claim whose lease expired,
 // and all answer with the index recorded first.
 //
-// Leases are compared with the database's clock where it has one (MySQL-compatible
-// stores), so replicas' clocks need not agree.
+// Leases are kept on the database's clock, so replicas' clocks need not agree.
 type Claims interface {
 	// ClaimEntry claims entry for owner for lease, unless another owner holds a lease that
 	// has not expired or the entry is recorded as appended. logSize is the log's size now:
 	// the first claim keeps it as Claim.From, the lowest index the entry can have been
 	// appended at by any owner.
 	ClaimEntry(ctx context.Context, entry [32]byte, owner string, lease time.Duration, logSize uint64) (Claim, error)
-	// RenewClaim extends owner's lease; false when owner no longer holds the claim.
+	// RenewClaim sets owner's lease to lease from now (a lease of zero or less ends it, so
+	// that another owner need not wait); false when owner no longer holds the claim.
 	RenewClaim(ctx context.Context, entry [32]byte, owner string, lease time.Duration) (bool, error)
 	// EntryAppended records entry's log index unless one is recorded already, and returns
 	// the index recorded: the first one wins, forever.

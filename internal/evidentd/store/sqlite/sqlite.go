@@ -50,6 +50,7 @@ func dialect() sqlstore.Dialect {
 		OnTakenID:       " ON CONFLICT(id) DO NOTHING",
 		CreatedText:     true,
 		ForkOrder:       "rowid",
+		NowMS:           "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
 		RegistrationSeq: "(SELECT COALESCE(MAX(seq), -1) + 1 FROM scitt_registrations)",
 		Conflict:        conflict,
 	}

@@ -11,44 +11,31 @@ import (
 
 var _ store.Claims = (*Store)(nil)
 
-// now returns the SQL expression of the current time in Unix milliseconds and its
-// argument: the database's clock when the dialect names one, else this process's.
-func (s *Store) now() (expr string, args []any) {
-	if s.d.NowMS != "" {
-		return s.d.NowMS, nil
-	}
-	return "?", []any{ms(time.Now())}
-}
-
 // ClaimEntry implements store.Claims. The claim is taken in single statements that lock
 // at most the entry's own row (an insert that skips an existing key, then an update of
 // an expired lease), so concurrent claims of different entries never wait on each other.
+// Leases are kept on the database's clock (Dialect.NowMS).
 func (s *Store) ClaimEntry(ctx context.Context, entry [32]byte, owner string, lease time.Duration, logSize uint64) (store.Claim, error) {
-	now, nowArgs := s.now()
-	t := s.d.Tables.Claims
-	args := append([]any{entry[:], owner}, nowArgs...)
-	args = append(args, lease.Milliseconds(), logSize)
-	res, err := s.w.ExecContext(ctx, s.d.InsertIgnore+` INTO `+t+` (entry, owner, until, from_size) VALUES (?, ?, `+now+` + ?, ?)`, args...)
+	now, t := s.d.NowMS, s.d.Tables.Claims
+	res, err := s.w.ExecContext(ctx, s.d.InsertIgnore+` INTO `+t+` (entry, owner, until, from_size) VALUES (?, ?, `+now+` + ?, ?)`,
+		entry[:], owner, lease.Milliseconds(), logSize)
 	if err != nil {
 		return store.Claim{}, fmt.Errorf("claim entry %x: %w", entry[:8], err)
 	}
-	if n, _ := res.RowsAffected(); n == 1 {
-		c, err := s.claim(ctx, entry)
-		c.Held = err == nil && c.Owner == owner
-		return c, err
-	}
-	// The entry was claimed before: take the claim over if its lease has expired.
-	args = append([]any{owner}, nowArgs...)
-	args = append(args, lease.Milliseconds(), entry[:])
-	args = append(args, nowArgs...)
-	if _, err := s.w.ExecContext(ctx, `UPDATE `+t+` SET owner = ?, until = `+now+` + ? WHERE entry = ? AND log_index IS NULL AND until < `+now, args...); err != nil {
-		return store.Claim{}, fmt.Errorf("claim entry %x: %w", entry[:8], err)
+	earlier := false
+	if n, _ := res.RowsAffected(); n != 1 {
+		// The entry was claimed before: take the claim over if its lease has expired.
+		earlier = true
+		if _, err := s.w.ExecContext(ctx, `UPDATE `+t+` SET owner = ?, until = `+now+` + ? WHERE entry = ? AND log_index IS NULL AND until < `+now,
+			owner, lease.Milliseconds(), entry[:]); err != nil {
+			return store.Claim{}, fmt.Errorf("claim entry %x: %w", entry[:8], err)
+		}
 	}
 	c, err := s.claim(ctx, entry)
 	if err != nil {
 		return store.Claim{}, err
 	}
-	c.Earlier = true
+	c.Earlier = earlier
 	c.Held = c.Owner == owner && !c.Appended
 	return c, nil
 }
@@ -70,9 +57,8 @@ func (s *Store) claim(ctx context.Context, entry [32]byte) (store.Claim, error) 
 
 // RenewClaim implements store.Claims.
 func (s *Store) RenewClaim(ctx context.Context, entry [32]byte, owner string, lease time.Duration) (bool, error) {
-	now, nowArgs := s.now()
-	args := append(nowArgs, lease.Milliseconds(), entry[:], owner)
-	if _, err := s.w.ExecContext(ctx, `UPDATE `+s.d.Tables.Claims+` SET until = `+now+` + ? WHERE entry = ? AND owner = ? AND log_index IS NULL`, args...); err != nil {
+	if _, err := s.w.ExecContext(ctx, `UPDATE `+s.d.Tables.Claims+` SET until = `+s.d.NowMS+` + ? WHERE entry = ? AND owner = ? AND log_index IS NULL`,
+		lease.Milliseconds(), entry[:], owner); err != nil {
 		return false, fmt.Errorf("renew claim of entry %x: %w", entry[:8], err)
 	}
 	// MySQL counts changed rows, not matched ones: read back who holds it.

@@ -60,7 +60,7 @@ type Dialect struct {
 	// "" when the database numbers them itself (AUTO_INCREMENT).
 	RegistrationSeq string
 	// NowMS is the SQL expression of the database's clock in Unix milliseconds, for the
-	// leases of claims (claims.go); "" takes this process's clock.
+	// leases of claims (claims.go).
 	NowMS string
 	// Conflict returns err wrapping store.ErrConflict when it means that a concurrent
 	// writer got there first (a unique key taken, a deadlock); other errors unchanged.
