@@ -36,21 +36,22 @@ func TestRegisterOnce(t *testing.T) {
 		l   *tilelog.Log
 		svc *Service
 	)
-	// open (re)opens the log and the service: a reopened log remembers no append in memory,
-	// as after a crash.
-	open := func() {
+	// open (re)opens the log, batching appends for batchAge, and the service: a reopened
+	// log remembers no append in memory, as after a crash.
+	open := func(batchAge time.Duration) {
 		t.Helper()
 		if l != nil {
 			l.Close(context.Background())
 		}
-		if l, err = tilelog.Open(ctx, tilelog.Options{Dir: filepath.Join(dir, "log"), Signer: signer, CheckpointInterval: 100 * time.Millisecond}); err != nil {
+		if l, err = tilelog.Open(ctx, tilelog.Options{Dir: filepath.Join(dir, "log"), Signer: signer, CheckpointInterval: 100 * time.Millisecond,
+			BatchMaxAge: batchAge}); err != nil {
 			t.Fatal(err)
 		}
 		if svc, err = New(l, priv, "evident:test", Options{Claims: st, Lease: 2 * time.Second}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	open()
+	open(tilelog.DefaultBatchMaxAge)
 	defer func() { l.Close(context.Background()) }()
 	statement := func(i int) ([]byte, [32]byte) {
 		stmt, entry, err := svc.IssueSeal(ledger.Seal{Chain: "wsp", Profile: "chap/0.3", Size: uint64(i), Head: ledger.Genesis,
@@ -105,7 +106,7 @@ func TestRegisterOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open()                           // the process died: its log forgot the append
+	open(tilelog.DefaultBatchMaxAge) // the process died: its log forgot the append
 	time.Sleep(5 * time.Millisecond) // and its lease expires
 	before := size()
 	got, cp, rcpt, err := svc.Register(ctx, stmt2)
@@ -146,10 +147,13 @@ func TestRegisterOnce(t *testing.T) {
 	// (another owner can take it without waiting for the lease); the entry it may have
 	// appended all the same is found by the next registration, not appended again.
 	stmt4, entry4 := statement(4)
-	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	// Appends wait 5 s for their batch, so the deadline ends the registration while it
+	// appends, well after it claimed the entry, however loaded the machine.
+	open(5 * time.Second)
+	short, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	if _, _, _, err := svc.Register(short, stmt4); err == nil {
-		t.Fatal("Register with a 20 ms deadline (batches age 100 ms) succeeded")
+		t.Fatal("Register with a 1 s deadline (batches age 5 s) succeeded")
 	}
 	c, err := st.ClaimEntry(ctx, entry4, "probe#1", time.Minute, 0)
 	if err != nil || !c.Held || !c.Earlier {
