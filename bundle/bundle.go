@@ -132,8 +132,11 @@ func EntriesFile(dir string) string { return "chains/" + dir + "/entries.jsonl" 
 // SealFile returns the path of a chain's n-th seal.
 func SealFile(dir string, n uint64) string { return fmt.Sprintf("chains/%s/seals/%06d.cose", dir, n) }
 
+// CheckpointsDir holds the log's checkpoints, one file per tree size (CheckpointFile).
+const CheckpointsDir = "log/checkpoints/"
+
 // CheckpointFile returns the path of a checkpoint of the given size.
-func CheckpointFile(size uint64) string { return fmt.Sprintf("log/checkpoints/%012d.checkpoint", size) }
+func CheckpointFile(size uint64) string { return fmt.Sprintf(CheckpointsDir+"%012d.checkpoint", size) }
 
 // Writer writes a bundle as a zip stream. Every zip entry carries the same modification
 // time: when the writer was made, or the time SetModified gives. Readers and the verifier

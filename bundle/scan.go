@@ -345,7 +345,7 @@ func (r *Reader) checkListed(entries []entry, l Limits) ([]Ambiguity, error) {
 				}
 			}
 		}
-		if strings.HasPrefix(name, "log/checkpoints/") {
+		if strings.HasPrefix(name, CheckpointsDir) {
 			if checkpoints++; checkpoints > l.Checkpoints {
 				return nil, &LimitError{Limit: "checkpoints", Value: int64(checkpoints), Max: int64(l.Checkpoints)}
 			}

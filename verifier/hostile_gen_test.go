@@ -136,7 +136,7 @@ func mapCheckpoints(t testing.TB, b *testbundle.Bundle, f func(cp []byte) []byte
 	t.Helper()
 	for name, data := range b.Files {
 		switch {
-		case strings.HasPrefix(name, "log/checkpoints/"):
+		case strings.HasPrefix(name, bundle.CheckpointsDir):
 			b.Files[name] = f(data)
 		case strings.Contains(name, "/seals/"):
 			stmt, rcpts, err := receipts.SplitTransparent(data)
@@ -159,6 +159,24 @@ func mapCheckpoints(t testing.TB, b *testbundle.Bundle, f func(cp []byte) []byte
 			if b.Files[name], err = receipts.AttachReceipts(stmt, rcpts...); err != nil {
 				t.Fatal(err)
 			}
+		}
+	}
+}
+
+// mapCheckpointFiles rewrites every file of the bundle's checkpoint directory through f.
+func mapCheckpointFiles(b *testbundle.Bundle, f func(cp []byte) []byte) {
+	for name, cp := range b.Files {
+		if strings.HasPrefix(name, bundle.CheckpointsDir) {
+			b.Files[name] = f(cp)
+		}
+	}
+}
+
+// dropCheckpointFiles removes the bundle's checkpoint directory.
+func dropCheckpointFiles(b *testbundle.Bundle) {
+	for name := range b.Files {
+		if strings.HasPrefix(name, bundle.CheckpointsDir) {
+			delete(b.Files, name)
 		}
 	}
 }
@@ -437,13 +455,9 @@ func hostileSpecs() []hostileSpec {
 			o.Service = "other-log"
 			other := testbundle.Build(t, o)
 			b.Files[b.SealFile(2)] = other.Files[other.SealFile(2)]
-			for name := range b.Files {
-				if strings.HasPrefix(name, "log/checkpoints/") {
-					delete(b.Files, name)
-				}
-			}
+			dropCheckpointFiles(b)
 			for name, data := range other.Files {
-				if strings.HasPrefix(name, "log/checkpoints/") {
+				if strings.HasPrefix(name, bundle.CheckpointsDir) {
 					b.Files[name] = data
 				}
 			}
@@ -453,11 +467,7 @@ func hostileSpecs() []hostileSpec {
 		func(t testing.TB) []byte {
 			b := uncosigned(t)
 			mapCheckpoints(t, b, func(cp []byte) []byte { return nil })
-			for name := range b.Files {
-				if strings.HasPrefix(name, "log/checkpoints/") {
-					delete(b.Files, name)
-				}
-			}
+			dropCheckpointFiles(b)
 			size := b.LogTree.Size() - 2
 			body := tlog.Checkpoint{Origin: b.Origin, Size: size, Hash: b.LogTree.HashAt(size)}.Marshal()
 			cp, err := note.Sign(&note.Note{Text: string(body)}, b.NoteSigner)
@@ -542,21 +552,15 @@ func hostileSpecs() []hostileSpec {
 	add("checkpoint-extra-text-line", "an extension line added to the checkpoint file's signed text", pinned, broken, codes(verifier.CodeCheckpoint), "",
 		func(t testing.TB) []byte {
 			b := genuine(t)
-			for name, cp := range b.Files {
-				if strings.HasPrefix(name, "log/checkpoints/") {
-					b.Files[name] = bytes.Replace(cp, []byte("\n\n"), []byte("\nextension: the log never signed this\n\n"), 1)
-				}
-			}
+			mapCheckpointFiles(b, func(cp []byte) []byte {
+				return bytes.Replace(cp, []byte("\n\n"), []byte("\nextension: the log never signed this\n\n"), 1)
+			})
 			return fresh(t, b)
 		})
 	add("checkpoint-trailing-lines", "text lines appended after the checkpoint file's signature lines", pinned, broken, codes(verifier.CodeCheckpoint), "",
 		func(t testing.TB) []byte {
 			b := genuine(t)
-			for name, cp := range b.Files {
-				if strings.HasPrefix(name, "log/checkpoints/") {
-					b.Files[name] = append(bytes.Clone(cp), "\nsize 99\nnot a signature\n"...)
-				}
-			}
+			mapCheckpointFiles(b, func(cp []byte) []byte { return append(bytes.Clone(cp), "\nsize 99\nnot a signature\n"...) })
 			return fresh(t, b)
 		})
 	add("checkpoint-unknown-signer", "a signature line of a key nobody names added to every checkpoint: ignored, as C2SP signed notes require", pinned, ok, nil, "",

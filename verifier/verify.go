@@ -409,7 +409,7 @@ func (v *verifier) addCheckpoint(size uint64, root []byte, source string) {
 // loadCheckpointFiles verifies every log/checkpoints/<size>.checkpoint the manifest lists.
 func (v *verifier) loadCheckpointFiles() []Check {
 	var checks []Check
-	names := v.r.List("log/checkpoints/")
+	names := v.r.List(bundle.CheckpointsDir)
 	good := 0
 	for _, name := range names {
 		c := Check{Name: CheckLogCheckpoint, Status: Broken, Code: CodeCheckpoint, Where: name}
