@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
 	"github.com/evident-log/evident/ledger/profile/chap"
@@ -246,18 +247,8 @@ func burstOfNewChains(t *testing.T, c *cluster, a *answers) {
 		}
 		batches[k] = recs
 	}
-	got := make([]answer, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for k := range n {
-		wg.Go(func() {
-			<-start
-			got[k], errs[k] = c.ingest(ctx, k%2, burstChain(k), batches[k])
-		})
-	}
-	close(start)
-	wg.Wait()
+	got, errs := make([]answer, n), make([]error, n)
+	testinfra.AtOnce(n, func(k int) { got[k], errs[k] = c.ingest(ctx, k%2, burstChain(k), batches[k]) })
 	failed := map[string]int{}
 	for k := range n {
 		switch {

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -48,25 +47,10 @@ func TestDistributedBurstOfNewChains(t *testing.T) {
 		firsts[i] = b.Records()[0]
 	}
 	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
-	var (
-		ready, done sync.WaitGroup
-		answers     = make([]ingestAnswer, clients)
-		errs        = make([]error, clients)
-	)
-	start := make(chan struct{})
-	for i := range clients {
-		ready.Add(1)
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			ready.Done()
-			<-start
-			answers[i], errs[i] = submit(t, hc, srv.URL+"/v1/chains/"+burstChain(i)+"/entries", api.MediaJSON, firsts[i])
-		}()
-	}
-	ready.Wait()
-	close(start)
-	done.Wait()
+	answers, errs := make([]ingestAnswer, clients), make([]error, clients)
+	testinfra.AtOnce(clients, func(i int) {
+		answers[i], errs[i] = submit(t, hc, srv.URL+"/v1/chains/"+burstChain(i)+"/entries", api.MediaJSON, firsts[i])
+	})
 	for i, a := range answers {
 		if errs[i] != nil {
 			t.Fatalf("client %d: %v", i, errs[i])

@@ -115,22 +115,9 @@ func (r *replica) closeAtCleanup(t *testing.T) {
 	})
 }
 
-// atOnce runs every call in its own goroutine, releases them together once all are
-// ready, and waits for them all.
+// atOnce runs every call in its own goroutine, released together (testinfra.AtOnce).
 func atOnce(calls ...func()) {
-	var ready, done sync.WaitGroup
-	start := make(chan struct{})
-	for _, call := range calls {
-		ready.Add(1)
-		done.Go(func() {
-			ready.Done()
-			<-start
-			call()
-		})
-	}
-	ready.Wait()
-	close(start)
-	done.Wait()
+	testinfra.AtOnce(len(calls), func(i int) { calls[i]() })
 }
 
 // logEntries reads every entry the log's latest checkpoint covers, through the tile log.

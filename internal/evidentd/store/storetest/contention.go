@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger"
 )
 
@@ -55,28 +56,16 @@ func testNewChainsAtOnce(t *testing.T, b Backend) {
 // returns the errors they returned.
 func atOnce(n int, fn func(i int) error) []error {
 	var (
-		ready, done sync.WaitGroup
-		mu          sync.Mutex
-		errs        []error
+		mu   sync.Mutex
+		errs []error
 	)
-	start := make(chan struct{})
-	for i := range n {
-		ready.Add(1)
-		done.Add(1)
-		go func() {
-			defer done.Done()
-			ready.Done()
-			<-start
-			if err := fn(i); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}()
-	}
-	ready.Wait()
-	close(start)
-	done.Wait()
+	testinfra.AtOnce(n, func(i int) {
+		if err := fn(i); err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+	})
 	return errs
 }
 
