@@ -3,18 +3,18 @@ package verifier
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"sort"
 	"strings"
 
 	tlog "github.com/transparency-dev/formats/log"
-	"github.com/transparency-dev/merkle/rfc6962"
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/misbehaviour"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/tlogpolicy"
+	"github.com/evident-log/evident/tlogwitness"
 )
 
 // ExtraCheckpoint is a checkpoint gathered outside the bundle (a witness's monitoring
@@ -87,11 +87,11 @@ func splitExtra(b []byte) (cp []byte, old uint64, proof [][]byte, ok bool) {
 	if !bytes.HasPrefix(b, []byte("old ")) {
 		return b, 0, nil, false
 	}
-	r, err := parseAddCheckpoint(b)
-	if err != nil {
+	r, err := tlogwitness.ParseRequest(b)
+	if err != nil || len(r.Checkpoint) > receipts.MaxCheckpointSize {
 		return b, 0, nil, false
 	}
-	return r.cp, r.old, r.proof, true
+	return r.Checkpoint, r.OldSize, r.Proof, true
 }
 
 // checkExtraProof uses the proof of an add-checkpoint body against the bundle's checkpoints
@@ -264,101 +264,16 @@ func toRoot(b []byte) [32]byte {
 	return r
 }
 
-// addCheckpointBody is a parsed tlog-witness add-checkpoint body.
-type addCheckpointBody struct {
-	old   uint64
-	proof [][]byte
-	cp    []byte
-}
-
-// parseAddCheckpoint parses "old N\n" + base64 hash lines + "\n" + checkpoint (C2SP
-// tlog-witness). It is the verifier's own copy so the verifier imports nothing of the
-// witness server.
-func parseAddCheckpoint(b []byte) (*addCheckpointBody, error) {
-	line, rest, ok := bytes.Cut(b, []byte("\n"))
-	num, ok2 := bytes.CutPrefix(line, []byte("old "))
-	if !ok || !ok2 {
-		return nil, fmt.Errorf("not an add-checkpoint body")
-	}
-	var r addCheckpointBody
-	if _, err := fmt.Sscanf(string(num), "%d", &r.old); err != nil || fmt.Sprint(r.old) != string(num) {
-		return nil, fmt.Errorf("bad old size")
-	}
-	for {
-		line, rest, ok = bytes.Cut(rest, []byte("\n"))
-		if !ok {
-			return nil, fmt.Errorf("no checkpoint")
-		}
-		if len(line) == 0 {
-			break
-		}
-		h, err := base64.StdEncoding.Strict().DecodeString(string(line))
-		if err != nil || len(h) != 32 || len(r.proof) == 63 {
-			return nil, fmt.Errorf("bad proof line")
-		}
-		r.proof = append(r.proof, h)
-	}
-	if len(rest) == 0 || len(rest) > receipts.MaxCheckpointSize {
-		return nil, fmt.Errorf("no checkpoint")
-	}
-	r.cp = rest
-	return &r, nil
-}
-
-type consistencyResult int
+// The verifier's names for misbehaviour's consistency verdicts.
+type consistencyResult = misbehaviour.Verdict
 
 const (
-	undetermined consistencyResult = iota
-	consistent
-	inconsistent
+	undetermined = misbehaviour.Undetermined
+	consistent   = misbehaviour.Consistent
+	inconsistent = misbehaviour.Inconsistent
 )
 
-// consistencyVerdict runs the RFC 9162 §2.1.4.2 consistency verification, keeping apart
-// the two ways it can fail: the proof does not lead to root2 (it proves nothing), or it
-// does and implies an old root other than root1 (the two trees are not one log; the proof
-// binds the old root through root2, by collision resistance).
+// consistencyVerdict is misbehaviour.Consistency.
 func consistencyVerdict(size1, size2 uint64, path [][]byte, root1, root2 []byte) consistencyResult {
-	if size1 == 0 || size1 >= size2 || len(path) == 0 {
-		return undetermined
-	}
-	h := rfc6962.DefaultHasher
-	seeded := size1&(size1-1) == 0 // a power of two: the old root is the first node, not in the path
-	if seeded {
-		path = append([][]byte{root1}, path...)
-	}
-	fn, sn := size1-1, size2-1
-	for fn&1 == 1 {
-		fn >>= 1
-		sn >>= 1
-	}
-	fr, sr := path[0], path[0]
-	for _, c := range path[1:] {
-		if sn == 0 {
-			return undetermined
-		}
-		if fn&1 == 1 || fn == sn {
-			fr = h.HashChildren(c, fr)
-			sr = h.HashChildren(c, sr)
-			if fn&1 == 0 {
-				for fn&1 == 0 && fn != 0 {
-					fn >>= 1
-					sn >>= 1
-				}
-			}
-		} else {
-			sr = h.HashChildren(sr, c)
-		}
-		fn >>= 1
-		sn >>= 1
-	}
-	if sn != 0 || !bytes.Equal(sr, root2) {
-		return undetermined
-	}
-	if bytes.Equal(fr, root1) {
-		return consistent
-	}
-	if seeded {
-		return undetermined // cannot happen: fr is root1
-	}
-	return inconsistent
+	return misbehaviour.Consistency(size1, size2, path, root1, root2)
 }

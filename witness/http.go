@@ -7,11 +7,13 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/evident-log/evident/tlogwitness"
 )
 
 // Content types of the tlog-witness protocol.
 const (
-	ContentTypeTlogSize = "text/x.tlog.size"
+	ContentTypeTlogSize = tlogwitness.SizeContentType
 	contentTypeText     = "text/plain; charset=utf-8"
 )
 

@@ -25,11 +25,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +36,8 @@ import (
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/evident-log/evident/tlogwitness"
 )
 
 // Errors of AddCheckpoint, each with the HTTP status tlog-witness prescribes.
@@ -64,81 +64,20 @@ func (e *ConflictError) Error() string {
 	return fmt.Sprintf("witness: old size does not match the held checkpoint of size %d", e.Size)
 }
 
-// MaxRequestSize bounds an add-checkpoint body: 63 proof lines, a checkpoint with
-// extension lines and a few ML-DSA signatures fit easily.
-const MaxRequestSize = 256 << 10
-
-// maxProofLines is the most consistency proof lines tlog-witness allows.
-const maxProofLines = 63
+// MaxRequestSize bounds an add-checkpoint body (tlogwitness.MaxRequestSize).
+const MaxRequestSize = tlogwitness.MaxRequestSize
 
 // Request is a parsed add-checkpoint body.
-type Request struct {
-	OldSize    uint64
-	Proof      [][]byte
-	Checkpoint []byte // the signed note, as sent
-}
+type Request = tlogwitness.Request
 
-// ParseRequest parses an add-checkpoint body: "old N\n", up to 63 base64 hash lines, an
-// empty line, then the checkpoint note.
+// ParseRequest parses an add-checkpoint body (tlogwitness.ParseRequest); its errors wrap
+// ErrMalformed.
 func ParseRequest(body []byte) (*Request, error) {
-	if len(body) > MaxRequestSize {
-		return nil, fmt.Errorf("%w: body over %d bytes", ErrMalformed, MaxRequestSize)
-	}
-	line, rest, ok := bytes.Cut(body, []byte("\n"))
-	if !ok {
-		return nil, fmt.Errorf("%w: no old size line", ErrMalformed)
-	}
-	num, ok := bytes.CutPrefix(line, []byte("old "))
-	if !ok {
-		return nil, fmt.Errorf("%w: first line is not \"old <size>\"", ErrMalformed)
-	}
-	old, err := parseDecimal(string(num))
+	r, err := tlogwitness.ParseRequest(body)
 	if err != nil {
-		return nil, fmt.Errorf("%w: old size: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
-	r := &Request{OldSize: old}
-	for {
-		line, rest, ok = bytes.Cut(rest, []byte("\n"))
-		if !ok {
-			return nil, fmt.Errorf("%w: no empty line before the checkpoint", ErrMalformed)
-		}
-		if len(line) == 0 {
-			break
-		}
-		if len(r.Proof) == maxProofLines {
-			return nil, fmt.Errorf("%w: more than %d proof lines", ErrMalformed, maxProofLines)
-		}
-		h, err := base64.StdEncoding.Strict().DecodeString(string(line))
-		if err != nil || len(h) != 32 {
-			return nil, fmt.Errorf("%w: proof line %d is not a base64 SHA-256 hash", ErrMalformed, len(r.Proof)+1)
-		}
-		r.Proof = append(r.Proof, h)
-	}
-	if len(rest) == 0 {
-		return nil, fmt.Errorf("%w: no checkpoint", ErrMalformed)
-	}
-	r.Checkpoint = rest
 	return r, nil
-}
-
-// Marshal writes the request body (the inverse of ParseRequest).
-func (r *Request) Marshal() []byte {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "old %d\n", r.OldSize)
-	for _, h := range r.Proof {
-		b.WriteString(base64.StdEncoding.EncodeToString(h) + "\n")
-	}
-	b.WriteByte('\n')
-	b.Write(r.Checkpoint)
-	return b.Bytes()
-}
-
-// parseDecimal parses an ASCII decimal with no sign and no leading zeroes.
-func parseDecimal(s string) (uint64, error) {
-	if s == "" || (len(s) > 1 && s[0] == '0') || strings.TrimLeft(s, "0123456789") != "" {
-		return 0, fmt.Errorf("%.30q is not a decimal without leading zeroes", s)
-	}
-	return strconv.ParseUint(s, 10, 64)
 }
 
 // Options configure New.
