@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -79,6 +80,12 @@ func (l *testLog) request(t testing.TB, old, size uint64) []byte {
 // newTestWitness starts a witness over a fresh state directory for the given logs.
 func newTestWitness(t testing.TB, dir string, mldsa bool, logs ...*testLog) (*Witness, []string, *Store) {
 	t.Helper()
+	return newLoggedWitness(t, dir, mldsa, slog.New(slog.DiscardHandler), logs...)
+}
+
+// newLoggedWitness is newTestWitness with the witness's log going to logger.
+func newLoggedWitness(t testing.TB, dir string, mldsa bool, logger *slog.Logger, logs ...*testLog) (*Witness, []string, *Store) {
+	t.Helper()
 	s, v, err := LoadOrCreateKey(dir+"/witness.key", "witness.test/w1", AlgEd25519)
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +110,7 @@ func newTestWitness(t testing.TB, dir string, mldsa bool, logs ...*testLog) (*Wi
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := New(Options{Logs: kl, Signers: signers, Store: st})
+	w, err := New(Options{Logs: kl, Signers: signers, Store: st, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

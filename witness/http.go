@@ -15,13 +15,28 @@ import (
 const (
 	ContentTypeTlogSize = tlogwitness.SizeContentType
 	contentTypeText     = "text/plain; charset=utf-8"
+	// ContentTypeJSON is the media type of a refusal that carries a proof of misbehaviour and
+	// of GET /<hex sha256(origin)>/forks.
+	ContentTypeJSON = "application/json"
 )
+
+// HeaderMisbehaviour, on a refusal that carries a proof of misbehaviour, says what
+// misbehaviour.Check makes of it under the log keys the witness knows: "proven" (the log
+// signed two histories) or "not-proven" (a faulty consistency proof, not a fork).
+const HeaderMisbehaviour = "Evident-Misbehaviour"
 
 // Handler serves the witness over HTTP:
 //
 //	POST /add-checkpoint                 C2SP tlog-witness
 //	GET  /<hex sha256(origin)>/checkpoint the latest cosigned checkpoint (monitors)
-//	GET  /<hex sha256(origin)>/forks      the fork evidence kept, a JSON array of Evidence
+//	GET  /<hex sha256(origin)>/forks      the proofs of misbehaviour kept, a JSON array of
+//	                                      misbehaviour.Proof
+//
+// A refusal of a validly signed checkpoint that contradicts the held one (409 for the held
+// size with another root, 422 for a consistency proof that does not verify) carries the
+// proof of misbehaviour as its body (ContentTypeJSON, HeaderMisbehaviour); tlog-witness
+// prescribes only the status.
+//
 //	GET  /healthz
 func (w *Witness) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -70,6 +85,11 @@ func (w *Witness) handleAdd(rw http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		status := Status(err)
 		var conflict *ConflictError
+		var fork *ForkError
+		if errors.As(err, &fork) {
+			w.writeFork(rw, status, fork)
+			return
+		}
 		if errors.As(err, &conflict) {
 			rw.Header().Set("Content-Type", ContentTypeTlogSize)
 			rw.WriteHeader(status)
@@ -86,6 +106,25 @@ func (w *Witness) handleAdd(rw http.ResponseWriter, r *http.Request) {
 	}
 	rw.Header().Set("Content-Type", contentTypeText)
 	rw.Write(sigs)
+}
+
+// writeFork answers a refused contradicting checkpoint with its proof of misbehaviour.
+// Never text/x.tlog.size: that would make the log retry from the size in the body.
+func (w *Witness) writeFork(rw http.ResponseWriter, status int, fork *ForkError) {
+	b, err := fork.Proof.Marshal()
+	if err != nil {
+		w.logger.Error("writing a proof of misbehaviour", "err", err)
+		http.Error(rw, fork.Error(), status)
+		return
+	}
+	verdict := "not-proven"
+	if fork.Result.Proven {
+		verdict = "proven"
+	}
+	rw.Header().Set("Content-Type", ContentTypeJSON)
+	rw.Header().Set(HeaderMisbehaviour, verdict)
+	rw.WriteHeader(status)
+	rw.Write(b)
 }
 
 func (w *Witness) handleCheckpoint(rw http.ResponseWriter, r *http.Request) {
@@ -106,15 +145,16 @@ func (w *Witness) handleCheckpoint(rw http.ResponseWriter, r *http.Request) {
 }
 
 func (w *Witness) handleForks(rw http.ResponseWriter, r *http.Request) {
-	ev, err := w.Evidence(strings.ToLower(r.PathValue("id")))
+	proofs, err := w.Forks(strings.ToLower(r.PathValue("id")))
 	switch {
 	case errors.Is(err, ErrUnknownLog):
 		http.Error(rw, "unknown log", http.StatusNotFound)
 	case err != nil:
-		w.logger.Error("reading fork evidence", "err", err)
+		w.logger.Error("reading proofs of misbehaviour", "err", err)
 		http.Error(rw, "internal error", http.StatusInternalServerError)
 	default:
-		rw.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(rw).Encode(ev)
+		rw.Header().Set("Content-Type", ContentTypeJSON)
+		rw.Header().Set("Cache-Control", "no-store")
+		json.NewEncoder(rw).Encode(proofs)
 	}
 }

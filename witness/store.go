@@ -3,7 +3,6 @@ package witness
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,7 +11,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
-	"time"
+
+	"github.com/evident-log/evident/misbehaviour"
 )
 
 // Store is the witness's persistent state in a directory:
@@ -20,8 +20,8 @@ import (
 //	LOCK                             held (flock) by the one process using the directory
 //	<hex sha256(origin)>/checkpoint  the latest cosigned checkpoint of the log, with the log's
 //	                                 signature(s) and the witness's cosignature(s)
-//	<hex sha256(origin)>/forks/<id>.json  fork evidence (Evidence), one file per distinct
-//	                                 submitted checkpoint
+//	<hex sha256(origin)>/forks/<id>.json  a proof of misbehaviour (misbehaviour.Proof), one
+//	                                 file per distinct refused checkpoint
 //
 // Every write goes to a temporary file in the same directory, is fsynced, renamed over the
 // target and the directory is fsynced: after a crash (kill -9, power loss) a file holds
@@ -104,81 +104,84 @@ func (s *Store) SetLatest(origin string, cp []byte) error {
 	return writeAtomic(d, "checkpoint", cp)
 }
 
-// Evidence is a validly signed checkpoint the witness refused because it contradicts the
-// one it holds: a split view (same size, another root) or a consistency proof that does
-// not verify (the log's proof does not show the new tree extends the held one).
-type Evidence struct {
-	Kind     string `json:"kind"` // EvidenceSameSize or EvidenceBadProof
-	Origin   string `json:"origin"`
-	Observed string `json:"observed"` // RFC 3339 time the witness saw it
-	// Held is the checkpoint the witness had cosigned (with its signatures).
-	Held string `json:"held"`
-	// Request is the whole add-checkpoint body: old size, proof lines and the submitted checkpoint.
-	Request string `json:"request"`
-}
+// maxProofs bounds the proof files kept per origin (only the log's key can make them, but
+// a misbehaving log must not fill the witness's disk).
+const maxProofs = misbehaviour.MaxList
 
-// Evidence kinds.
-const (
-	EvidenceSameSize = "same_size_other_root"
-	EvidenceBadProof = "consistency_proof_failed"
-)
-
-// maxEvidence bounds the fork evidence files kept per origin (only the log's key can make
-// them, but a misbehaving log must not fill the witness's disk).
-const maxEvidence = 1000
-
-// AddEvidence durably records fork evidence; submitted identifies it (the same submitted
-// checkpoint is kept once).
-func (s *Store) AddEvidence(e Evidence, submitted []byte) error {
-	d := filepath.Join(s.dir, OriginID(e.Origin), "forks")
-	if err := mkdirDurable(s.dir, filepath.Dir(d)); err != nil {
-		return err
-	}
-	if err := mkdirDurable(filepath.Dir(d), d); err != nil {
-		return err
+// AddProof durably keeps a proof of misbehaviour under <origin id>/forks/ and returns the
+// file's name. submitted, the refused checkpoint as sent, names the file: the same
+// submitted checkpoint is kept once (a second call returns the name and keeps the first).
+func (s *Store) AddProof(p *misbehaviour.Proof, submitted []byte) (string, error) {
+	d, err := s.forksDir(p.Origin)
+	if err != nil {
+		return "", err
 	}
 	h := sha256.Sum256(submitted)
 	name := hex.EncodeToString(h[:16]) + ".json"
 	if _, err := os.Stat(filepath.Join(d, name)); err == nil {
-		return nil
+		return name, nil
 	}
-	if ents, err := os.ReadDir(d); err == nil && len(ents) >= maxEvidence {
-		return fmt.Errorf("witness: %d fork evidence files kept for %q already; not keeping more", len(ents), e.Origin)
+	if ents, err := os.ReadDir(d); err == nil && len(ents) >= maxProofs {
+		return "", fmt.Errorf("witness: %d proofs of misbehaviour kept for %q already; not keeping more", len(ents), p.Origin)
 	}
-	b, err := json.MarshalIndent(e, "", "  ")
+	b, err := p.Marshal()
 	if err != nil {
-		return err
+		return "", err
 	}
-	return writeAtomic(d, name, append(b, '\n'))
+	return name, writeAtomic(d, name, b)
 }
 
-// Evidence returns the fork evidence kept for origin, oldest first.
-func (s *Store) Evidence(origin string) ([]Evidence, error) {
+// forksDir makes (durably) and returns the directory of origin's proofs.
+func (s *Store) forksDir(origin string) (string, error) {
+	od := filepath.Join(s.dir, OriginID(origin))
+	d := filepath.Join(od, "forks")
+	if err := mkdirDurable(s.dir, od); err != nil {
+		return "", err
+	}
+	return d, mkdirDurable(od, d)
+}
+
+// Proofs returns the proofs of misbehaviour kept for origin, oldest first. Records an
+// earlier version of the witness kept ({"kind","origin","observed","held","request"}) are
+// converted as they are read (misbehaviour.ParseAll), never rewritten. A file that holds no
+// proof is left out and reported in unreadable, one error naming each such file; err is
+// set only when the directory cannot be read.
+func (s *Store) Proofs(origin string) (proofs []*misbehaviour.Proof, unreadable []error, err error) {
 	d := filepath.Join(s.dir, OriginID(origin), "forks")
 	ents, err := os.ReadDir(d)
 	if errors.Is(err, fs.ErrNotExist) {
-		return []Evidence{}, nil
+		return []*misbehaviour.Proof{}, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("witness: reading fork evidence: %w", err)
+		return nil, nil, fmt.Errorf("witness: reading proofs of misbehaviour: %w", err)
 	}
-	out := []Evidence{}
+	proofs = []*misbehaviour.Proof{}
 	for _, de := range ents {
 		if !strings.HasSuffix(de.Name(), ".json") || strings.HasPrefix(de.Name(), ".tmp-") {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(d, de.Name()))
+		ps, err := readProofs(filepath.Join(d, de.Name()))
 		if err != nil {
-			return nil, fmt.Errorf("witness: reading fork evidence: %w", err)
+			unreadable = append(unreadable, err)
+			continue
 		}
-		var e Evidence
-		if err := json.Unmarshal(b, &e); err != nil {
-			return nil, fmt.Errorf("witness: fork evidence %s: %w", de.Name(), err)
-		}
-		out = append(out, e)
+		proofs = append(proofs, ps...)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Observed < out[j].Observed })
-	return out, nil
+	sort.SliceStable(proofs, func(i, j int) bool { return proofs[i].Observed < proofs[j].Observed })
+	return proofs, unreadable, nil
+}
+
+// readProofs reads one kept file: a proof, or a record of an earlier witness version.
+func readProofs(path string) ([]*misbehaviour.Proof, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("witness: %w", err)
+	}
+	ps, err := misbehaviour.ParseAll(b)
+	if err != nil {
+		return nil, fmt.Errorf("witness: %s: %w", path, err)
+	}
+	return ps, nil
 }
 
 func mkdirDurable(parent, dir string) error {
@@ -232,5 +235,3 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
-
-func nowRFC3339(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

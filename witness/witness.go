@@ -14,7 +14,9 @@
 // What it adds beyond the spec: GET /<hex sha256(origin)>/checkpoint serves the latest
 // cosigned checkpoint to monitors, and every validly signed checkpoint that contradicts the
 // held one (same size with another root, or a consistency proof that does not verify) is
-// kept as fork evidence and served at GET /<hex sha256(origin)>/forks.
+// kept as a proof of misbehaviour (package misbehaviour: the held and the submitted
+// checkpoint, and the request's consistency proof), answered as the refusal's body and
+// served at GET /<hex sha256(origin)>/forks.
 //
 // What it does not do: fetch anything from logs (it is purely request-driven), gossip with
 // other witnesses, or check checkpoint extension lines (it cosigns them as written, as the
@@ -37,6 +39,7 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/evident-log/evident/misbehaviour"
 	"github.com/evident-log/evident/tlogwitness"
 )
 
@@ -92,7 +95,7 @@ type Options struct {
 	Store *Store
 	// Logger receives operational logs (default slog.Default()).
 	Logger *slog.Logger
-	// Now is the clock for evidence records (default time.Now).
+	// Now is the clock for proofs of misbehaviour (default time.Now).
 	Now func() time.Time
 }
 
@@ -155,7 +158,8 @@ func originOf(cp []byte) string {
 
 // AddCheckpoint runs the tlog-witness add-checkpoint checks on a request and, if they
 // pass, durably records the checkpoint and returns the cosignature lines. The errors are
-// the sentinels above and *ConflictError.
+// the sentinels above, *ConflictError, and *ForkError for a validly signed checkpoint that
+// contradicts the held one (kept as a proof of misbehaviour before the refusal).
 func (w *Witness) AddCheckpoint(ctx context.Context, r *Request) ([]byte, error) {
 	st, ok := w.logs[originOf(r.Checkpoint)]
 	if !ok {
@@ -209,8 +213,7 @@ func (w *Witness) AddCheckpoint(ctx context.Context, r *Request) ([]byte, error)
 	switch {
 	case held != nil && cp.Size == held.Size:
 		if !bytes.Equal(cp.Hash, held.Hash) {
-			w.keepEvidence(EvidenceSameSize, cp.Origin, heldRaw, r)
-			return nil, fmt.Errorf("%w: size %d", ErrSameSizeOtherRoot, cp.Size)
+			return nil, w.refuseFork(fmt.Errorf("%w: size %d", ErrSameSizeOtherRoot, cp.Size), &st.log, heldRaw, n, r)
 		}
 		if len(r.Proof) != 0 {
 			return nil, fmt.Errorf("%w: a proof between equal sizes must be empty", ErrBadProof)
@@ -221,8 +224,7 @@ func (w *Witness) AddCheckpoint(ctx context.Context, r *Request) ([]byte, error)
 		}
 	default:
 		if err := proof.VerifyConsistency(rfc6962.DefaultHasher, held.Size, cp.Size, r.Proof, held.Hash, cp.Hash); err != nil {
-			w.keepEvidence(EvidenceBadProof, cp.Origin, heldRaw, r)
-			return nil, fmt.Errorf("%w: %d → %d: %v", ErrBadProof, held.Size, cp.Size, err)
+			return nil, w.refuseFork(fmt.Errorf("%w: %d → %d: %v", ErrBadProof, held.Size, cp.Size, err), &st.log, heldRaw, n, r)
 		}
 	}
 
@@ -231,14 +233,7 @@ func (w *Witness) AddCheckpoint(ctx context.Context, r *Request) ([]byte, error)
 		return nil, err
 	}
 	// What monitors are served: the checkpoint with the log's verified signature(s) and ours.
-	var stored bytes.Buffer
-	stored.WriteString(n.Text)
-	stored.WriteByte('\n')
-	for _, s := range n.Sigs {
-		fmt.Fprintf(&stored, "— %s %s\n", s.Name, s.Base64)
-	}
-	stored.Write(sigs)
-	if err := w.store.SetLatest(cp.Origin, stored.Bytes()); err != nil {
+	if err := w.store.SetLatest(cp.Origin, append(logSigned(n), sigs...)); err != nil {
 		return nil, err
 	}
 	return sigs, nil
@@ -253,13 +248,15 @@ func (w *Witness) cosign(text string) ([]byte, error) {
 	return signed[len(text)+1:], nil
 }
 
-func (w *Witness) keepEvidence(kind, origin string, held []byte, r *Request) {
-	e := Evidence{Kind: kind, Origin: origin, Observed: nowRFC3339(w.now()), Held: string(held), Request: string(r.Marshal())}
-	if err := w.store.AddEvidence(e, r.Checkpoint); err != nil {
-		w.logger.Error("keeping fork evidence", "origin", origin, "err", err)
-		return
+// logSigned writes a verified note back with only the signatures that verified (the log's).
+func logSigned(n *note.Note) []byte {
+	var b bytes.Buffer
+	b.WriteString(n.Text)
+	b.WriteByte('\n')
+	for _, s := range n.Sigs {
+		fmt.Fprintf(&b, "— %s %s\n", s.Name, s.Base64)
 	}
-	w.logger.Warn("refused a checkpoint that contradicts the cosigned one; kept as fork evidence", "origin", origin, "kind", kind)
+	return b.Bytes()
 }
 
 // Latest returns the latest cosigned checkpoint of a known log by its OriginID, or nil.
@@ -272,13 +269,18 @@ func (w *Witness) Latest(id string) (origin string, cp []byte, err error) {
 	return o, cp, err
 }
 
-// Evidence returns the fork evidence kept for a known log by its OriginID.
-func (w *Witness) Evidence(id string) ([]Evidence, error) {
+// Forks returns the proofs of misbehaviour kept for a known log by its OriginID, oldest
+// first. A kept file that is not a proof is left out and logged (ERROR, naming the file).
+func (w *Witness) Forks(id string) ([]*misbehaviour.Proof, error) {
 	o, ok := w.ids[id]
 	if !ok {
 		return nil, ErrUnknownLog
 	}
-	return w.store.Evidence(o)
+	proofs, unreadable, err := w.store.Proofs(o)
+	for _, e := range unreadable {
+		w.logger.Error("a kept fork record is not a proof of misbehaviour; not served", "origin", o, "err", e)
+	}
+	return proofs, err
 }
 
 // SplitCosignatures returns the signature lines of a response body, checking their shape

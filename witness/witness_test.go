@@ -2,11 +2,10 @@ package witness
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/transparency-dev/tessera"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/evident-log/evident/misbehaviour"
 	"github.com/evident-log/evident/tlogpolicy"
 )
 
@@ -110,28 +110,19 @@ func TestAddCheckpoint(t *testing.T) {
 		t.Errorf("unknown log checkpoint: %d", code)
 	}
 
-	// Fork evidence: the bad proof and the same-size split view, each with the held checkpoint.
+	// Kept: the split view, a proof of misbehaviour, and the faulty proof, kept but not one.
 	code, body = get(t, srv.URL+"/"+id+"/forks")
-	var ev []Evidence
-	if err := json.Unmarshal(body, &ev); code != http.StatusOK || err != nil {
-		t.Fatalf("forks: %d %v %s", code, err, body)
+	proofs, err := misbehaviour.ParseAll(body)
+	if code != http.StatusOK || err != nil || len(proofs) != 2 {
+		t.Fatalf("forks: %d, %d proofs, %v\n%s", code, len(proofs), err, body)
 	}
-	kinds := map[string]bool{}
-	for _, e := range ev {
-		kinds[e.Kind] = true
-		if e.Origin != lg.origin || e.Held == "" || !strings.HasPrefix(e.Request, "old ") {
-			t.Errorf("evidence %+v is incomplete", e)
-		}
-		r, err := ParseRequest([]byte(e.Request))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := note.Open(r.Checkpoint, note.VerifierList(lv)); err != nil {
-			t.Errorf("evidence checkpoint is not the log-signed one: %v", err)
-		}
+	proven := map[string]bool{}
+	for _, p := range proofs {
+		proven[p.Kind] = misbehaviour.Check(p, misbehaviour.Keys{LogKeys: []string{lg.vkey}}).Proven
 	}
-	if len(ev) != 2 || !kinds[EvidenceSameSize] || !kinds[EvidenceBadProof] {
-		t.Fatalf("evidence kinds %v (%d records), want both kinds once", kinds, len(ev))
+	want := map[string]bool{misbehaviour.KindSameSize: true, misbehaviour.KindInconsistent: false}
+	if !maps.Equal(proven, want) {
+		t.Fatalf("kept proofs, kind → proven: %v, want %v", proven, want)
 	}
 }
 

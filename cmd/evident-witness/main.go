@@ -50,7 +50,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return def
 	}
 	listen := fs.String("listen", env("EVIDENT_WITNESS_LISTEN", "127.0.0.1:8081"), "HTTP listen address (env EVIDENT_WITNESS_LISTEN)")
-	state := fs.String("state", env("EVIDENT_WITNESS_STATE", "witness-data"), "state directory: latest cosigned checkpoints, fork evidence, keys (env EVIDENT_WITNESS_STATE)")
+	state := fs.String("state", env("EVIDENT_WITNESS_STATE", "witness-data"), "state directory: latest cosigned checkpoints, proofs of misbehaviour, keys (env EVIDENT_WITNESS_STATE)")
 	logs := fs.String("logs", env("EVIDENT_WITNESS_LOGS", ""), "known-logs file, lines \"log <origin> <vkey>...\" (env EVIDENT_WITNESS_LOGS; default <state>/logs.conf)")
 	name := fs.String("name", env("EVIDENT_WITNESS_NAME", ""), "witness name, the cosignature key name; needed when the key is created (env EVIDENT_WITNESS_NAME)")
 	key := fs.String("key", env("EVIDENT_WITNESS_KEY", ""), "Ed25519 cosigning key file, created if missing (env EVIDENT_WITNESS_KEY; default <state>/witness.key)")

@@ -24,6 +24,7 @@ import (
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/misbehaviour"
 	"github.com/evident-log/evident/tilelog"
 	"github.com/evident-log/evident/trustfile"
 	"github.com/evident-log/evident/verifier"
@@ -270,29 +271,33 @@ func TestWitnessedFailClosed(t *testing.T) {
 	// larger fork with a proof from it.
 	var bigger tlog.Checkpoint
 	bigger.Unmarshal(cp)
+	// Each refusal answers with a proof of misbehaviour that the log's published key proves
+	// (the inconsistent one only when the held size is not a power of two: then its root is
+	// part of the consistency proof), and the witness keeps both.
+	logKeys := misbehaviour.Keys{LogKeys: fetchTrust(t, srv.URL).LogKeys}
+	p, _ := fork.ConsistencyProof(latest, latest+2)
+	refusals := []struct {
+		body   []byte
+		status int
+		proven bool
+	}{
+		{(&witness.Request{OldSize: latest, Checkpoint: signAt(t, fork, latest, logSigner)}).Marshal(), http.StatusConflict, true},
+		{(&witness.Request{OldSize: latest, Proof: p, Checkpoint: signAt(t, fork, latest+2, logSigner)}).Marshal(), http.StatusUnprocessableEntity, latest&(latest-1) != 0},
+	}
 	for _, tw := range ws {
-		splitBody := (&witness.Request{OldSize: latest, Checkpoint: signAt(t, fork, latest, logSigner)}).Marshal()
-		resp, err := http.Post(tw.srv.URL+"/add-checkpoint", "text/plain", bytes.NewReader(splitBody))
-		if err != nil {
-			t.Fatal(err)
+		for _, r := range refusals {
+			code, answer := post(t, tw.srv.URL+"/add-checkpoint", "text/plain", r.body)
+			proof, err := misbehaviour.Parse(answer)
+			if code != r.status || err != nil {
+				t.Fatalf("fork: witness answered %d (%v), want %d with a proof of misbehaviour\n%s", code, err, r.status, answer)
+			}
+			if res := misbehaviour.Check(proof, logKeys); res.Proven != r.proven {
+				t.Fatalf("fork of size %d, HTTP %d: proven %v (%s), want %v", latest, code, res.Proven, res.Reason, r.proven)
+			}
 		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusConflict {
-			t.Fatalf("split view: witness answered %d, want 409", resp.StatusCode)
-		}
-		p, _ := fork.ConsistencyProof(latest, latest+2)
-		body := (&witness.Request{OldSize: latest, Proof: p, Checkpoint: signAt(t, fork, latest+2, logSigner)}).Marshal()
-		resp, err = http.Post(tw.srv.URL+"/add-checkpoint", "text/plain", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnprocessableEntity {
-			t.Fatalf("inconsistent checkpoint: witness answered %d, want 422", resp.StatusCode)
-		}
-		ev, err := tw.w.Evidence(witness.OriginID(DefaultOrigin))
-		if err != nil || len(ev) != 2 {
-			t.Fatalf("fork evidence: %d records, %v", len(ev), err)
+		kept, err := tw.w.Forks(witness.OriginID(DefaultOrigin))
+		if err != nil || len(kept) != 2 {
+			t.Fatalf("proofs of misbehaviour kept: %d, %v", len(kept), err)
 		}
 	}
 
@@ -302,7 +307,7 @@ func TestWitnessedFailClosed(t *testing.T) {
 	if rep.Verdict != verifier.Broken || fc == nil || len(fc.Evidence) != 2 || !strings.Contains(strings.Join(fc.Evidence, " "), "split.checkpoint") {
 		t.Fatalf("split view not reported as broken with both checkpoints:\n%s", reportText(rep))
 	}
-	p, _ := fork.ConsistencyProof(held.Size, held.Size+3)
+	p, _ = fork.ConsistencyProof(held.Size, held.Size+3)
 	body = (&witness.Request{OldSize: held.Size, Proof: p, Checkpoint: sign(held.Size + 3)}).Marshal()
 	rep = verifyWitnessedZip(t, fetchTrust(t, srv.URL), zipBytes, verifier.ExtraCheckpoint{Name: "inconsistent.body", Data: body})
 	ic := findCheck(rep, "log.consistency", verifier.Broken)
