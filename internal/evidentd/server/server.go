@@ -110,6 +110,7 @@ func routes() []route {
 		{"GET /v1/openapi.json", read((*Server).handleOpenAPI), nil},
 		{"GET /log/", func(s *Server) http.Handler { return http.StripPrefix("/log", s.c.Service.Log().Handler()) }, nil},
 		{"GET /log/vkey", read((*Server).handleLogVKey), nil},
+		{"GET /log/mldsa.vkey", read((*Server).handleLogMLDSAVKey), nil},
 		{"GET /.well-known/evident-trust", read((*Server).handleTrustFile), nil},
 		{"POST /entries", read((*Server).handleRegister), hasRegistrar},
 		{"GET /entries/{id}", read((*Server).handleRegistration), hasRegistrar},
