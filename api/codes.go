@@ -25,7 +25,7 @@ const (
 	CodeUnknownProfile   ProblemCode = "unknown_profile"    // ?profile= names no profile evidentd knows
 	CodeNotCOP           ProblemCode = "not_cop"            // a COP Ledger asked of a chain that is not a COP Topic
 	CodeNoCOPNode        ProblemCode = "no_cop_node"        // a COP Ledger asked of an evidentd without a COP node key
-	CodeNotFound         ProblemCode = "not_found"          // no SCITT registration, or no service key, with this id
+	CodeNotFound         ProblemCode = "not_found"          // no SCITT registration or service key with this id, or no post-quantum log key
 	CodePushback         ProblemCode = "pushback"           // the log is busy: retry after Retry-After
 	CodeConcurrentWriter ProblemCode = "concurrent_writer"  // other writers kept the chain busy: retry after Retry-After
 	CodeTimeout          ProblemCode = "timeout"            // the operation did not finish in time; it completes in the background

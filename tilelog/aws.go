@@ -150,8 +150,10 @@ func (o *objectStore) ensureBucket(ctx context.Context, create bool) error {
 	return nil
 }
 
-// awsDriver opens Tessera's AWS driver for o.AWS.
-func awsDriver(ctx context.Context, a *AWSOptions) (tessera.Driver, *objectStore, error) {
+// awsDriver opens Tessera's AWS driver for o.AWS. The object store is reached with
+// a.HTTPClient, the witnesses with witnesses (Tessera's driver uses its HTTPClient for them
+// only).
+func awsDriver(ctx context.Context, a *AWSOptions, witnesses *http.Client) (tessera.Driver, *objectStore, error) {
 	if a.DSN == "" || a.Bucket == "" {
 		return nil, nil, errors.New("log: AWSOptions.DSN and AWSOptions.Bucket are required")
 	}
@@ -166,7 +168,7 @@ func awsDriver(ctx context.Context, a *AWSOptions) (tessera.Driver, *objectStore
 		BucketPrefix: a.Prefix,
 		DSN:          a.DSN,
 		MaxOpenConns: a.MaxOpenConns,
-		HTTPClient:   a.HTTPClient,
+		HTTPClient:   witnesses,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("log: aws driver: %w", err)

@@ -37,7 +37,9 @@
 // With Options.Witnesses every checkpoint goes to the witnesses of a C2SP tlog-policy
 // (C2SP tlog-witness, through Tessera's WithWitnesses) and is published with their
 // cosignatures; WitnessConfig documents fail-open and fail-closed, and Log.WitnessPolicy
-// returns the policy for verifiers.
+// returns the policy for verifiers. WitnessConfig.OnRefusal is told of every witness that
+// refuses a checkpoint as contradicting one it cosigned (IsRefusal), with what was sent and
+// answered; Tessera still gets the answer unchanged.
 //
 // # What Log gives callers
 //

@@ -222,7 +222,11 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 		release()
 		return nil, err
 	}
-	driver, err := posix.New(bgCtx, posix.Config{Path: o.Dir})
+	hc, err := witnessClient(o.Witnesses, nil)
+	if err != nil {
+		return fail(err)
+	}
+	driver, err := posix.New(bgCtx, posix.Config{Path: o.Dir, HTTPClient: hc})
 	if err != nil {
 		return fail(fmt.Errorf("log: posix driver: %w", err))
 	}
@@ -236,8 +240,12 @@ func Open(ctx context.Context, o Options) (*Log, error) {
 
 // openAWS is Open on Tessera's AWS driver.
 func openAWS(ctx context.Context, o Options, origin string, verifier note.Verifier, vkey string, verifiers []note.Verifier) (*Log, error) {
+	hc, err := witnessClient(o.Witnesses, o.AWS.HTTPClient)
+	if err != nil {
+		return nil, err
+	}
 	bgCtx, bgCancel := context.WithCancel(context.WithoutCancel(ctx))
-	driver, obj, err := awsDriver(ctx, o.AWS)
+	driver, obj, err := awsDriver(ctx, o.AWS, hc)
 	if err != nil {
 		bgCancel()
 		return nil, err

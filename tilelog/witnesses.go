@@ -6,6 +6,7 @@ import (
 
 	"github.com/transparency-dev/tessera"
 
+	"github.com/evident-log/evident/misbehaviour"
 	"github.com/evident-log/evident/tlogpolicy"
 )
 
@@ -35,6 +36,10 @@ type WitnessConfig struct {
 	// Timeout bounds the wait for the quorum (default DefaultWitnessTimeout); Tessera
 	// cancels the witness requests when it passes.
 	Timeout time.Duration
+	// OnRefusal, when set, is called with every refusal of the log's checkpoint by a witness
+	// of the policy as contradicting a checkpoint the witness cosigned (IsRefusal), before
+	// Tessera reads the answer. It must not block for long: the quorum's wait includes it.
+	OnRefusal func(*misbehaviour.Refusal)
 }
 
 // witnessOptions turns a WitnessConfig into Tessera's append option arguments and the

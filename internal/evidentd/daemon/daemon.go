@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/evident-log/evident/internal/buildinfo"
 	"github.com/evident-log/evident/internal/evidentd/ingest"
 	"github.com/evident-log/evident/internal/evidentd/scitt"
@@ -132,8 +134,12 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		}
 		lo.AdditionalSigners = append(lo.AdditionalSigners, pq)
 	}
+	refused, err := openRefusals(cfg)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Witnesses != nil {
-		if lo, err = cfg.Witnesses.logOptions(lo); err != nil {
+		if lo, err = cfg.Witnesses.logOptions(lo, refused.Keep); err != nil {
 			return nil, err
 		}
 	}
@@ -185,7 +191,8 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d.handler = server.New(server.Config{Pipeline: p, Store: st, Service: svc, Tokens: cfg.Tokens, ClientCerts: cfg.ClientCA != "", MaxBody: cfg.MaxBody, MaxBatch: cfg.MaxBatch,
-		Producer: buildinfo.Read().Program("evidentd"), Logger: cfg.Logger, SCITT: sc, COPNode: copNode, AccessLog: cfg.AccessLog})
+		Producer: buildinfo.Read().Program("evidentd"), Logger: cfg.Logger, SCITT: sc, COPNode: copNode, AccessLog: cfg.AccessLog,
+		Metrics: []prometheus.Collector{refused.Collector()}})
 	bg, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
 	go func() {

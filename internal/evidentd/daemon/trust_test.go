@@ -3,6 +3,10 @@ package daemon
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -10,9 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/misbehaviour"
+	"github.com/evident-log/evident/tilelog"
 	"github.com/evident-log/evident/trustfile"
 	"github.com/evident-log/evident/verifier"
 )
@@ -109,6 +118,57 @@ func TestVerifyNeedsPinnedTrust(t *testing.T) {
 			}
 			if (tc.code == verifier.CodeTrustNotPinned) != strings.Contains(rep.Hint, "--trust") {
 				t.Fatalf("hint %q", rep.Hint)
+			}
+		})
+	}
+}
+
+// TestMLDSAKeyPublished: GET /log/mldsa.vkey answers the ML-DSA-44 key of keys/log-mldsa.vkey,
+// the same key the trust file lists first under log_mldsa_keys, and one that verifies the
+// post-quantum signature of the checkpoint the log serves; a log without a post-quantum key
+// answers 404 not_found as a problem detail, and its trust file lists no such key.
+func TestMLDSAKeyPublished(t *testing.T) {
+	for _, pq := range []bool{false, true} {
+		t.Run(fmt.Sprintf("post-quantum=%v", pq), func(t *testing.T) {
+			dir := t.TempDir()
+			d, err := Open(context.Background(), Config{Data: dir, CheckpointInterval: 100 * time.Millisecond, PostQuantum: pq,
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := serveUntilCleanup(t, d)
+			resp, body := call(t, http.MethodGet, srv.URL+"/log/mldsa.vkey")
+			tf := fetchTrust(t, srv.URL)
+			if !pq {
+				var p api.Problem
+				if resp.StatusCode != http.StatusNotFound || resp.Header.Get("Content-Type") != api.MediaProblem ||
+					json.Unmarshal(body, &p) != nil || p.Code != api.CodeNotFound || !strings.Contains(p.Detail, "post-quantum") {
+					t.Fatalf("GET /log/mldsa.vkey without a post-quantum key: %d %s %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+				}
+				if len(tf.LogMLDSAKeys) != 0 {
+					t.Fatalf("trust file of a log without a post-quantum key lists %q", tf.LogMLDSAKeys)
+				}
+				return
+			}
+			served := strings.TrimSpace(string(body))
+			onDisk, err := os.ReadFile(filepath.Join(dir, "keys", tilelog.MLDSAVerifierKeyFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") ||
+				served != strings.TrimSpace(string(onDisk)) || !trustfile.IsMLDSA44(served) {
+				t.Fatalf("GET /log/mldsa.vkey: %d %q, keys/%s holds %q", resp.StatusCode, body, tilelog.MLDSAVerifierKeyFile, onDisk)
+			}
+			if len(tf.LogMLDSAKeys) == 0 || tf.LogMLDSAKeys[0] != served {
+				t.Fatalf("trust file log_mldsa_keys %q, GET /log/mldsa.vkey %q", tf.LogMLDSAKeys, served)
+			}
+			vs, err := misbehaviour.Verifiers([]string{served})
+			if err != nil {
+				t.Fatal(err)
+			}
+			code, cp := get(t, srv.URL+"/log/checkpoint")
+			if _, err := note.Open(cp, note.VerifierList(vs...)); code != http.StatusOK || err != nil {
+				t.Fatalf("the served checkpoint (%d) does not verify with the served ML-DSA-44 key: %v\n%s", code, err, cp)
 			}
 		})
 	}

@@ -35,9 +35,9 @@ type metrics struct {
 // unmatchedRoute is the route label of requests no route matched.
 const unmatchedRoute = "unmatched"
 
-// newMetrics returns the metrics of a server; logSize and conflictRetries are read at each
-// scrape.
-func newMetrics(logSize, conflictRetries func() float64) *metrics {
+// newMetrics returns the metrics of a server, with extra ones registered beside them;
+// logSize and conflictRetries are read at each scrape.
+func newMetrics(logSize, conflictRetries func() float64, extra ...prometheus.Collector) *metrics {
 	reg := prometheus.NewRegistry()
 	newCounter := func(name, help string) counter {
 		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
@@ -65,6 +65,7 @@ func newMetrics(logSize, conflictRetries func() float64) *metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	reg.MustRegister(extra...)
 	return m
 }
 

@@ -22,6 +22,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/internal/evidentd/export"
 	"github.com/evident-log/evident/internal/evidentd/ingest"
@@ -71,6 +73,9 @@ type Config struct {
 	// COPNode, when set, is the node evidentd writes COP Ledgers (COP 1.0 §9.6) as: served at
 	// GET /v1/chains/{topic}/cop-ledger and exported with every cop/1.0 chain (copledger.go).
 	COPNode *cop.Node
+	// Metrics are served at GET /metrics besides the server's own (e.g. the witness refusals
+	// the daemon counts).
+	Metrics []prometheus.Collector
 }
 
 // Server serves evidentd's HTTP API.
@@ -110,6 +115,7 @@ func routes() []route {
 		{"GET /v1/openapi.json", read((*Server).handleOpenAPI), nil},
 		{"GET /log/", func(s *Server) http.Handler { return http.StripPrefix("/log", s.c.Service.Log().Handler()) }, nil},
 		{"GET /log/vkey", read((*Server).handleLogVKey), nil},
+		{"GET /log/mldsa.vkey", read((*Server).handleLogMLDSAVKey), nil},
 		{"GET /.well-known/evident-trust", read((*Server).handleTrustFile), nil},
 		{"POST /entries", read((*Server).handleRegister), hasRegistrar},
 		{"GET /entries/{id}", read((*Server).handleRegistration), hasRegistrar},
@@ -161,7 +167,7 @@ func New(c Config) *Server {
 	}
 	ex := export.New(export.Config{Pipeline: c.Pipeline, Store: c.Store, Service: c.Service, Keys: keys, COPNode: c.COPNode, Producer: c.Producer})
 	s := &Server{c: c, mux: http.NewServeMux(), ex: ex}
-	s.m = newMetrics(s.logSize, s.conflictRetries)
+	s.m = newMetrics(s.logSize, s.conflictRetries, c.Metrics...)
 	s.scittDefaults()
 	for _, rt := range routes() {
 		if rt.when == nil || rt.when(s) {

@@ -21,6 +21,19 @@ func (s *Server) handleLogVKey(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, s.c.Service.Log().VerifierKey()+"\n")
 }
 
+// handleLogMLDSAVKey serves the log's ML-DSA-44 checkpoint verifier key (a signed-note key of
+// type 0x06) as text, as keys/log-mldsa.vkey holds it, or not_found when the log has none.
+func (s *Server) handleLogMLDSAVKey(w http.ResponseWriter, r *http.Request) {
+	pq := s.c.Service.Log().PostQuantumVerifierKey()
+	if pq == "" {
+		problem(w, http.StatusNotFound, api.CodeNotFound, "this log has no post-quantum (ML-DSA-44) checkpoint key: evidentd runs without -log-mldsa", -1)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	io.WriteString(w, pq+"\n")
+}
+
 // handleTrustFile serves the service's trust file (docs/trust.md): what a verifier pins with
 // evident verify --trust.
 func (s *Server) handleTrustFile(w http.ResponseWriter, r *http.Request) {
