@@ -42,7 +42,8 @@ Commands:
 
 Exit codes (every command):
   0   verified, or the command did what was asked (help included)
-  1   broken: the evidence is wrong (a check failed, a record was refused, the bundle is ambiguous)
+  1   broken: the evidence is wrong (a check failed, a record was refused, the bundle is ambiguous,
+      a proof of misbehaviour holds)
   2   not evaluated: nothing broken, but something could not be checked
   3   could not run: a file unreadable or not a bundle at all, evidentd unreachable
       or failing, an interrupted run

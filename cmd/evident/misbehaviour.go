@@ -40,7 +40,7 @@ func cmdMisbehaviour(_ context.Context, args []string, stdout, stderr io.Writer)
 	}
 	fs := flag.NewFlagSet("evident misbehaviour "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, misbehaviourUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(stderr, misbehaviourUsage+"\nFlags of "+fs.Name()+":\n"); fs.PrintDefaults() }
 	if args[0] == "show" {
 		return misbehaviourShow(fs, args[1:], stdout, stderr)
 	}
