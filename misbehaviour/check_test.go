@@ -77,6 +77,9 @@ func TestCheck(t *testing.T) {
 		{name: "fork: proof from the other history, size 4 (a power of two)", proof: func() *misbehaviour.Proof {
 			return mustNew(t, a4, b12, l.proof(t, "b", 4, 12))
 		}, keys: ed, reason: "tree 4 is a power of two"},
+		{name: "the empty tree and a larger one", proof: func() *misbehaviour.Proof {
+			return mustNew(t, l.checkpoint(t, "a", 0), b12, randomHashes(3))
+		}, keys: ed, reason: "the empty tree, which every tree extends"},
 		{name: "genuine extension", proof: func() *misbehaviour.Proof { return mustNew(t, a7, a12, l.proof(t, "a", 7, 12)) }, keys: ed, reason: "tree 12 extends tree 7"},
 		{name: "genuine extension from a power of two", proof: func() *misbehaviour.Proof { return mustNew(t, a4, a12, l.proof(t, "a", 4, 12)) }, keys: ed, reason: "tree 12 extends tree 4"},
 		{name: "garbage proof", proof: func() *misbehaviour.Proof {
