@@ -409,6 +409,9 @@ func Check(p *Proof, keys Keys) Result {
 	if p.Kind != KindInconsistent {
 		return notProven("the file says %s, but the checkpoints are of tree sizes %d and %d", p.Kind, a.Size, b.Size)
 	}
+	if a.Size == 0 {
+		return notProven("checkpoint 1 is of the empty tree, which every tree extends: the checkpoints are one history")
+	}
 	hashes, _ := p.hashes()
 	switch Consistency(a.Size, b.Size, hashes, a.Root, b.Root) {
 	case Consistent:

@@ -13,15 +13,17 @@ import (
 	tlog "github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/evident-log/evident/misbehaviour"
 	"github.com/evident-log/evident/receipts"
 )
 
 // treeHead is one end of a consistency receipt: a tree size (0 when only a root was given)
 // and its root.
 type treeHead struct {
-	size uint64
-	root []byte
-	from string
+	size   uint64
+	root   []byte
+	from   string
+	signer string // the log key that verified the checkpoint, name+hash
 }
 
 // parseRoot reads a 32-byte root written in hex, optionally prefixed "sha256:".
@@ -34,18 +36,22 @@ func parseRoot(s string) ([]byte, error) {
 }
 
 // readCheckpoint reads a signed checkpoint (C2SP tlog-checkpoint) and verifies its
-// signature with the log's verifier key; its origin is its first line.
-func readCheckpoint(path string, logKey note.Verifier) (treeHead, error) {
+// signature by one of the log's keys (Ed25519 or ML-DSA-44).
+func readCheckpoint(path string, logKeys []note.Verifier) (treeHead, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return treeHead{}, err
 	}
 	origin, _, _ := bytes.Cut(raw, []byte("\n"))
-	cp, _, _, err := tlog.ParseCheckpoint(raw, string(origin), logKey)
-	if err != nil {
-		return treeHead{}, fmt.Errorf("%s: %w", path, err)
+	for _, k := range logKeys {
+		cp, _, _, perr := tlog.ParseCheckpoint(raw, string(origin), k)
+		if perr == nil {
+			return treeHead{size: cp.Size, root: cp.Hash, from: fmt.Sprintf("checkpoint %s (%s, size %d)", path, cp.Origin, cp.Size),
+				signer: fmt.Sprintf("%s+%08x", k.Name(), k.KeyHash())}, nil
+		}
+		err = perr
 	}
-	return treeHead{size: cp.Size, root: cp.Hash, from: fmt.Sprintf("checkpoint %s (%s, size %d)", path, cp.Origin, cp.Size)}, nil
+	return treeHead{}, fmt.Errorf("%s: %w", path, err)
 }
 
 // verifyConsistencyReceipt checks an RFC 9942 consistency receipt (396 {-2: …}) between
@@ -58,20 +64,19 @@ func verifyConsistencyReceipt(stdout, stderr io.Writer, rcptPath string, keys []
 		fmt.Fprintln(stderr, "evident receipt verify: --consistency needs the old tree (--old-root or --old-checkpoint) and the new one (--new-root or --new-checkpoint)")
 		return exitUsage
 	}
-	var lv note.Verifier
+	var logKeys []note.Verifier
 	if oldCP != "" || newCP != "" {
 		if logKeyPath == "" {
-			fmt.Fprintln(stderr, "evident receipt verify: checkpoints need --log-key (the log's signed-note verifier key, trust/log.vkey)")
+			fmt.Fprintln(stderr, "evident receipt verify: checkpoints need --log-key (the log's signed-note verifier key, trust/log.vkey, or a trust file)")
 			return exitUsage
 		}
-		vk, err := os.ReadFile(logKeyPath)
-		if err != nil {
-			fmt.Fprintln(stderr, "evident receipt verify:", err)
-			return exitFailure
+		vkeys, err := readVKeys([]string{logKeyPath})
+		if err == nil {
+			logKeys, err = misbehaviour.Verifiers(vkeys)
 		}
-		if lv, err = note.NewVerifier(strings.TrimSpace(string(vk))); err != nil {
+		if err != nil {
 			fmt.Fprintln(stderr, "evident receipt verify: --log-key:", err)
-			return exitFailure
+			return exitUsage
 		}
 	}
 	var err error
@@ -81,7 +86,7 @@ func verifyConsistencyReceipt(stdout, stderr io.Writer, rcptPath string, keys []
 		name     string
 	}{{&old, oldRoot, oldCP, "old"}, {&nw, newRoot, newCP, "new"}} {
 		if end.cp != "" {
-			if *end.th, err = readCheckpoint(end.cp, lv); err != nil {
+			if *end.th, err = readCheckpoint(end.cp, logKeys); err != nil {
 				if errors.As(err, new(*fs.PathError)) { // unreadable: nothing was checked
 					fmt.Fprintln(stderr, "evident receipt verify:", err)
 					return exitFailure
@@ -89,7 +94,7 @@ func verifyConsistencyReceipt(stdout, stderr io.Writer, rcptPath string, keys []
 				fmt.Fprintf(stdout, "%s checkpoint: BROKEN: %v\nVERDICT: BROKEN\n", end.name, err)
 				return exitBroken
 			}
-			fmt.Fprintf(stdout, "%s tree: %s, signature by %s verified\n", end.name, end.th.from, lv.Name())
+			fmt.Fprintf(stdout, "%s tree: %s, signature by %s verified\n", end.name, end.th.from, end.th.signer)
 			continue
 		}
 		if end.th.root, err = parseRoot(end.root); err != nil {

@@ -71,6 +71,7 @@ func TestReceiptVerifyConsistency(t *testing.T) {
 		return writeTemp(t, fmt.Sprintf("cp%d-%p", size, &b), b)
 	}
 	vkeyPath := writeTemp(t, "log.vkey", []byte(vkey+"\n"))
+	trust := testTrustFile(t, origin, []string{vkey}, nil, "")
 	root := func(n uint64) string { return hex.EncodeToString(tree.HashAt(n)) }
 	base := []string{"receipt", "verify", "--consistency", rcPath}
 
@@ -82,6 +83,9 @@ func TestReceiptVerifyConsistency(t *testing.T) {
 	}{
 		{"roots", []string{"--key", pubPEM, "--old-root", root(3), "--new-root", "sha256:" + root(7)}, exitVerified, "tree size 3 → 7"},
 		{"checkpoints", []string{"--key", pubPEM, "--log-key", vkeyPath, "--old-checkpoint", checkpoint(skey, 3), "--new-checkpoint", checkpoint(skey, 7)}, exitVerified, "VERDICT: VERIFIED"},
+		{"checkpoints, the vkey itself", []string{"--key", pubPEM, "--log-key", vkey, "--old-checkpoint", checkpoint(skey, 3), "--new-checkpoint", checkpoint(skey, 7)}, exitVerified, "VERDICT: VERIFIED"},
+		{"checkpoints, a trust file as the log key", []string{"--key", pubPEM, "--log-key", trust, "--old-checkpoint", checkpoint(skey, 3), "--new-checkpoint", checkpoint(skey, 7)}, exitVerified, "VERDICT: VERIFIED"},
+		{"checkpoints, a malformed log key", []string{"--key", pubPEM, "--log-key", "nope", "--old-checkpoint", checkpoint(skey, 3), "--new-checkpoint", checkpoint(skey, 7)}, exitUsage, ""},
 		{"wrong old root", []string{"--key", pubPEM, "--old-root", root(4), "--new-root", root(7)}, exitBroken, "BROKEN"},
 		{"wrong new root", []string{"--key", pubPEM, "--old-root", root(3), "--new-root", root(8)}, exitBroken, "BROKEN"},
 		{"old checkpoint of another size", []string{"--key", pubPEM, "--log-key", vkeyPath, "--old-checkpoint", checkpoint(skey, 2), "--new-checkpoint", checkpoint(skey, 7)}, exitBroken, "starts at tree size 3"},

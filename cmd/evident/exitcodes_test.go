@@ -107,6 +107,11 @@ func TestExitCodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	proofs, err := filepath.Abs("../../misbehaviour/testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fork, goldenKey := filepath.Join(proofs, "consistency_proof_failed.golden"), filepath.Join(proofs, "log.vkey")
 	type tc struct {
 		name    string
 		prog    string // default evident
@@ -187,6 +192,11 @@ func TestExitCodes(t *testing.T) {
 		{name: "evidentd unknown flag", prog: "evidentd", args: []string{"--nope"}, code: exitUsage, stderr: []string{"flag provided but not defined: -nope"}},
 		{name: "evidentd argument", prog: "evidentd", args: []string{"serve"}, code: exitUsage, stderr: []string{"unexpected arguments: serve"}},
 		{name: "evidentd bad duration", prog: "evidentd", args: []string{"-checkpoint-interval", "fast"}, code: exitUsage, stderr: []string{"-checkpoint-interval"}},
+		// misbehaviour check: 1 when the log signed two histories, 0 when the file proves nothing
+		{name: "misbehaviour proven", args: []string{"misbehaviour", "check", fork, "--log-key", goldenKey}, code: exitBroken, stdout: []string{"PROVEN: the log signed two histories"}, cleanOE: true},
+		{name: "misbehaviour not proven", args: []string{"misbehaviour", "check", fork, "--log-key", filepath.Join(proofs, "impostor.vkey")}, code: exitVerified, stdout: []string{"NOT PROVEN: "}, cleanOE: true},
+		{name: "misbehaviour no key", args: []string{"misbehaviour", "check", fork}, code: exitUsage, stderr: []string{"no log key pinned"}},
+
 		{name: "evidentd bad environment", prog: "evidentd", env: []string{"EVIDENT_MAX_BODY=64MB"}, code: exitUsage, stderr: []string{"EVIDENT_MAX_BODY"}},
 		{name: "witness help", prog: "evident-witness", args: []string{"-help"}, code: 0, stdout: []string{"Usage: evident-witness"}, cleanOE: true},
 		{name: "witness unknown flag", prog: "evident-witness", args: []string{"--nope"}, code: exitUsage, stderr: []string{"flag provided but not defined: -nope"}},

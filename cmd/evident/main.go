@@ -32,6 +32,7 @@ Commands:
   statement       make SCITT signed statements to register: keygen, policy, sign
   keys            generate, show, thumbprint and rotate service keys
   cop-ledger verify LEDGER --key K   verify a COP Ledger (§9.6) offline: Evident's or another COP node's
+  misbehaviour check FILE --log-key K   check a proof that the log signed two histories (exit 1 when it holds)
   submit -chain C FILE...   send records (JSON, JSON array or JSON Lines) to evidentd in atomic batches
   import -chain C FILE...   take a CHAP Coordinator's audit.read dump into a chain (resumes; -describe checks its evidence_head)
   seal -chain C             seal a chain into the transparency log now and print the seal
@@ -41,7 +42,8 @@ Commands:
 
 Exit codes (every command):
   0   verified, or the command did what was asked (help included)
-  1   broken: the evidence is wrong (a check failed, a record was refused, the bundle is ambiguous)
+  1   broken: the evidence is wrong (a check failed, a record was refused, the bundle is ambiguous,
+      a proof of misbehaviour holds)
   2   not evaluated: nothing broken, but something could not be checked
   3   could not run: a file unreadable or not a bundle at all, evidentd unreachable
       or failing, an interrupted run
@@ -93,6 +95,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return cmdCOPLedger(ctx, args[1:], stdout, stderr)
 	case "trust":
 		return cmdTrust(ctx, args[1:], stdout, stderr)
+	case "misbehaviour":
+		return cmdMisbehaviour(ctx, args[1:], stdout, stderr)
 	case "-version", "--version", "version":
 		fmt.Fprintln(stdout, buildinfo.Read().Program("evident"))
 		return 0

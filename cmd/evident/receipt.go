@@ -55,7 +55,7 @@ func cmdReceipt(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	newRoot := fs.String("new-root", "", "with --consistency: root of the newer tree (hex)")
 	oldCP := fs.String("old-checkpoint", "", "with --consistency: signed checkpoint of the older tree")
 	newCP := fs.String("new-checkpoint", "", "with --consistency: signed checkpoint of the newer tree")
-	logKey := fs.String("log-key", "", "with checkpoints: the log's signed-note verifier key (trust/log.vkey)")
+	logKey := fs.String("log-key", "", "with checkpoints: the log's key: a vkey (Ed25519 or ML-DSA-44), a file holding one (trust/log.vkey) or a trust file")
 	fs.Usage = func() { fmt.Fprint(stderr, receiptUsage); fs.PrintDefaults() }
 	if code, done := parseArgs(fs, args[1:]); done {
 		return code

@@ -55,6 +55,10 @@ func synopsis(name string) string {
 		return "evident statement policy -iss ISS -key FILE [-content-type CT]... [-o FILE]"
 	case "evident statement sign":
 		return "evident statement sign -key FILE -iss ISS -sub SUB -content-type CT [-o FILE] [PAYLOAD | -]"
+	case "evident misbehaviour check":
+		return "evident misbehaviour check FILE... (--log-key KEY... | --trust FILE) [--format text|json]"
+	case "evident misbehaviour show":
+		return "evident misbehaviour show FILE..."
 	case "evident trust fetch":
 		return "evident trust fetch URL [-o FILE] [-timeout D] [-force]"
 	case "evident keys generate":

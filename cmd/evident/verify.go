@@ -8,7 +8,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"golang.org/x/mod/sumdb/note"
 	"io"
 	"os"
 
@@ -218,20 +217,3 @@ type stringList []string
 func (s *stringList) String() string { return strings.Join(*s, ",") }
 
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
-
-// readVKeys turns --log-key values into signed-note verifier keys: each is a vkey itself or
-// the name of a file holding one.
-func readVKeys(values []string) ([]string, error) {
-	var out []string
-	for _, v := range values {
-		if b, err := os.ReadFile(v); err == nil {
-			v = string(b)
-		}
-		v = strings.TrimSpace(v)
-		if _, err := note.NewVerifier(v); err != nil {
-			return nil, fmt.Errorf("%.80q is neither a vkey nor a file holding one: %v", v, err)
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
