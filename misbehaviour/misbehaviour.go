@@ -33,8 +33,9 @@ const (
 
 // Limits of a proof file.
 const (
-	// MaxSize bounds a proof file, or a list of them, in bytes.
-	MaxSize = 4 << 20
+	// MaxSize bounds a proof file, or a list of them, in bytes: a witness's list of
+	// MaxList proofs whose notes carry ML-DSA-44 signatures (about 10 KB each) fits.
+	MaxSize = 32 << 20
 	// MaxCheckpoint bounds one checkpoint note.
 	MaxCheckpoint = 16 << 10
 	// MaxReferences bounds the reference checkpoints kept with a proof.
