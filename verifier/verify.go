@@ -53,7 +53,10 @@ type Options struct {
 	RequirePQ bool
 	// TrustedLogKeys pins the log's checkpoint key: signed-note verifier keys obtained from the
 	// operator out of band. When set, a bundle whose trust/log.vkey is not one of them is
-	// broken, so a bundle re-signed end to end under other keys cannot verify.
+	// broken, so a bundle re-signed end to end under other keys cannot verify. An ML-DSA-44
+	// vkey (type 0x06) among them pins the post-quantum key: the checkpoints' ML-DSA-44
+	// signatures are verified with the pinned keys, and without such a pin log.pq_signature is
+	// at best not evaluated (trust_not_pinned).
 	TrustedLogKeys []string
 	// TrustedIssuers pins the service's statement and receipt keys (for example the COSE key
 	// set of /.well-known/scitt-keys, retired keys included). When set, only bundle issuer keys
@@ -96,9 +99,9 @@ type verifier struct {
 
 	wit witnessState // checkpoint notes and proofs for the witness checks
 
-	pqKey         note.Verifier // trust/log-mldsa.vkey; nil when absent or unusable (postquantum.go)
-	links         linkState     // consistency proofs that verified (consistency.go)
-	chainProofErr string        // why the last chain consistency receipt did not verify (chainfork.go)
+	pq            pqState   // the post-quantum checkpoint keys (postquantum.go)
+	links         linkState // consistency proofs that verified (consistency.go)
+	chainProofErr string    // why the last chain consistency receipt did not verify (chainfork.go)
 
 	prov provenanceState // cross-chain references (provenance.go)
 
