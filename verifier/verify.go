@@ -106,6 +106,8 @@ type verifier struct {
 	prov provenanceState // cross-chain references (provenance.go)
 
 	pins pins // what the caller pinned (pinning.go)
+
+	forks []fork // checkpoints that contradict each other, for the proofs (misbehaviour.go)
 }
 
 // Verify checks a bundle offline and returns its report. It returns an error only when it
@@ -166,6 +168,7 @@ func Verify(ctx context.Context, r *bundle.Reader, o Options) (*Report, error) {
 	for _, part := range [][]Check{manifestChecks, digestChecks, trustChecks, chainChecks, logChecks} {
 		rep.Checks = append(rep.Checks, part...)
 	}
+	rep.Misbehaviour = v.misbehaviourProofs()
 	rep.Verdict = Fold(rep.Checks)
 	rep.Hint = pinHint(rep.Checks)
 	rep.Generated = o.Now().UTC().Format(time.RFC3339)
@@ -479,6 +482,7 @@ func (v *verifier) checkLog(rep *Report) []Check {
 					ledger.RootString(k.root) + " in " + strings.Join(src, ", "),
 				}})
 			forked = true
+			v.recordForkKeys(prev, k, nil)
 			rep.Log.Checkpoints[i].Status = Broken
 			rep.Log.Checkpoints[i-1].Status = Broken
 		}
