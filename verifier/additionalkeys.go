@@ -9,16 +9,17 @@ import (
 )
 
 // pqVerifiers returns the ML-DSA-44 checkpoint keys a checkpoint may be signed with: the
-// log's current one (trust/log-mldsa.vkey) and every additional checkpoint signer of that
-// type that trust/key-history.json lists (role additional, current or retired), so that
-// checkpoints signed before the additional signer was rotated keep their post-quantum
-// signature in bundles exported after the rotation. Checkpoints carry no signing time, so
-// a retired signer's window is recorded, not enforced.
+// pinned ones, or without a pin the log's current one (trust/log-mldsa.vkey), and every
+// additional checkpoint signer of that type that trust/key-history.json lists (role
+// additional, current or retired; pinned, when any is), so that checkpoints signed before
+// the additional signer was rotated keep their post-quantum signature in bundles exported
+// after the rotation. Checkpoints carry no signing time, so a retired signer's window is
+// recorded, not enforced.
 func (v *verifier) pqVerifiers() []note.Verifier {
-	if v.pqKey == nil {
+	if len(v.pq.keys) == 0 {
 		return nil
 	}
-	out := []note.Verifier{v.pqKey}
+	out := append([]note.Verifier(nil), v.pq.keys...)
 	if v.history == nil {
 		return out
 	}
@@ -27,7 +28,7 @@ func (v *verifier) pqVerifiers() []note.Verifier {
 			continue
 		}
 		nv, err := tlogpolicy.NewCosignatureVerifier(c.VKey)
-		if err != nil || nv.Name() != v.pqKey.Name() {
+		if err != nil || nv.Name() != v.r.Manifest.Log.Origin {
 			continue
 		}
 		dup := false

@@ -22,7 +22,7 @@ const (
 // Checks of the trust material the bundle carries.
 const (
 	CheckTrustLogKey        CheckName = "trust.log_key"        // trust/log.vkey is a usable signed-note verifier key and a pinned one
-	CheckTrustLogPQKey      CheckName = "trust.log_pq_key"     // the log's ML-DSA-44 checkpoint key, when the bundle names one or --require-pq asks for it
+	CheckTrustLogPQKey      CheckName = "trust.log_pq_key"     // the log's ML-DSA-44 checkpoint key, when the bundle names one, one is pinned, or --require-pq asks for it
 	CheckTrustIssuers       CheckName = "trust.issuers"        // trust/issuers.cbor is a CBOR array of COSE_Key, matched by RFC 9679 thumbprint (and the pinned keys, when pinned)
 	CheckTrustKeyHistory    CheckName = "trust.key_history"    // trust/key-history.json: every service key well formed, its kid its thumbprint, held by trust/issuers.cbor
 	CheckTrustWitnessPolicy CheckName = "trust.witness_policy" // the witness policy judging the quorum: the pinned one, else the bundle's
@@ -63,7 +63,7 @@ const (
 	CheckLogExtraCheckpoint CheckName = "log.extra_checkpoint" // a checkpoint given with --checkpoint is signed by the log key
 	CheckLogFork            CheckName = "log.fork"             // no two checkpoints of one tree size have different roots
 	CheckLogConsistency     CheckName = "log.consistency"      // checkpoints of different sizes are shown consistent by a consistency proof
-	CheckLogPQSignature     CheckName = "log.pq_signature"     // checkpoints carry a valid ML-DSA-44 log signature (when the bundle names the key)
+	CheckLogPQSignature     CheckName = "log.pq_signature"     // checkpoints carry a valid ML-DSA-44 log signature under the pinned key
 	CheckWitnessCosignature CheckName = "witness.cosignature"  // each policy witness's cosignature line verifies
 	CheckWitnessQuorum      CheckName = "witness.quorum"       // every checkpoint carries the policy's quorum of cosignatures
 	CheckWitnessPQQuorum    CheckName = "witness.pq_quorum"    // --require-pq: ML-DSA-44 cosignatures alone meet the quorum

@@ -24,7 +24,7 @@ const (
 const (
 	CodeTrust          Code = ledger.CodeTrustInvalid // a trust file (trust/log.vkey, trust/issuers.cbor, trust/key-history.json, trust/cop-nodes.json) unusable
 	CodeTrustNotPinned Code = "trust_not_pinned"      // nothing pinned: the bundle's own key or policy was used, so who made it is not established (not evaluated)
-	CodeTrustMismatch  Code = "trust_mismatch"        // the bundle's key or keys are not among the pinned ones (broken)
+	CodeTrustMismatch  Code = "trust_mismatch"        // the bundle's key or keys are not among the pinned ones (broken; log.pq_signature is then not evaluated)
 	CodeKeyWindow      Code = "key_outside_window"    // a signature by a service key outside the key's validity window in trust/key-history.json
 	CodePQKeyMissing   Code = "pq_key_missing"        // --require-pq, but the bundle names no ML-DSA-44 log key
 )

@@ -82,6 +82,7 @@ func (v *verifier) checkLogProofs() []Check {
 					v.linkConsistent(a, ro, b, rn)
 					linked = true
 				case inconsistent:
+					v.recordForkKeys(keyOf(a, ro), keyOf(b, rn), path)
 					forks = append(forks, Check{Name: CheckLogConsistency, Status: Broken, Code: CodeInconsistent, Where: name,
 						Detail: fmt.Sprintf("split view: the consistency proof yields the log-signed root of tree %d but implies another root for tree %d than the log-signed checkpoint of that size: the log showed two histories", b, a),
 						Evidence: []string{

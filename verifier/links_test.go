@@ -253,9 +253,11 @@ func TestChainConsistencyAndForks(t *testing.T) {
 	}
 }
 
-// TestPostQuantumLogSignature: checkpoints signed Ed25519 + ML-DSA-44 with the vkey in
-// trust/log-mldsa.vkey verify; --require-pq turns a missing signature or key into
-// not_evaluated; an invalid ML-DSA-44 line is broken either way.
+// TestPostQuantumLogSignature: checkpoints signed Ed25519 + ML-DSA-44 verify under the pinned
+// ML-DSA-44 key, with or without trust/log-mldsa.vkey in the bundle; --require-pq turns a
+// missing signature or key into not_evaluated; an invalid ML-DSA-44 line is broken either way.
+// The bundle's own key, unpinned, finds broken signatures but never makes one verified, and a
+// bundle key other than the pinned one is broken.
 func TestPostQuantumLogSignature(t *testing.T) {
 	base := testbundle.Build(t, testbundle.Options{Entries: 8, SealAt: []int{4, 8}, NoCheckpoint: true, CheckpointFiles: true})
 	addLogProofs(t, base)
@@ -264,6 +266,10 @@ func TestPostQuantumLogSignature(t *testing.T) {
 		t.Fatal(err)
 	}
 	pq, err := fnote.NewSignerForCosignatureV1(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, otherVKey, err := fnote.GenerateMLDSAKey(base.Origin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,6 +291,9 @@ func TestPostQuantumLogSignature(t *testing.T) {
 	resign(signed, signed.NoteSigner, pq)
 	signed.Files[bundle.LogPQKeyFile] = []byte(vkey + "\n")
 	signed.Digests()
+
+	signedNoKey := base.Clone()
+	resign(signedNoKey, signedNoKey.NoteSigner, pq)
 
 	unsignedWithKey := base.Clone()
 	unsignedWithKey.Files[bundle.LogPQKeyFile] = []byte(vkey + "\n")
@@ -313,34 +322,72 @@ func TestPostQuantumLogSignature(t *testing.T) {
 	}
 	badSig.Digests()
 
+	const (
+		pinPQ      = "trust file pins the ML-DSA-44 key"
+		pinPQByKey = "--log-key pins the ML-DSA-44 key"
+		pinNoPQ    = "trust file pins no ML-DSA-44 key"
+		pinOtherPQ = "trust file pins another ML-DSA-44 key"
+	)
+	options := func(pin string, require bool) verifier.Options {
+		trust := testbundle.Trust(t)
+		o := verifier.Options{RequirePQ: require, Now: func() time.Time { return testbundle.Base }, Trust: trust}
+		switch pin {
+		case pinPQ:
+			trust.LogMLDSAKeys = []string{vkey} // the operator publishes the ML-DSA-44 key it signs with
+		case pinPQByKey:
+			o.TrustedLogKeys = []string{vkey}
+		case pinOtherPQ:
+			trust.LogMLDSAKeys = []string{otherVKey}
+		}
+		return o
+	}
+	type want struct {
+		check  verifier.CheckName
+		status verifier.Status
+		code   verifier.Code
+	}
 	tests := []struct {
 		name    string
 		b       *testbundle.Bundle
+		pin     string
 		require bool
 		verdict verifier.Status
-		check   verifier.CheckName
-		status  verifier.Status
-		code    verifier.Code
+		want    []want
 	}{
-		{"signed", signed, false, verifier.Verified, "log.pq_signature", verifier.Verified, ""},
-		{"signed, required", signed, true, verifier.Verified, "log.pq_signature", verifier.Verified, ""},
-		{"no key, required", base, true, verifier.NotEvaluated, "trust.log_pq_key", verifier.NotEvaluated, verifier.CodePQKeyMissing},
-		{"no signature, not required", unsignedWithKey, false, verifier.Verified, "log.pq_signature", verifier.Verified, ""},
-		{"no signature, required", unsignedWithKey, true, verifier.NotEvaluated, "log.pq_signature", verifier.NotEvaluated, verifier.CodePQSigMissing},
-		{"invalid signature", badSig, false, verifier.Broken, "log.pq_signature", verifier.Broken, verifier.CodePQSigInvalid},
+		{"signed", signed, pinPQ, false, verifier.Verified, []want{{"trust.log_pq_key", verifier.Verified, ""}, {"log.pq_signature", verifier.Verified, ""}}},
+		{"signed, required", signed, pinPQ, true, verifier.Verified, []want{{"log.pq_signature", verifier.Verified, ""}}},
+		{"signed, no key in the bundle", signedNoKey, pinPQ, true, verifier.Verified, []want{{"trust.log_pq_key", verifier.Verified, ""}, {"log.pq_signature", verifier.Verified, ""}}},
+		{"signed, no key in the bundle, pinned with --log-key", signedNoKey, pinPQByKey, true, verifier.Verified, []want{{"log.pq_signature", verifier.Verified, ""}}},
+		{"no key in the bundle, pinned, required", base, pinPQ, true, verifier.NotEvaluated, []want{{"log.pq_signature", verifier.NotEvaluated, verifier.CodePQSigMissing}}},
+		{"no key anywhere, required", base, pinNoPQ, true, verifier.NotEvaluated, []want{{"trust.log_pq_key", verifier.NotEvaluated, verifier.CodePQKeyMissing}}},
+		{"no signature, not required", unsignedWithKey, pinPQ, false, verifier.Verified, []want{{"log.pq_signature", verifier.Verified, ""}}},
+		{"no signature, required", unsignedWithKey, pinPQ, true, verifier.NotEvaluated, []want{{"log.pq_signature", verifier.NotEvaluated, verifier.CodePQSigMissing}}},
+		{"invalid signature", badSig, pinPQ, false, verifier.Broken, []want{{"log.pq_signature", verifier.Broken, verifier.CodePQSigInvalid}}},
+		{"signed, not pinned", signed, pinNoPQ, false, verifier.NotEvaluated, []want{{"trust.log_pq_key", verifier.NotEvaluated, verifier.CodeTrustNotPinned}, {"log.pq_signature", verifier.NotEvaluated, verifier.CodeTrustNotPinned}}},
+		{"signed, not pinned, required", signed, pinNoPQ, true, verifier.NotEvaluated, []want{{"log.pq_signature", verifier.NotEvaluated, verifier.CodeTrustNotPinned}}},
+		{"invalid signature, not pinned", badSig, pinNoPQ, false, verifier.Broken, []want{{"log.pq_signature", verifier.Broken, verifier.CodePQSigInvalid}}},
+		{"signed, another key pinned", signed, pinOtherPQ, false, verifier.Broken, []want{{"trust.log_pq_key", verifier.Broken, verifier.CodeTrustMismatch}, {"log.pq_signature", verifier.NotEvaluated, verifier.CodeTrustMismatch}}},
+		{"signed, no key in the bundle, another key pinned, required", signedNoKey, pinOtherPQ, true, verifier.NotEvaluated, []want{{"log.pq_signature", verifier.NotEvaluated, verifier.CodePQSigMissing}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			trust := testbundle.Trust(t)
-			trust.LogMLDSAKeys = []string{vkey} // the operator publishes the ML-DSA-44 key it signs with
-			rep, err := verifier.Verify(context.Background(), tc.b.Reader(t), verifier.Options{RequirePQ: tc.require, Now: func() time.Time { return testbundle.Base }, Trust: trust})
+			rep, err := verifier.Verify(context.Background(), tc.b.Reader(t), options(tc.pin, tc.require))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if rep.Verdict != tc.verdict {
 				t.Errorf("verdict %s, want %s\n%s", rep.Verdict, tc.verdict, text(t, rep))
 			}
-			one(t, rep, tc.check, tc.status, tc.code)
+			pqVerified := false
+			for _, w := range tc.want {
+				one(t, rep, w.check, w.status, w.code)
+				pqVerified = pqVerified || (w.check == "log.pq_signature" && w.status == verifier.Verified)
+			}
+			for _, c := range checksNamed(rep, "log.pq_signature") {
+				if c.Status == verifier.Verified && !pqVerified {
+					t.Errorf("log.pq_signature verified: %s", c.Detail)
+				}
+			}
 		})
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"golang.org/x/mod/sumdb/note"
+
 	"github.com/evident-log/evident/tlogpolicy"
 	"github.com/evident-log/evident/trustfile"
 )
@@ -17,6 +19,7 @@ const PinAdvice = "pin the operator's keys: evident trust fetch URL, then eviden
 type pins struct {
 	logKeys   []string           // Ed25519 checkpoint vkeys
 	pqKeys    []string           // ML-DSA-44 checkpoint vkeys
+	pqVerify  []note.Verifier    // pqKeys as verifiers
 	issuers   []crypto.PublicKey // statement and receipt keys
 	policySet bool               // a trust file was given: its policy (or none) is the pinned one
 	policy    *tlogpolicy.Policy // the pinned witness policy; nil with policySet: the operator names none
@@ -44,6 +47,13 @@ func collectPins(o Options) (pins, error) {
 		p.pqKeys = append(p.pqKeys, t.LogMLDSAKeys...)
 		p.issuers = append(p.issuers, keys...)
 		p.policy, p.policySet = policy, true
+	}
+	for _, k := range p.pqKeys {
+		nv, err := tlogpolicy.NewCosignatureVerifier(k)
+		if err != nil {
+			return pins{}, fmt.Errorf("verifier: pinned ML-DSA-44 log key %.80q: %w", k, err)
+		}
+		p.pqVerify = append(p.pqVerify, nv)
 	}
 	return p, nil
 }

@@ -15,53 +15,98 @@ import (
 
 const maxPQKeyFile = 8 << 10 // an ML-DSA-44 vkey is under 2 KiB of base64
 
-// loadPQKey reads trust/log-mldsa.vkey, the log's ML-DSA-44 checkpoint key. Without it there
-// is no post-quantum check, unless Options.RequirePQ asks for one.
+// pqState is what the verifier checks the checkpoints' post-quantum signatures with.
+type pqState struct {
+	// keys are the pinned ML-DSA-44 log keys, or, when none is pinned, the bundle's
+	// trust/log-mldsa.vkey; empty when there is neither.
+	keys []note.Verifier
+	// pinned says keys are the caller's pins, not the bundle's.
+	pinned bool
+	// bundleBad is set when the bundle's key file is unusable (CodeTrust) or not pinned
+	// (CodeTrustMismatch): no post-quantum signature is then reported verified.
+	bundleBad Code
+}
+
+// loadPQKey reads trust/log-mldsa.vkey, the log's ML-DSA-44 checkpoint key, and chooses the
+// keys the post-quantum signatures are checked with: the pinned ones whenever any is pinned
+// (with or without the bundle's file), else the bundle's, unpinned. Without either there is
+// no post-quantum check, unless Options.RequirePQ asks for one.
 func (v *verifier) loadPQKey() []Check {
+	if len(v.pins.pqVerify) > 0 {
+		v.pq.keys, v.pq.pinned = v.pins.pqVerify, true
+	}
 	c := Check{Name: CheckTrustLogPQKey, Where: bundle.LogPQKeyFile}
 	if !v.listed(bundle.LogPQKeyFile) {
-		if !v.o.RequirePQ {
+		switch {
+		case v.pq.pinned:
+			c.Where, c.Status = "pinned trust", Verified
+			c.Detail = fmt.Sprintf("the bundle names no post-quantum (ML-DSA-44) log key; the checkpoints' post-quantum signatures are checked with the pinned key(s) %s", keyNames(v.pq.keys))
+		case v.o.RequirePQ:
+			c.Status, c.Code = NotEvaluated, CodePQKeyMissing
+			c.Detail = "post-quantum signatures are required, but the bundle names no ML-DSA-44 log key and none is pinned: no checkpoint's post-quantum signature can be evaluated"
+		default:
 			return nil
 		}
-		c.Status, c.Code = NotEvaluated, CodePQKeyMissing
-		c.Detail = "post-quantum signatures are required, but the bundle names no ML-DSA-44 log key: no checkpoint's post-quantum signature can be evaluated"
 		return []Check{c}
 	}
-	b, err := v.readSmall(bundle.LogPQKeyFile, maxPQKeyFile)
-	if err != nil {
-		c.Status, c.Code, c.Detail = Broken, CodeTrust, err.Error()
-		return []Check{c}
-	}
-	vkey := strings.TrimSpace(string(b))
-	pv, err := tlogpolicy.NewCosignatureVerifier(vkey)
+	vkey, pv, problem := v.readPQKey()
 	switch {
-	case err != nil:
-		c.Status, c.Code, c.Detail = Broken, CodeTrust, "not a signed-note verifier key: "+err.Error()
-	case !trustfile.IsMLDSA44(vkey):
-		c.Status, c.Code, c.Detail = Broken, CodeTrust, "not an ML-DSA-44 key (signed-note key type 0x06)"
-	case pv.Name() != v.r.Manifest.Log.Origin:
-		c.Status, c.Code, c.Detail = Broken, CodeTrust, fmt.Sprintf("the key is named %.80q, not the log origin %.80q", pv.Name(), v.r.Manifest.Log.Origin)
-	case len(v.pins.pqKeys) == 0:
-		v.pqKey = pv
+	case problem != "":
+		v.pq.bundleBad = CodeTrust
+		c.Status, c.Code, c.Detail = Broken, CodeTrust, problem
+	case !v.pq.pinned:
+		v.pq.keys = []note.Verifier{pv}
 		c.Status, c.Code = NotEvaluated, CodeTrustNotPinned
-		c.Detail = fmt.Sprintf("post-quantum (ML-DSA-44) checkpoint key %s+%08x taken from the bundle, not pinned: the other checks use it, but that it is the log's key is not established (%s)", pv.Name(), pv.KeyHash(), PinAdvice)
+		c.Detail = fmt.Sprintf("post-quantum (ML-DSA-44) checkpoint key %s taken from the bundle, not pinned: the other checks use it, but that it is the log's key is not established (%s)", keyNames(v.pq.keys), PinAdvice)
 	case !v.pins.pqPinned(vkey):
+		v.pq.bundleBad = CodeTrustMismatch
 		c.Status, c.Code = Broken, CodeTrustMismatch
-		c.Detail = fmt.Sprintf("the bundle's post-quantum (ML-DSA-44) log key %s+%08x is not among the %d pinned key(s)", pv.Name(), pv.KeyHash(), len(v.pins.pqKeys))
+		c.Detail = fmt.Sprintf("the bundle's post-quantum (ML-DSA-44) log key %s+%08x is not among the %d pinned key(s) %s: the checkpoints are checked with the pinned ones", pv.Name(), pv.KeyHash(), len(v.pq.keys), keyNames(v.pq.keys))
 	default:
-		v.pqKey = pv
 		c.Status = Verified
 		c.Detail = fmt.Sprintf("post-quantum (ML-DSA-44) checkpoint key %s+%08x is the pinned key", pv.Name(), pv.KeyHash())
 	}
 	return []Check{c}
 }
 
+// readPQKey reads and parses trust/log-mldsa.vkey; problem says why it is unusable.
+func (v *verifier) readPQKey() (vkey string, pv note.Verifier, problem string) {
+	b, err := v.readSmall(bundle.LogPQKeyFile, maxPQKeyFile)
+	if err != nil {
+		return "", nil, err.Error()
+	}
+	vkey = strings.TrimSpace(string(b))
+	pv, err = tlogpolicy.NewCosignatureVerifier(vkey)
+	switch {
+	case err != nil:
+		return "", nil, "not a signed-note verifier key: " + err.Error()
+	case !trustfile.IsMLDSA44(vkey):
+		return "", nil, "not an ML-DSA-44 key (signed-note key type 0x06)"
+	case pv.Name() != v.r.Manifest.Log.Origin:
+		return "", nil, fmt.Sprintf("the key is named %.80q, not the log origin %.80q", pv.Name(), v.r.Manifest.Log.Origin)
+	}
+	return vkey, pv, ""
+}
+
+// keyNames lists verifiers as name+hash.
+func keyNames(vs []note.Verifier) string {
+	var s []string
+	for _, k := range vs {
+		s = append(s, fmt.Sprintf("%s+%08x", k.Name(), k.KeyHash()))
+	}
+	return strings.Join(s, ", ")
+}
+
 // checkPQ checks the log's ML-DSA-44 signature on every verified checkpoint note. A signature
-// line of that key that does not verify is broken whatever the options (the note was altered
-// after signing, or signed by someone else under the log's key name and hash). A checkpoint
-// without one is not evaluated under Options.RequirePQ and otherwise only counted.
+// line of a key checked with that does not verify is broken whatever the options (the note was
+// altered after signing, or signed by someone else under the log's key name and hash). A
+// checkpoint without one is not evaluated under Options.RequirePQ and otherwise only counted.
+// Signatures are verified only under a pinned key: with the bundle's own key they are at best
+// not evaluated (trust_not_pinned), and with a bundle key that is unusable or not pinned they
+// are not evaluated either.
 func (v *verifier) checkPQ() []Check {
-	if v.pqKey == nil {
+	vs := v.pqVerifiers()
+	if len(vs) == 0 {
 		if v.o.RequirePQ && v.listed(bundle.LogPQKeyFile) {
 			// The key file is unusable (trust.log_pq_key says why): nothing is established.
 			return []Check{{Name: CheckLogPQSignature, Status: NotEvaluated, Code: CodeTrust,
@@ -69,44 +114,62 @@ func (v *verifier) checkPQ() []Check {
 		}
 		return nil
 	}
-	var checks []Check
-	var missing []string
+	checks, signed, missing := v.pqSignatures(vs)
+	if len(missing) > 0 && v.o.RequirePQ {
+		checks = append(checks, Check{Name: CheckLogPQSignature, Status: NotEvaluated, Code: CodePQSigMissing,
+			Detail:   fmt.Sprintf("post-quantum signatures are required, but %d checkpoint(s) carry no ML-DSA-44 signature by the log: they are established by Ed25519 alone", len(missing)),
+			Evidence: firstN(missing, maxEvidence)})
+	}
+	if len(checks) > 0 {
+		return checks
+	}
+	return []Check{v.pqSummary(signed, missing)}
+}
+
+// pqSignatures verifies the post-quantum signature of every distinct checkpoint note with vs:
+// broken checks for invalid ones, the count of valid ones and where none is.
+func (v *verifier) pqSignatures(vs []note.Verifier) (broken []Check, signed int, missing []string) {
 	seen := map[[32]byte]bool{}
-	signed := 0
 	for _, n := range v.wit.notes {
 		h := sha256.Sum256(n.raw)
 		if seen[h] {
 			continue
 		}
 		seen[h] = true
-		_, err := note.Open(n.raw, note.VerifierList(v.pqVerifiers()...)) // current and retired ML-DSA-44 keys (additionalkeys.go)
+		_, err := note.Open(n.raw, note.VerifierList(vs...))
 		var invalid *note.InvalidSignatureError
 		switch {
 		case err == nil:
 			signed++
 		case errors.As(err, &invalid):
-			checks = append(checks, Check{Name: CheckLogPQSignature, Status: Broken, Code: CodePQSigInvalid, Where: n.source,
+			broken = append(broken, Check{Name: CheckLogPQSignature, Status: Broken, Code: CodePQSigInvalid, Where: n.source,
 				Detail:   fmt.Sprintf("the checkpoint of tree size %d carries a signature line of the log's ML-DSA-44 key that does not verify: the checkpoint was altered after signing", n.size),
 				Evidence: []string{n.source}})
 		default:
 			missing = append(missing, fmt.Sprintf("tree size %d in %s", n.size, n.source))
 		}
 	}
-	if len(missing) > 0 && v.o.RequirePQ {
-		checks = append(checks, Check{Name: CheckLogPQSignature, Status: NotEvaluated, Code: CodePQSigMissing,
-			Detail:   fmt.Sprintf("post-quantum signatures are required, but %d checkpoint(s) carry no ML-DSA-44 signature by the log: they are established by Ed25519 alone", len(missing)),
-			Evidence: firstN(missing, maxEvidence)})
+	return broken, signed, missing
+}
+
+// pqSummary is the log.pq_signature check when no signature was invalid: verified only under
+// a pinned key that the bundle does not contradict.
+func (v *verifier) pqSummary(signed int, missing []string) Check {
+	c := Check{Name: CheckLogPQSignature, Status: Verified,
+		Detail: fmt.Sprintf("%d checkpoint(s) carry a valid ML-DSA-44 signature by the log's pinned post-quantum key", signed)}
+	switch {
+	case v.pq.bundleBad != "":
+		c.Status, c.Code = NotEvaluated, v.pq.bundleBad
+		c.Detail = fmt.Sprintf("%d checkpoint(s) carry a valid ML-DSA-44 signature by a pinned post-quantum key, but the bundle's trust/log-mldsa.vkey is unusable or not pinned (see trust.log_pq_key): the post-quantum signatures are not established", signed)
+	case !v.pq.pinned:
+		c.Status, c.Code = NotEvaluated, CodeTrustNotPinned
+		c.Detail = fmt.Sprintf("%d checkpoint(s) carry a valid ML-DSA-44 signature by the bundle's post-quantum key, which is not pinned: that the log signed them is not established (%s)", signed, PinAdvice)
 	}
-	if len(checks) == 0 {
-		c := Check{Name: CheckLogPQSignature, Status: Verified,
-			Detail: fmt.Sprintf("%d checkpoint(s) carry a valid ML-DSA-44 signature by the log's post-quantum key", signed)}
-		if len(missing) > 0 {
-			c.Detail += fmt.Sprintf("; %d carry none (not required: --require-pq makes that not evaluated)", len(missing))
-			c.Evidence = firstN(missing, maxEvidence)
-		}
-		checks = append(checks, c)
+	if len(missing) > 0 {
+		c.Detail += fmt.Sprintf("; %d carry none (not required: --require-pq makes that not evaluated)", len(missing))
+		c.Evidence = firstN(missing, maxEvidence)
 	}
-	return checks
+	return c
 }
 
 // checkPQQuorum evaluates, under Options.RequirePQ, the witness policy counting ML-DSA-44

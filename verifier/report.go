@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"unicode"
+
+	"github.com/evident-log/evident/misbehaviour"
 )
 
 // ReportFormat is the format string of the JSON report this version writes.
@@ -113,6 +115,10 @@ type Report struct {
 	// Verifier names the build of the verifier that wrote the report (buildinfo), e.g.
 	// "evident v0.3.1 (rev 1a2b3c4d5e6f, 2026-05-17T09:00:00Z, go1.26.8)".
 	Verifier string `json:"verifier,omitempty"`
+	// Misbehaviour holds a proof of misbehaviour (docs/misbehaviour.md) for every pair of
+	// checkpoints signed by the log that cannot both be true (log.fork, log.consistency
+	// inconsistent): anyone holding the log's key can check one offline, without the bundle.
+	Misbehaviour []*misbehaviour.Proof `json:"misbehaviour,omitempty"`
 }
 
 // Fold folds checks into one verdict: broken if any is broken, else not_evaluated if any is

@@ -53,7 +53,10 @@ type Options struct {
 	RequirePQ bool
 	// TrustedLogKeys pins the log's checkpoint key: signed-note verifier keys obtained from the
 	// operator out of band. When set, a bundle whose trust/log.vkey is not one of them is
-	// broken, so a bundle re-signed end to end under other keys cannot verify.
+	// broken, so a bundle re-signed end to end under other keys cannot verify. An ML-DSA-44
+	// vkey (type 0x06) among them pins the post-quantum key: the checkpoints' ML-DSA-44
+	// signatures are verified with the pinned keys, and without such a pin log.pq_signature is
+	// at best not evaluated (trust_not_pinned).
 	TrustedLogKeys []string
 	// TrustedIssuers pins the service's statement and receipt keys (for example the COSE key
 	// set of /.well-known/scitt-keys, retired keys included). When set, only bundle issuer keys
@@ -96,13 +99,15 @@ type verifier struct {
 
 	wit witnessState // checkpoint notes and proofs for the witness checks
 
-	pqKey         note.Verifier // trust/log-mldsa.vkey; nil when absent or unusable (postquantum.go)
-	links         linkState     // consistency proofs that verified (consistency.go)
-	chainProofErr string        // why the last chain consistency receipt did not verify (chainfork.go)
+	pq            pqState   // the post-quantum checkpoint keys (postquantum.go)
+	links         linkState // consistency proofs that verified (consistency.go)
+	chainProofErr string    // why the last chain consistency receipt did not verify (chainfork.go)
 
 	prov provenanceState // cross-chain references (provenance.go)
 
 	pins pins // what the caller pinned (pinning.go)
+
+	forks []fork // checkpoints that contradict each other, for the proofs (misbehaviour.go)
 }
 
 // Verify checks a bundle offline and returns its report. It returns an error only when it
@@ -163,6 +168,7 @@ func Verify(ctx context.Context, r *bundle.Reader, o Options) (*Report, error) {
 	for _, part := range [][]Check{manifestChecks, digestChecks, trustChecks, chainChecks, logChecks} {
 		rep.Checks = append(rep.Checks, part...)
 	}
+	rep.Misbehaviour = v.misbehaviourProofs()
 	rep.Verdict = Fold(rep.Checks)
 	rep.Hint = pinHint(rep.Checks)
 	rep.Generated = o.Now().UTC().Format(time.RFC3339)
@@ -476,6 +482,7 @@ func (v *verifier) checkLog(rep *Report) []Check {
 					ledger.RootString(k.root) + " in " + strings.Join(src, ", "),
 				}})
 			forked = true
+			v.recordForkKeys(prev, k, nil)
 			rep.Log.Checkpoints[i].Status = Broken
 			rep.Log.Checkpoints[i-1].Status = Broken
 		}

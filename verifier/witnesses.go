@@ -18,10 +18,12 @@ import (
 )
 
 // ExtraCheckpoint is a checkpoint gathered outside the bundle (a witness's monitoring
-// endpoint, another bundle) to cross-check the bundle's view of the log against. Data is
-// either a signed checkpoint note or a tlog-witness add-checkpoint body ("old N", proof
-// lines, an empty line, the checkpoint), whose proof then links it to the bundle's
-// checkpoint of size N.
+// endpoint, evidentd's /log/checkpoint, another bundle) to cross-check the bundle's view of
+// the log against. Data is a signed checkpoint note; a tlog-witness add-checkpoint body ("old
+// N", proof lines, an empty line, the checkpoint), whose proof then links it to the verified
+// checkpoints of size N; or JSON that misbehaviour.ParseAll reads (a proof of misbehaviour, a
+// witness's forks answer or fork record, an evidentd witness refusal with a proof), expanded
+// into its checkpoints named Name#1, Name#2, … (see expandExtra).
 type ExtraCheckpoint struct {
 	Name string
 	Data []byte
@@ -44,6 +46,7 @@ type witnessState struct {
 // extraProof is a consistency proof that came with an extra checkpoint.
 type extraProof struct {
 	src    string
+	raw    []byte // the extra checkpoint note
 	old    uint64
 	hashes [][]byte
 	cp     *tlog.Checkpoint
@@ -56,30 +59,42 @@ func (v *verifier) noteCheckpoint(raw []byte, size uint64, root []byte, source s
 
 // loadExtraCheckpoints verifies the caller's extra checkpoints with the log key and adds
 // them to the log view (so one of the same size with another root is reported as a fork
-// by log.fork), and checks the consistency proofs that come with them.
+// by log.fork), and keeps the consistency proofs that come with them for checkWitnesses. An
+// input that is JSON but no record misbehaviour.ParseAll reads is not evaluated.
 func (v *verifier) loadExtraCheckpoints() []Check {
 	var checks []Check
 	for _, x := range v.o.Checkpoints {
-		src := "checkpoint " + x.Name
-		c := Check{Name: CheckLogExtraCheckpoint, Where: x.Name}
-		raw, old, proofHashes, hasProof := splitExtra(x.Data)
-		cp, err := v.verifyCheckpoint(raw)
+		items, err := expandExtra(x)
 		if err != nil {
-			c.Status, c.Code = NotEvaluated, CodeExtraCheckpoint
-			c.Detail = "not a checkpoint signed by the bundle's log key, so it was not cross-checked: " + err.Error()
-			checks = append(checks, c)
+			checks = append(checks, Check{Name: CheckLogExtraCheckpoint, Status: NotEvaluated, Code: CodeExtraCheckpoint, Where: x.Name,
+				Detail: "JSON that is no proof of misbehaviour, witness fork record or refusal with a proof, so nothing in it was cross-checked: " + err.Error()})
 			continue
 		}
-		v.addCheckpoint(cp.Size, cp.Hash, src)
-		v.noteCheckpoint(raw, cp.Size, cp.Hash, src)
-		c.Status = Verified
-		c.Detail = fmt.Sprintf("signed by the log key: tree size %d, root %s", cp.Size, ledger.RootString(toRoot(cp.Hash)))
-		checks = append(checks, c)
-		if hasProof {
-			v.wit.proofs = append(v.wit.proofs, extraProof{src: src, old: old, hashes: proofHashes, cp: cp})
+		for _, it := range items {
+			checks = append(checks, v.loadExtra(it))
 		}
 	}
 	return checks
+}
+
+// loadExtra verifies one extra checkpoint and records it.
+func (v *verifier) loadExtra(it extraItem) Check {
+	src := "checkpoint " + it.name
+	c := Check{Name: CheckLogExtraCheckpoint, Where: it.name}
+	cp, err := v.verifyCheckpoint(it.raw)
+	if err != nil {
+		c.Status, c.Code = NotEvaluated, CodeExtraCheckpoint
+		c.Detail = "not a checkpoint signed by the bundle's log key, so it was not cross-checked: " + err.Error()
+		return c
+	}
+	v.addCheckpoint(cp.Size, cp.Hash, src)
+	v.noteCheckpoint(it.raw, cp.Size, cp.Hash, src)
+	if it.hasProof {
+		v.wit.proofs = append(v.wit.proofs, extraProof{src: src, raw: it.raw, old: it.old, hashes: it.hashes, cp: cp})
+	}
+	c.Status = Verified
+	c.Detail = fmt.Sprintf("signed by the log key: tree size %d, root %s", cp.Size, ledger.RootString(toRoot(cp.Hash)))
+	return c
 }
 
 // splitExtra separates an add-checkpoint body into its parts; anything else is a checkpoint.
@@ -94,36 +109,48 @@ func splitExtra(b []byte) (cp []byte, old uint64, proof [][]byte, ok bool) {
 	return r.Checkpoint, r.OldSize, r.Proof, true
 }
 
-// checkExtraProof uses the proof of an add-checkpoint body against the bundle's checkpoints
-// of the old size: a proof that reconstructs the new root while implying another old root
-// proves the two checkpoints are not views of one append-only log.
-func (v *verifier) checkExtraProof(src string, old uint64, hashes [][]byte, cp *tlog.Checkpoint) []Check {
+// checkExtraProof uses the proof that came with an extra checkpoint against every verified
+// checkpoint of the old size (the bundle's, or other extras, such as the smaller checkpoint of
+// a proof of misbehaviour): a proof that reconstructs the new root while implying another old
+// root proves the two checkpoints are not views of one append-only log.
+func (v *verifier) checkExtraProof(p extraProof) []Check {
+	if p.old == 0 || p.old >= p.cp.Size {
+		return nil
+	}
 	var checks []Check
+	seen := map[[32]byte]bool{}
 	for _, n := range v.wit.notes {
-		if n.size != old || old == 0 || old >= cp.Size {
+		if n.size != p.old || seen[toRoot(n.root)] {
 			continue
 		}
-		c := Check{Name: CheckLogConsistency, Where: fmt.Sprintf("tree sizes %d and %d", old, cp.Size)}
-		switch consistencyVerdict(old, cp.Size, hashes, n.root, cp.Hash) {
-		case consistent:
-			v.linkConsistent(old, n.root, cp.Size, cp.Hash)
-			c.Status = Verified
-			c.Detail = fmt.Sprintf("the consistency proof with %s shows tree %d extends tree %d of %s", src, cp.Size, old, n.source)
-		case inconsistent:
-			c.Status, c.Code = Broken, CodeInconsistent
-			c.Detail = fmt.Sprintf("split view: a consistency proof that yields the root of the log-signed tree %d implies another root for tree %d than the log-signed checkpoint of that size: the log showed two histories", cp.Size, old)
-			c.Evidence = []string{
-				fmt.Sprintf("size %d root %s in %s", old, ledger.RootString(toRoot(n.root)), n.source),
-				fmt.Sprintf("size %d root %s in %s", cp.Size, ledger.RootString(toRoot(cp.Hash)), src),
-			}
-		default:
-			c.Status, c.Code = NotEvaluated, CodeNoConsistency
-			c.Detail = fmt.Sprintf("the proof in %s does not reconstruct its own checkpoint's root, so it says nothing about tree %d", src, old)
-		}
-		checks = append(checks, c)
-		break
+		seen[toRoot(n.root)] = true
+		checks = append(checks, v.extraProofAgainst(p, n))
 	}
 	return checks
+}
+
+// extraProofAgainst checks an extra's proof from one verified checkpoint n of its old size.
+func (v *verifier) extraProofAgainst(p extraProof, n seenNote) Check {
+	old, cp := p.old, p.cp
+	c := Check{Name: CheckLogConsistency, Where: fmt.Sprintf("tree sizes %d and %d", old, cp.Size)}
+	switch consistencyVerdict(old, cp.Size, p.hashes, n.root, cp.Hash) {
+	case consistent:
+		v.linkConsistent(old, n.root, cp.Size, cp.Hash)
+		c.Status = Verified
+		c.Detail = fmt.Sprintf("the consistency proof with %s shows tree %d extends tree %d of %s", p.src, cp.Size, old, n.source)
+	case inconsistent:
+		v.recordFork(n.raw, p.raw, p.hashes)
+		c.Status, c.Code = Broken, CodeInconsistent
+		c.Detail = fmt.Sprintf("split view: a consistency proof that yields the root of the log-signed tree %d implies another root for tree %d than the log-signed checkpoint of that size: the log showed two histories", cp.Size, old)
+		c.Evidence = []string{
+			fmt.Sprintf("size %d root %s in %s", old, ledger.RootString(toRoot(n.root)), n.source),
+			fmt.Sprintf("size %d root %s in %s", cp.Size, ledger.RootString(toRoot(cp.Hash)), p.src),
+		}
+	default:
+		c.Status, c.Code = NotEvaluated, CodeNoConsistency
+		c.Detail = fmt.Sprintf("the proof in %s does not reconstruct its own checkpoint's root, so it says nothing about tree %d", p.src, old)
+	}
+	return c
 }
 
 // checkWitnesses runs the checks that need every checkpoint of the bundle: the consistency
@@ -144,7 +171,7 @@ func (v *verifier) checkWitnesses() []Check {
 	}
 	var checks []Check
 	for _, p := range v.wit.proofs {
-		checks = append(checks, v.checkExtraProof(p.src, p.old, p.hashes, p.cp)...)
+		checks = append(checks, v.checkExtraProof(p)...)
 	}
 	return append(checks, v.checkPolicy()...)
 }

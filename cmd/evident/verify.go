@@ -12,6 +12,7 @@ import (
 	"os"
 
 	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/misbehaviour"
 	"github.com/evident-log/evident/trustfile"
 	"github.com/evident-log/evident/verifier"
 	"github.com/evident-log/evident/verifier/htmlreport"
@@ -26,12 +27,13 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.BoolVar(quiet, "quiet", false, "same as -q")
 	maxEntries := fs.Int("max-entries", htmlreport.DefaultMaxEntries, "html: timeline rows (and task sections) shown per chain; refused, broken and flagged entries are always shown (0: all)")
 	var extra checkpointFiles
-	fs.Var(&extra, "checkpoint", "an extra checkpoint gathered elsewhere (a witness's /<hex sha256(origin)>/checkpoint, another bundle, or a tlog-witness add-checkpoint body with its proof) to cross-check; repeatable")
+	fs.Var(&extra, "checkpoint", "an extra checkpoint gathered elsewhere to cross-check: a checkpoint as served (a witness's /<hex sha256(origin)>/checkpoint, evidentd's /log/checkpoint), one from another bundle, a tlog-witness add-checkpoint body with its proof, or a proof of misbehaviour, a witness's /<hex sha256(origin)>/forks answer or an evidentd witness refusal (their checkpoints and proofs); repeatable")
 	maxAge := fs.Duration("witness-max-age", 0, "count only witness cosignatures at most this old toward the quorum (0: any age)")
 	var logKeys stringList
 	fs.Var(&logKeys, "log-key", "pin the log's checkpoint key: a signed-note vkey, or a file holding one (e.g. keys/log.vkey obtained from the operator); repeatable")
 	trustFile := fs.String("trust", "", "pin the operator's trust file (evident trust fetch URL saves it): log keys, service keys and witness policy; without any pin the verdict is at best not_evaluated")
 	issuerKeys := fs.String("issuer-keys", "", "pin the service's statement and receipt keys: a COSE_KeySet (GET /.well-known/scitt-keys), a COSE_Key or a PEM public key")
+	misDir := fs.String("misbehaviour-dir", ".", "when the log is found to have signed two histories (a fork, or an inconsistent consistency proof), write each proof of misbehaviour into this directory as misbehaviour-<origin id>-<size1>-<size2>.json, never over another file; \"\": do not write them")
 	requirePQ := fs.Bool("require-pq", false, "require post-quantum signatures: checkpoints without the log's ML-DSA-44 signature, and witness quorums not met by ML-DSA-44 cosignatures alone, are not evaluated (an invalid ML-DSA-44 signature is broken either way)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: %s\n\nVerifies an Evident bundle (directory or .zip) offline: chain replay, signatures with\nkey history, seals and their lineage, receipts, checkpoint signatures. Never uses the network.\nPin the operator's keys (--trust FILE from evident trust fetch URL, or --log-key and --issuer-keys):\nwithout a pin the verdict is at best not evaluated (exit 2).\n\nFlags:\n", synopsis(fs.Name()))
@@ -103,6 +105,12 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		fmt.Fprintln(stderr, "evident verify: writing report:", err)
 		return exitFailure
+	}
+	if *misDir != "" {
+		if err := writeProofs(*misDir, rep.Misbehaviour, logKeyHint(logKeys), stderr); err != nil {
+			fmt.Fprintln(stderr, "evident verify:", err)
+			return exitFailure
+		}
 	}
 	return rep.ExitCode()
 }
@@ -204,8 +212,8 @@ func (c *checkpointFiles) Set(name string) error {
 	if err != nil {
 		return err
 	}
-	if len(b) > 1<<20 {
-		return fmt.Errorf("%s: over 1 MiB, not a checkpoint", name)
+	if len(b) > misbehaviour.MaxSize {
+		return fmt.Errorf("%s: over %d bytes, neither a checkpoint nor proofs of misbehaviour", name, misbehaviour.MaxSize)
 	}
 	c.list = append(c.list, verifier.ExtraCheckpoint{Name: name, Data: b})
 	return nil
