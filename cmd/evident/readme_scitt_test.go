@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,6 +53,20 @@ func readmeSCITT(t *testing.T) []string {
 type evidentdProc struct {
 	cmd  *exec.Cmd
 	base string
+	mu   sync.Mutex
+	log  []string // evidentd's standard error, line by line
+}
+
+// logged says whether a line evidentd wrote to standard error so far contains s.
+func (p *evidentdProc) logged(s string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.log {
+		if strings.Contains(l, s) {
+			return true
+		}
+	}
+	return false
 }
 
 var listening = regexp.MustCompile(`evidentd listening.* addr=(http://127\.0\.0\.1:[0-9]+)`)
@@ -75,6 +90,9 @@ func startEvidentd(t *testing.T, bin, dir string, args []string) *evidentdProc {
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
+			p.mu.Lock()
+			p.log = append(p.log, sc.Text())
+			p.mu.Unlock()
 			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
 				select {
 				case found <- m[1]:

@@ -30,7 +30,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fs.Var(&extra, "checkpoint", "an extra checkpoint gathered elsewhere to cross-check: a checkpoint as served (a witness's /<hex sha256(origin)>/checkpoint, evidentd's /log/checkpoint), one from another bundle, a tlog-witness add-checkpoint body with its proof, or a proof of misbehaviour, a witness's /<hex sha256(origin)>/forks answer or an evidentd witness refusal (their checkpoints and proofs); repeatable")
 	maxAge := fs.Duration("witness-max-age", 0, "count only witness cosignatures at most this old toward the quorum (0: any age)")
 	var logKeys stringList
-	fs.Var(&logKeys, "log-key", "pin the log's checkpoint key: a signed-note vkey, or a file holding one (e.g. keys/log.vkey obtained from the operator); repeatable")
+	fs.Var(&logKeys, "log-key", "pin the log's checkpoint keys: an Ed25519 or ML-DSA-44 signed-note vkey, a file holding vkeys (keys/log.vkey, GET /log/vkey, GET /log/mldsa.vkey) or a trust file (its log keys); repeatable")
 	trustFile := fs.String("trust", "", "pin the operator's trust file (evident trust fetch URL saves it): log keys, service keys and witness policy; without any pin the verdict is at best not_evaluated")
 	issuerKeys := fs.String("issuer-keys", "", "pin the service's statement and receipt keys: a COSE_KeySet (GET /.well-known/scitt-keys), a COSE_Key or a PEM public key")
 	misDir := fs.String("misbehaviour-dir", ".", "when the log is found to have signed two histories (a fork, or an inconsistent consistency proof), write each proof of misbehaviour into this directory as misbehaviour-<origin id>-<size1>-<size2>.json, never over another file; \"\": do not write them")
