@@ -79,8 +79,18 @@ func TestSubmitSealExportVerify(t *testing.T) {
 // directory) behind loopback HTTP, closed when the test ends.
 func startDaemon(t *testing.T) *httptest.Server {
 	t.Helper()
-	d, err := daemon.Open(context.Background(), daemon.Config{Data: t.TempDir(), CheckpointInterval: 100 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	return startDaemonWith(t, daemon.Config{})
+}
+
+// startDaemonWith is startDaemon with c's settings; an empty Data is a temporary directory.
+func startDaemonWith(t *testing.T, c daemon.Config) *httptest.Server {
+	t.Helper()
+	if c.Data == "" {
+		c.Data = t.TempDir()
+	}
+	c.CheckpointInterval = 100 * time.Millisecond
+	c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	d, err := daemon.Open(context.Background(), c)
 	if err != nil {
 		t.Fatal(err)
 	}

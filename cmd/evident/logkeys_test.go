@@ -2,25 +2,19 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/json"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/evident-log/evident/internal/evidentd/daemon"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/tilelog"
 	"github.com/evident-log/evident/trustfile"
 )
@@ -100,21 +94,10 @@ func TestReadVKeys(t *testing.T) {
 // as a vkey file, as a trust file, and as another log's key.
 func TestVerifyPinsPostQuantumKey(t *testing.T) {
 	data := t.TempDir()
-	d, err := daemon.Open(context.Background(), daemon.Config{Data: data, CheckpointInterval: 100 * time.Millisecond, PostQuantum: true,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(d.Handler())
-	t.Cleanup(func() { srv.Close(); d.Close() })
+	srv := startDaemonWith(t, daemon.Config{Data: data, PostQuantum: true})
 	dir := t.TempDir()
 	const ws = "wsp_pq"
-	b, _, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs := filepath.Join(dir, "records.jsonl")
-	write(t, recs, bytes.Join(b.Records(), []byte("\n")))
+	recs := triageFile(t, dir, ws)
 	zip := filepath.Join(dir, "case.zip")
 	mustCLI(t, "submit", "-url", srv.URL, "-chain", ws, recs)
 	mustCLI(t, "seal", "-url", srv.URL, "-chain", ws)

@@ -2,13 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,13 +13,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	tlog "github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/evident-log/evident/internal/evidentd/daemon"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/misbehaviour"
 	"github.com/evident-log/evident/tilelog"
 	"github.com/evident-log/evident/trustfile"
@@ -40,21 +35,10 @@ func TestVerifyWritesMisbehaviour(t *testing.T) {
 	bin := buildTools(t)
 	evident := filepath.Join(bin, "evident")
 	data := t.TempDir()
-	d, err := daemon.Open(context.Background(), daemon.Config{Data: data, CheckpointInterval: 100 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(d.Handler())
-	t.Cleanup(func() { srv.Close(); d.Close() })
+	srv := startDaemonWith(t, daemon.Config{Data: data})
 	dir := t.TempDir()
 	const ws = "wsp_fork"
-	b, _, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs := filepath.Join(dir, "recs.jsonl")
-	os.WriteFile(recs, bytes.Join(b.Records(), []byte("\n")), 0o644)
+	recs := triageFile(t, dir, ws)
 	zip := filepath.Join(dir, "case.zip")
 	trust := filepath.Join(dir, "operator.trust.json")
 	for _, args := range [][]string{

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
@@ -9,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +16,7 @@ import (
 	tlog "github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/tilelog"
 	"github.com/evident-log/evident/tlogwitness"
@@ -73,7 +72,7 @@ func TestMisbehaviourLoop(t *testing.T) {
 	origin, _, _ := strings.Cut(strings.TrimSpace(string(mustRead(t, logVKey))), "+")
 
 	// 2. A witness of the log, shown a forged tree of the log's size.
-	w := startWitnessBinary(t, bin, origin, strings.TrimSpace(string(mustRead(t, logVKey))))
+	w := testinfra.StartWitness(t, filepath.Join(bin, "evident-witness"), "witness.test/w1", origin, strings.TrimSpace(string(mustRead(t, logVKey))))
 	signer, _, err := tilelog.LoadOrCreateKey(filepath.Join(data, "keys"), origin)
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +82,7 @@ func TestMisbehaviourLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Post(w.url+"/add-checkpoint", "text/plain", bytes.NewReader((&tlogwitness.Request{Checkpoint: forged}).Marshal()))
+	resp, err := http.Post(w.URL+"/add-checkpoint", "text/plain", bytes.NewReader((&tlogwitness.Request{Checkpoint: forged}).Marshal()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +93,7 @@ func TestMisbehaviourLoop(t *testing.T) {
 
 	// 3. evidentd, restarted with that witness, grows, is refused and keeps the refusal.
 	policy := filepath.Join(work, "witness.policy")
-	write(t, policy, []byte(fmt.Sprintf("witness w1 %s %s\nquorum w1\n", w.vkey, w.url)))
+	write(t, policy, []byte(fmt.Sprintf("witness w1 %s %s\nquorum w1\n", w.VKeys[0], w.URL)))
 	d = startEvidentd(t, bin, work, []string{"--data", data, "--log-mldsa", "--checkpoint-interval", "100ms", "--seal-interval", "0", "--seal-every", "0", "--witness-policy", policy, "--witness-fail-open"})
 	// The log grows (fail-open, so the seal is answered although the witness refuses).
 	for _, args := range [][]string{{"submit", "--url", d.base, "--chain", "wsp_loop_after", triageFile(t, work, "wsp_loop_after")}, {"seal", "--url", d.base, "--chain", "wsp_loop_after"}} {
@@ -110,8 +109,8 @@ func TestMisbehaviourLoop(t *testing.T) {
 
 	// 4. Each record, carried to a fresh directory, checked offline against the served key.
 	id := sha256.Sum256([]byte(origin))
-	forks := httpGet(t, w.url+"/"+hex.EncodeToString(id[:])+"/forks")
-	held := httpGet(t, w.url+"/"+hex.EncodeToString(id[:])+"/checkpoint")
+	forks := httpGet(t, w.URL+"/"+hex.EncodeToString(id[:])+"/forks")
+	held := httpGet(t, w.URL+"/"+hex.EncodeToString(id[:])+"/checkpoint")
 	written := t.TempDir()
 	if code, out, errb := runIn(t, work, evident, "verify", "-q", "--trust", trust, "--checkpoint", writeTo(t, work, "witness-checkpoint", held), "--misbehaviour-dir", written, bundle); code != exitBroken {
 		t.Fatalf("verify --checkpoint <the witness's checkpoint>: exit %d, want %d\n%s%s", code, exitBroken, out, errb)
@@ -209,50 +208,6 @@ func servedSize(t *testing.T, base string) uint64 {
 		t.Fatal(err)
 	}
 	return cp.Size
-}
-
-// witnessBinary is an evident-witness process on loopback.
-type witnessBinary struct{ url, vkey string }
-
-// startWitnessBinary runs bin/evident-witness knowing one log, on a port of the kernel's
-// choosing, until the test ends.
-func startWitnessBinary(t *testing.T, bin, origin, logVKey string) witnessBinary {
-	t.Helper()
-	state := t.TempDir()
-	write(t, filepath.Join(state, "logs.conf"), []byte("log "+origin+" "+logVKey+"\n"))
-	args := []string{"-state", state, "-name", "witness.test/w1"}
-	keys, err := exec.Command(filepath.Join(bin, "evident-witness"), append(args, "-print-vkeys")...).Output()
-	if err != nil {
-		t.Fatalf("evident-witness -print-vkeys: %v", err)
-	}
-	cmd := exec.Command(filepath.Join(bin, "evident-witness"), append(args, "-listen", "127.0.0.1:0")...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if j := strings.Index(sc.Text(), "addr=http://"); j >= 0 {
-				select {
-				case addr <- strings.Fields(sc.Text()[j+len("addr="):])[0]:
-				default:
-				}
-			}
-		}
-	}()
-	select {
-	case a := <-addr:
-		return witnessBinary{url: a, vkey: strings.Fields(string(keys))[0]}
-	case <-time.After(30 * time.Second):
-		t.Fatal("evident-witness did not start listening")
-	}
-	return witnessBinary{}
 }
 
 // waitForFile waits for the first file in dir, which d makes.

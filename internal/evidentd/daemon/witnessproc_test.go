@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -17,66 +16,28 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/tilelog"
 	"github.com/evident-log/evident/verifier"
 )
 
-// witnessProc is an evident-witness process on loopback.
-type witnessProc struct {
-	url          string
-	vkey, pqVKey string // Ed25519 and ML-DSA-44 cosignature/v1 verifier keys
-}
-
 // startWitnessProcs builds ./cmd/evident-witness and runs n of them, each knowing the log
-// and cosigning with Ed25519 and ML-DSA-44. The processes are killed at cleanup.
-func startWitnessProcs(t *testing.T, origin, logVKey string, n int) []witnessProc {
+// and cosigning with Ed25519 and ML-DSA-44 (VKeys[0] and VKeys[1]). The processes are
+// killed at cleanup.
+func startWitnessProcs(t *testing.T, origin, logVKey string, n int) []testinfra.WitnessProcess {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "evident-witness")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/evident-log/evident/cmd/evident-witness").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	var out []witnessProc
+	var out []testinfra.WitnessProcess
 	for i := 0; i < n; i++ {
-		state := t.TempDir()
-		if err := os.WriteFile(filepath.Join(state, "logs.conf"), []byte("log "+origin+" "+logVKey+"\n"), 0o600); err != nil {
-			t.Fatal(err)
+		w := testinfra.StartWitness(t, bin, fmt.Sprintf("witness.test/p%d", i+1), origin, logVKey, "-mldsa-key", filepath.Join(t.TempDir(), "mldsa.key"))
+		if len(w.VKeys) != 2 {
+			t.Fatalf("print-vkeys: %q", w.VKeys)
 		}
-		args := []string{"-state", state, "-name", fmt.Sprintf("witness.test/p%d", i+1), "-mldsa-key", filepath.Join(state, "mldsa.key")}
-		keys, err := exec.Command(bin, append(args, "-print-vkeys")...).Output()
-		if err != nil {
-			t.Fatalf("print-vkeys: %v", err)
-		}
-		vk := strings.Fields(string(keys))
-		if len(vk) != 2 {
-			t.Fatalf("print-vkeys: %q", keys)
-		}
-		cmd := exec.Command(bin, append(args, "-listen", "127.0.0.1:0")...)
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		addr := make(chan string, 1)
-		go func() {
-			sc := bufio.NewScanner(stderr)
-			for sc.Scan() {
-				if j := strings.Index(sc.Text(), "addr=http://"); j >= 0 {
-					addr <- strings.Fields(sc.Text()[j+len("addr="):])[0]
-					break
-				}
-			}
-			io.Copy(io.Discard, stderr)
-		}()
-		select {
-		case a := <-addr:
-			out = append(out, witnessProc{url: a, vkey: vk[0], pqVKey: vk[1]})
-		case <-time.After(20 * time.Second):
-			t.Fatal("evident-witness did not start")
-		}
+		out = append(out, w)
 	}
 	return out
 }
@@ -97,7 +58,7 @@ func TestWitnessProcessesPostQuantum(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := startWitnessProcs(t, DefaultOrigin, vkey, 2)
-	pol := fmt.Sprintf("witness p1 %s %s\nwitness p2 %s %s\ngroup both 2 p1 p2\nquorum both\n", ws[0].pqVKey, ws[0].url, ws[1].pqVKey, ws[1].url)
+	pol := fmt.Sprintf("witness p1 %s %s\nwitness p2 %s %s\ngroup both 2 p1 p2\nquorum both\n", ws[0].VKeys[1], ws[0].URL, ws[1].VKeys[1], ws[1].URL)
 	pf := filepath.Join(dir, "witness.policy")
 	if err := os.WriteFile(pf, []byte(pol), 0o600); err != nil {
 		t.Fatal(err)
