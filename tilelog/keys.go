@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/evident-log/evident/internal/durable"
 )
 
 const (
@@ -165,7 +167,7 @@ func loadOrCreateNoteKey(dir, origin string, f noteKeyFiles) (note.Signer, strin
 			return nil, "", err
 		}
 		// Exclusive create: if another process raced us, fail rather than overwrite its key.
-		if err := writeFileDurable(keyPath, []byte(skey+"\n"), 0o600, true); err != nil {
+		if err := durable.CreateFile(keyPath, []byte(skey+"\n"), 0o600); err != nil {
 			return nil, "", fmt.Errorf("log: writing %s: %w", f.key, err)
 		}
 		raw = []byte(skey)
@@ -183,7 +185,7 @@ func loadOrCreateNoteKey(dir, origin string, f noteKeyFiles) (note.Signer, strin
 	vraw, err := os.ReadFile(vkeyPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if err := writeFileDurable(vkeyPath, []byte(vk+"\n"), 0o644, false); err != nil {
+		if err := durable.WriteFile(vkeyPath, []byte(vk+"\n"), 0o644); err != nil {
 			return nil, "", fmt.Errorf("log: writing %s: %w", f.vkey, err)
 		}
 	case err != nil:
@@ -194,47 +196,4 @@ func loadOrCreateNoteKey(dir, origin string, f noteKeyFiles) (note.Signer, strin
 		}
 	}
 	return s, vk, nil
-}
-
-// writeFileDurable writes data to path via a synced temporary file and a
-// rename (or, if exclusive, a hard link that fails if path exists), then syncs
-// the directory.
-func writeFileDurable(path string, data []byte, perm os.FileMode, exclusive bool) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		_ = os.Remove(tmp)
-	}()
-	if err := f.Chmod(perm); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if exclusive {
-		if err := os.Link(tmp, path); err != nil {
-			return err
-		}
-	} else if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

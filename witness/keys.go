@@ -16,6 +16,8 @@ import (
 	"filippo.io/mldsa"
 	fnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/evident-log/evident/internal/durable"
 )
 
 // Key algorithms a witness can cosign with.
@@ -75,15 +77,10 @@ func LoadOrCreateKey(path, name, alg string) (note.Signer, string, error) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, "", fmt.Errorf("witness: key directory: %w", err)
 		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
+		if err := durable.CreateFile(path, []byte(skey+"\n"), 0o600); err != nil {
 			return nil, "", fmt.Errorf("witness: creating key: %w", err)
 		}
-		_, werr := f.WriteString(skey + "\n")
-		if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
-			return nil, "", fmt.Errorf("witness: writing key: %w", err)
-		}
-		if err := os.WriteFile(path+".pub", []byte(vkey+"\n"), 0o644); err != nil {
+		if err := durable.WriteFile(path+".pub", []byte(vkey+"\n"), 0o644); err != nil {
 			return nil, "", fmt.Errorf("witness: writing verifier key: %w", err)
 		}
 		b = []byte(skey)

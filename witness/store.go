@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/evident-log/evident/internal/durable"
 	"github.com/evident-log/evident/misbehaviour"
 )
 
@@ -76,7 +77,7 @@ func OriginID(origin string) string {
 // removeTemps deletes temporary files a crash left behind.
 func (s *Store) removeTemps() {
 	filepath.WalkDir(s.dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), ".tmp-") {
+		if err == nil && !d.IsDir() && durable.IsTemp(d.Name()) {
 			os.Remove(p)
 		}
 		return nil
@@ -98,10 +99,10 @@ func (s *Store) Latest(origin string) ([]byte, error) {
 // SetLatest durably replaces the latest cosigned checkpoint of origin.
 func (s *Store) SetLatest(origin string, cp []byte) error {
 	d := filepath.Join(s.dir, OriginID(origin))
-	if err := mkdirDurable(s.dir, d); err != nil {
+	if err := mkdir(d); err != nil {
 		return err
 	}
-	return writeAtomic(d, "checkpoint", cp)
+	return writeFile(d, "checkpoint", cp)
 }
 
 // maxProofs bounds the proof files kept per origin (only the log's key can make them, but
@@ -128,17 +129,17 @@ func (s *Store) AddProof(p *misbehaviour.Proof, submitted []byte) (string, error
 	if err != nil {
 		return "", err
 	}
-	return name, writeAtomic(d, name, b)
+	return name, writeFile(d, name, b)
 }
 
 // forksDir makes (durably) and returns the directory of origin's proofs.
 func (s *Store) forksDir(origin string) (string, error) {
 	od := filepath.Join(s.dir, OriginID(origin))
 	d := filepath.Join(od, "forks")
-	if err := mkdirDurable(s.dir, od); err != nil {
+	if err := mkdir(od); err != nil {
 		return "", err
 	}
-	return d, mkdirDurable(od, d)
+	return d, mkdir(d)
 }
 
 // Proofs returns the proofs of misbehaviour kept for origin, oldest first. Records an
@@ -157,7 +158,7 @@ func (s *Store) Proofs(origin string) (proofs []*misbehaviour.Proof, unreadable 
 	}
 	proofs = []*misbehaviour.Proof{}
 	for _, de := range ents {
-		if !strings.HasSuffix(de.Name(), ".json") || strings.HasPrefix(de.Name(), ".tmp-") {
+		if !strings.HasSuffix(de.Name(), ".json") || durable.IsTemp(de.Name()) {
 			continue
 		}
 		ps, err := readProofs(filepath.Join(d, de.Name()))
@@ -184,54 +185,18 @@ func readProofs(path string) ([]*misbehaviour.Proof, error) {
 	return ps, nil
 }
 
-func mkdirDurable(parent, dir string) error {
-	if _, err := os.Stat(dir); err == nil {
-		return nil
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+// mkdir creates dir durably unless it exists.
+func mkdir(dir string) error {
+	if err := durable.Mkdir(dir, 0o700); err != nil {
 		return fmt.Errorf("witness: %w", err)
 	}
-	return syncDir(parent)
+	return nil
 }
 
-// writeAtomic replaces dir/name with data: temp file, fsync, rename, fsync dir.
-func writeAtomic(dir, name string, data []byte) error {
-	f, err := os.CreateTemp(dir, ".tmp-"+name+"-")
-	if err != nil {
+// writeFile durably replaces dir/name with data.
+func writeFile(dir, name string, data []byte) error {
+	if err := durable.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 		return fmt.Errorf("witness: %w", err)
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("witness: writing %s: %w", name, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("witness: fsync %s: %w", name, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("witness: closing %s: %w", name, err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("witness: renaming %s: %w", name, err)
-	}
-	ok = true
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("witness: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("witness: fsync directory %s: %w", dir, err)
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/evident-log/evident/internal/durable"
 	"github.com/evident-log/evident/misbehaviour"
 	"github.com/evident-log/evident/tlogwitness"
 )
@@ -142,11 +143,11 @@ func (k *Keeper) write(r *misbehaviour.Refusal, id string) (string, error) {
 	if err != nil {
 		at = time.Now()
 	}
-	if err := mkdirDurably(k.dir); err != nil {
+	if err := durable.Mkdir(k.dir, 0o700); err != nil {
 		return "", fmt.Errorf("refusals: %w", err)
 	}
 	name := filepath.Join(k.dir, at.UTC().Format(fileTime)+"-"+id+".json")
-	if err := writeDurably(name, b); err != nil {
+	if err := durable.WriteFile(name, b, 0o600); err != nil {
 		return "", fmt.Errorf("refusals: %w", err)
 	}
 	return name, nil
@@ -194,57 +195,4 @@ func fileID(name string) (string, bool) {
 		return "", false
 	}
 	return id, true
-}
-
-// writeDurably creates path with data: a temp file in its directory, fsync, rename, fsync
-// of the directory.
-func writeDurably(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// mkdirDurably creates dir (mode 0700) unless it exists, and fsyncs its parent.
-func mkdirDurably(dir string) error {
-	if _, err := os.Stat(dir); err == nil {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(dir))
-}
-
-// syncDir fsyncs a directory, making the entries created in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	return nil
 }

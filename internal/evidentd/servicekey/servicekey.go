@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/internal/durable"
 	"github.com/evident-log/evident/receipts"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
@@ -136,31 +137,6 @@ func WriteNew(path string, data []byte) error {
 	return f.Close()
 }
 
-// writeAtomic replaces path with data through a synced temporary file and a rename.
-func writeAtomic(path string, data []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
-
 // Thumbprint returns the hex RFC 9679 thumbprint of pub.
 func Thumbprint(pub crypto.PublicKey) (string, error) {
 	kid, err := receipts.KeyThumbprint(pub)
@@ -195,7 +171,7 @@ func WriteHistory(path string, h *bundle.KeyHistory) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(path, b, 0o644)
+	return durable.WriteFile(path, b, 0o644)
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
@@ -319,7 +295,7 @@ func Rotate(keyPath string, password []byte, typ string, now time.Time) (oldKID,
 	if err := WriteHistory(histPath, h); err != nil {
 		return "", "", err
 	}
-	if err := writeAtomic(keyPath, pemBytes, 0o600); err != nil {
+	if err := durable.WriteFile(keyPath, pemBytes, 0o600); err != nil {
 		return "", "", err
 	}
 	return oldKID, newKID, nil
