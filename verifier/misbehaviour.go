@@ -90,13 +90,8 @@ func (v *verifier) misbehaviourProofs() []*misbehaviour.Proof {
 func (v *verifier) cosignedNotes() [][]byte {
 	vs := append([]note.Verifier{v.logKey}, v.pqVerifiers()...)
 	var out [][]byte
-	seen := map[[32]byte]bool{}
-	for _, n := range v.wit.notes {
-		h := sha256.Sum256(n.raw)
-		if seen[h] {
-			continue
-		}
-		seen[h] = true
+	notes := v.distinctNotes()
+	for _, n := range notes {
 		if nn, err := note.Open(n.raw, note.VerifierList(vs...)); err == nil && len(nn.UnverifiedSigs) > 0 {
 			out = append(out, n.raw)
 		}

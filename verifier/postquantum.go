@@ -1,7 +1,6 @@
 package verifier
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -129,13 +128,8 @@ func (v *verifier) checkPQ() []Check {
 // pqSignatures verifies the post-quantum signature of every distinct checkpoint note with vs:
 // broken checks for invalid ones, the count of valid ones and where none is.
 func (v *verifier) pqSignatures(vs []note.Verifier) (broken []Check, signed int, missing []string) {
-	seen := map[[32]byte]bool{}
-	for _, n := range v.wit.notes {
-		h := sha256.Sum256(n.raw)
-		if seen[h] {
-			continue
-		}
-		seen[h] = true
+	notes := v.distinctNotes()
+	for _, n := range notes {
 		_, err := note.Open(n.raw, note.VerifierList(vs...))
 		var invalid *note.InvalidSignatureError
 		switch {
@@ -189,14 +183,9 @@ func (v *verifier) checkPQQuorum(p *tlogpolicy.Policy) []Check {
 	}
 	fr := tlogpolicy.Freshness{Now: v.o.Now(), MaxAge: v.o.WitnessMaxAge}
 	var checks []Check
-	seen := map[[32]byte]bool{}
 	met := 0
-	for _, n := range v.wit.notes {
-		h := sha256.Sum256(n.raw)
-		if seen[h] {
-			continue
-		}
-		seen[h] = true
+	notes := v.distinctNotes()
+	for _, n := range notes {
 		r := q.Evaluate(n.raw, fr)
 		if r.Satisfied {
 			met++
@@ -206,7 +195,7 @@ func (v *verifier) checkPQQuorum(p *tlogpolicy.Policy) []Check {
 			Detail:   fmt.Sprintf("post-quantum signatures are required, and the ML-DSA-44 cosignatures on the checkpoint of tree size %d do not meet the witness quorum (%s) by themselves (ML-DSA-44 witnesses in the policy: %s)", n.size, p.Describe(), orNone(names)),
 			Evidence: []string{"ML-DSA-44 cosignatures by: " + orNone(r.Cosigned)}})
 	}
-	if met > 0 && met == len(seen) {
+	if met > 0 && met == len(notes) {
 		checks = append(checks, Check{Name: CheckWitnessPQQuorum, Status: Verified,
 			Detail: fmt.Sprintf("every checkpoint (%d) is cosigned by the witness quorum with ML-DSA-44 cosignatures alone: %s", met, p.Describe())})
 	}

@@ -52,6 +52,21 @@ type extraProof struct {
 	cp     *tlog.Checkpoint
 }
 
+// distinctNotes returns the verified checkpoint notes, each distinct note once, in the order
+// they were found.
+func (v *verifier) distinctNotes() []seenNote {
+	var out []seenNote
+	seen := map[[32]byte]bool{}
+	for _, n := range v.wit.notes {
+		h := sha256.Sum256(n.raw)
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // noteCheckpoint records a checkpoint note that verified with the log key, for the quorum.
 func (v *verifier) noteCheckpoint(raw []byte, size uint64, root []byte, source string) {
 	v.wit.notes = append(v.wit.notes, seenNote{raw: raw, size: size, root: root, source: source})
@@ -205,14 +220,9 @@ func (v *verifier) checkPolicy() []Check {
 	checks := []Check{c}
 
 	fr := tlogpolicy.Freshness{Now: v.o.Now(), MaxAge: v.o.WitnessMaxAge}
-	seen := map[[32]byte]bool{}
 	met := 0
-	for _, n := range v.wit.notes {
-		h := sha256.Sum256(n.raw)
-		if seen[h] {
-			continue
-		}
-		seen[h] = true
+	notes := v.distinctNotes()
+	for _, n := range notes {
 		r := p.Evaluate(n.raw, fr)
 		if len(r.Invalid) > 0 {
 			checks = append(checks, Check{Name: CheckWitnessCosignature, Status: Broken, Code: CodeCosignatureInvalid, Where: n.source,
@@ -232,13 +242,13 @@ func (v *verifier) checkPolicy() []Check {
 		checks = append(checks, q)
 	}
 	checks = append(checks, v.checkPQQuorum(p)...) // --require-pq (postquantum.go)
-	if met > 0 && met == len(seen) {
+	if met > 0 && met == len(notes) {
 		d := fmt.Sprintf("every checkpoint (%d) is cosigned by the witness quorum: %s", met, p.Describe())
 		if v.o.WitnessMaxAge > 0 {
 			d += fmt.Sprintf(", cosignatures no older than %v", v.o.WitnessMaxAge)
 		}
 		checks = append(checks, Check{Name: CheckWitnessQuorum, Status: Verified, Detail: d})
-	} else if len(seen) == 0 {
+	} else if len(notes) == 0 {
 		checks = append(checks, Check{Name: CheckWitnessQuorum, Status: NotEvaluated, Code: CodeNoCheckpoint,
 			Detail: "the bundle holds no verified checkpoint to evaluate the witness quorum on"})
 	}

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -211,12 +210,5 @@ func TestVerifyPinsTrust(t *testing.T) {
 // run1 runs the evident binary: exit code, standard output, standard error.
 func run1(t *testing.T, bin string, args ...string) (int, string, string) {
 	t.Helper()
-	c := exec.Command(bin, args...)
-	var out, errb bytes.Buffer
-	c.Stdout, c.Stderr = &out, &errb
-	code := exitCode(c)
-	if code < 0 {
-		t.Fatalf("%s %v did not run", bin, args)
-	}
-	return code, out.String(), errb.String()
+	return runIn(t, "", bin, args...)
 }
