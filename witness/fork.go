@@ -1,6 +1,9 @@
 package witness
 
 import (
+	"slices"
+	"strings"
+
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/evident-log/evident/misbehaviour"
@@ -41,11 +44,21 @@ func (w *Witness) refuseFork(cause error, l *KnownLog, held []byte, n *note.Note
 		return cause
 	}
 	fe := &ForkError{err: cause, Proof: p, Result: misbehaviour.Check(p, misbehaviour.Keys{LogKeys: checkableKeys(l.VKeys)})}
-	if fe.File, err = w.store.AddProof(p, r.Checkpoint); err != nil {
+	if fe.File, err = w.store.AddProof(p, recordKey(n, r), fe.Result.Proven); err != nil {
 		w.logger.Error("keeping a proof of misbehaviour", "origin", l.Origin, "err", err)
 	}
 	w.logFork(fe)
 	return fe
+}
+
+// recordKey identifies a refused request by what the log signed, the checkpoint with only
+// its verified signatures in a fixed order, and by the consistency proof: other signature
+// lines, which anyone may add to a note, do not make another record.
+func recordKey(n *note.Note, r *Request) []byte {
+	c := *n
+	c.Sigs = slices.Clone(n.Sigs)
+	slices.SortFunc(c.Sigs, func(a, b note.Signature) int { return strings.Compare(a.Base64, b.Base64) })
+	return (&Request{OldSize: r.OldSize, Proof: r.Proof, Checkpoint: logSigned(&c)}).Marshal()
 }
 
 // logFork writes the WARN line of a refused contradicting checkpoint, saying whether the

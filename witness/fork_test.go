@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -286,5 +288,103 @@ func TestOversizedSubmittedCheckpoint(t *testing.T) {
 	}
 	if res := misbehaviour.Check(p, misbehaviour.Keys{LogKeys: []string{main.vkey}}); !res.Proven {
 		t.Errorf("not proven: %s", res.Reason)
+	}
+}
+
+// withJunkSignature adds a signature line by a key nobody knows, different for each i: a
+// note may carry many, and anyone can add them.
+func withJunkSignature(t *testing.T, body []byte, i int) []byte {
+	t.Helper()
+	r, err := ParseRequest(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "%04d junk signature", i))
+	r.Checkpoint = fmt.Appendf(bytes.Clone(r.Checkpoint), "— junk.test/%d %s\n", i, sig)
+	return r.Marshal()
+}
+
+// faultyProof returns body with its first proof hash changed in a way that depends on i.
+func faultyProof(t *testing.T, body []byte, i int) []byte {
+	t.Helper()
+	r, err := ParseRequest(body)
+	if err != nil || len(r.Proof) == 0 {
+		t.Fatalf("no proof to corrupt: %v", err)
+	}
+	r.Proof[0][0] ^= byte(i + 1)
+	r.Proof[0][1] ^= byte((i + 1) >> 8)
+	return r.Marshal()
+}
+
+// TestFaultyProofFloodKeepsForks: anyone holding a log-signed checkpoint newer than the
+// witness's can make refusals that prove nothing (a made-up consistency proof, junk signature
+// lines). One log-signed checkpoint with one proof is kept once whatever other signature lines
+// it carries; not-proven records have a cap of their own, so a flood of them never stops a
+// proof that the log signed two histories from being kept and served.
+func TestFaultyProofFloodKeepsForks(t *testing.T) {
+	main, fork := forkedLogs(t)
+	dir := t.TempDir()
+	w, _, st := newTestWitness(t, dir, false, main)
+	defer st.Close()
+	srv := httptest.NewServer(w.Handler())
+	defer srv.Close()
+	if code, _, b := post(t, srv, main.request(t, 0, 13)); code != http.StatusOK {
+		t.Fatalf("cosigning the held checkpoint: %d %s", code, b)
+	}
+	id := OriginID(main.origin)
+	forks := filepath.Join(dir, "state", id, "forks")
+	kept := func(pattern string) int {
+		t.Helper()
+		files, err := filepath.Glob(filepath.Join(forks, pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(files)
+	}
+	refuse := func(body []byte, status int, verdict string) {
+		t.Helper()
+		resp, err := srv.Client().Post(srv.URL+"/add-checkpoint", "text/plain", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != status || resp.Header.Get(HeaderMisbehaviour) != verdict {
+			t.Fatalf("answer %d %s %q, want %d %q", resp.StatusCode, HeaderMisbehaviour, resp.Header.Get(HeaderMisbehaviour), status, verdict)
+		}
+	}
+
+	const flood = 150
+	faulty := corrupt(t, main.request(t, 13, 21))
+	for i := range flood {
+		refuse(withJunkSignature(t, faulty, i), http.StatusUnprocessableEntity, "not-proven")
+	}
+	if n := kept("*.json"); n != 1 {
+		t.Fatalf("%d files kept for one log-signed checkpoint and proof with %d sets of junk signature lines, want 1", n, flood)
+	}
+	for i := range flood {
+		refuse(withJunkSignature(t, faultyProof(t, main.request(t, 13, 21), i), i), http.StatusUnprocessableEntity, "not-proven")
+	}
+	if n := kept(notProvenPrefix + "*.json"); n != maxNotProven {
+		t.Fatalf("%d not-proven files kept after %d distinct faulty proofs, want the cap %d", n, flood+1, maxNotProven)
+	}
+
+	refuse(fork.request(t, 13, 21), http.StatusUnprocessableEntity, "proven")
+	if n, all := kept("*.json")-kept(notProvenPrefix+"*.json"), kept("*.json"); n != 1 || all != maxNotProven+1 {
+		t.Fatalf("%d proven files of %d kept after the fork, want 1 of %d", n, all, maxNotProven+1)
+	}
+	code, list := get(t, srv.URL+"/"+id+"/forks")
+	proofs, err := misbehaviour.ParseAll(list)
+	if code != http.StatusOK || err != nil || len(proofs) != maxNotProven+1 {
+		t.Fatalf("forks: %d, %d proofs, %v", code, len(proofs), err)
+	}
+	var proven int
+	for _, p := range proofs {
+		if misbehaviour.Check(p, misbehaviour.Keys{LogKeys: []string{main.vkey}}).Proven {
+			proven++
+		}
+	}
+	if proven != 1 {
+		t.Fatalf("/forks serves %d proven proofs, want 1", proven)
 	}
 }

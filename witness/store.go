@@ -22,7 +22,9 @@ import (
 //	<hex sha256(origin)>/checkpoint  the latest cosigned checkpoint of the log, with the log's
 //	                                 signature(s) and the witness's cosignature(s)
 //	<hex sha256(origin)>/forks/<id>.json  a proof of misbehaviour (misbehaviour.Proof), one
-//	                                 file per distinct refused checkpoint
+//	                                 file per distinct refused checkpoint (what the log
+//	                                 signed) and consistency proof; not-proven-<id>.json
+//	                                 when misbehaviour.Check does not call it proven
 //
 // Every write goes to a temporary file in the same directory, is fsynced, renamed over the
 // target and the directory is fsynced: after a crash (kill -9, power loss) a file holds
@@ -105,31 +107,72 @@ func (s *Store) SetLatest(origin string, cp []byte) error {
 	return writeFile(d, "checkpoint", cp)
 }
 
-// maxProofs bounds the proof files kept per origin (only the log's key can make them, but
-// a misbehaving log must not fill the witness's disk).
-const maxProofs = misbehaviour.MaxList
+// Caps of the proof files kept per origin. A proven record needs two histories signed by
+// the log's key, so only a misbehaving log makes them, and it must not fill the disk. A
+// not-proven record needs only a log-signed checkpoint newer than the held one (public when
+// the witness lags) and a made-up consistency proof, so anyone can make many: they have a
+// cap of their own and never use up the proven records' room.
+const (
+	maxProofs    = misbehaviour.MaxList
+	maxNotProven = 100
+)
+
+// notProvenPrefix starts the file name of a record misbehaviour.Check does not call proven.
+const notProvenPrefix = "not-proven-"
 
 // AddProof durably keeps a proof of misbehaviour under <origin id>/forks/ and returns the
-// file's name. submitted, the refused checkpoint as sent, names the file: the same
-// submitted checkpoint is kept once (a second call returns the name and keeps the first).
-func (s *Store) AddProof(p *misbehaviour.Proof, submitted []byte) (string, error) {
+// file's name. key identifies the record (what the log signed and the consistency proof):
+// the same key is kept once, and a second call returns the name and keeps the first file.
+// proven, what misbehaviour.Check says of p, picks the name's prefix and the cap it counts
+// against (maxProofs proven, maxNotProven not).
+func (s *Store) AddProof(p *misbehaviour.Proof, key []byte, proven bool) (string, error) {
 	d, err := s.forksDir(p.Origin)
 	if err != nil {
 		return "", err
 	}
-	h := sha256.Sum256(submitted)
-	name := hex.EncodeToString(h[:16]) + ".json"
+	h := sha256.Sum256(key)
+	name, max := hex.EncodeToString(h[:16])+".json", maxProofs
+	if !proven {
+		name, max = notProvenPrefix+name, maxNotProven
+	}
 	if _, err := os.Stat(filepath.Join(d, name)); err == nil {
 		return name, nil
 	}
-	if ents, err := os.ReadDir(d); err == nil && len(ents) >= maxProofs {
-		return "", fmt.Errorf("witness: %d proofs of misbehaviour kept for %q already; not keeping more", len(ents), p.Origin)
+	n, err := countProofs(d, proven)
+	if err != nil {
+		return "", err
+	}
+	if n >= max {
+		return "", fmt.Errorf("witness: %d %s of %q kept already; not keeping more", n, recordsKind(proven), p.Origin)
 	}
 	b, err := p.Marshal()
 	if err != nil {
 		return "", err
 	}
 	return name, writeFile(d, name, b)
+}
+
+// countProofs counts the record files in d that are proven (or not, as proven says). Files
+// without the not-proven prefix, those of earlier versions included, count as proven.
+func countProofs(d string, proven bool) (int, error) {
+	ents, err := os.ReadDir(d)
+	if err != nil {
+		return 0, fmt.Errorf("witness: reading proofs of misbehaviour: %w", err)
+	}
+	n := 0
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".json") && !durable.IsTemp(e.Name()) && strings.HasPrefix(e.Name(), notProvenPrefix) != proven {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func recordsKind(proven bool) string {
+	if proven {
+		return "proofs of misbehaviour"
+	}
+	return "not-proven refusal records"
 }
 
 // forksDir makes (durably) and returns the directory of origin's proofs.
