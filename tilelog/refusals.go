@@ -103,19 +103,18 @@ func (rw *refusalWatcher) RoundTrip(req *http.Request) (*http.Response, error) {
 // requestBody returns a copy of req's body (at most tlogwitness.MaxRequestSize bytes of it)
 // and the request to send, which still has its whole body: req itself when it can give its
 // body again (GetBody, as Tessera's requests can), else a clone of req reading a buffer of
-// what req's body held.
+// what req's body held. On error req's body is closed, as http.RoundTripper requires.
 func requestBody(req *http.Request) ([]byte, *http.Request, error) {
 	if req.Body == nil || req.Body == http.NoBody {
 		return nil, req, nil
 	}
 	if req.GetBody != nil {
-		rc, err := req.GetBody()
+		b, err := bodyAgain(req)
 		if err != nil {
+			req.Body.Close()
 			return nil, nil, err
 		}
-		defer rc.Close()
-		b, err := io.ReadAll(io.LimitReader(rc, tlogwitness.MaxRequestSize))
-		return b, req, err
+		return b, req, nil
 	}
 	b, err := io.ReadAll(req.Body)
 	req.Body.Close()
@@ -125,6 +124,16 @@ func requestBody(req *http.Request) ([]byte, *http.Request, error) {
 	out := req.Clone(req.Context())
 	out.Body = io.NopCloser(bytes.NewReader(b))
 	return b[:min(len(b), tlogwitness.MaxRequestSize)], out, nil
+}
+
+// bodyAgain reads at most tlogwitness.MaxRequestSize bytes of a fresh copy of req's body.
+func bodyAgain(req *http.Request) ([]byte, error) {
+	rc, err := req.GetBody()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return io.ReadAll(io.LimitReader(rc, tlogwitness.MaxRequestSize))
 }
 
 // peekBody reads up to n bytes of resp's body and puts them back in front of the rest, so

@@ -2,6 +2,7 @@ package tilelog
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -184,5 +185,64 @@ func TestRefusalWatcherLargeAnswer(t *testing.T) {
 	}
 	if len(kept) != 1 || kept[0].Response != string(big[:misbehaviour.MaxResponse]) {
 		t.Fatalf("kept %d refusals", len(kept))
+	}
+}
+
+// closeRecorder is a request body that records whether it was closed.
+type closeRecorder struct {
+	io.Reader
+	closed bool
+}
+
+func (c *closeRecorder) Close() error { c.closed = true; return nil }
+
+// failingReader fails every read.
+type failingReader struct{}
+
+func (failingReader) Read([]byte) (int, error) { return 0, errors.New("read failed") }
+
+// TestRefusalWatcherClosesBodyOnError: when the add-checkpoint body cannot be read again
+// (GetBody fails, or what it gives fails), the watcher returns an error without posting and,
+// as http.RoundTripper requires even on error, closes the request's body.
+func TestRefusalWatcherClosesBodyOnError(t *testing.T) {
+	var posted bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { posted = true }))
+	defer srv.Close()
+	_, vkey, err := witness.GenerateKey("witness.test/w1", witness.AlgEd25519)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc, err := witnessClient(&WitnessConfig{Policy: fmt.Appendf(nil, "witness w1 %s %s\nquorum w1\n", vkey, srv.URL),
+		OnRefusal: func(*misbehaviour.Refusal) { t.Error("a refusal reported for a request never sent") }}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		getBody func() (io.ReadCloser, error)
+	}{
+		{"GetBody fails", func() (io.ReadCloser, error) { return nil, errors.New("no body again") }},
+		{"GetBody's body fails", func() (io.ReadCloser, error) { return io.NopCloser(failingReader{}), nil }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			posted = false
+			body := &closeRecorder{Reader: strings.NewReader("old 0\n\n")}
+			req, err := http.NewRequest(http.MethodPost, srv.URL+"/add-checkpoint", body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.GetBody = tc.getBody
+			resp, err := hc.Transport.RoundTrip(req)
+			if err == nil {
+				resp.Body.Close()
+				t.Fatalf("RoundTrip answered %d, want an error", resp.StatusCode)
+			}
+			if !body.closed {
+				t.Errorf("the request body was not closed after %v", err)
+			}
+			if posted {
+				t.Error("the request reached the witness")
+			}
+		})
 	}
 }
