@@ -92,7 +92,7 @@ func (rw *refusalWatcher) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || !IsRefusal(resp.StatusCode, resp.Header) {
 		return resp, err
 	}
-	answered, err := peekBody(resp, misbehaviour.MaxResponse)
+	answered, err := refusalAnswer(resp)
 	if err != nil {
 		return resp, nil // Tessera reads the same body and reports the failure itself
 	}
@@ -134,6 +134,17 @@ func bodyAgain(req *http.Request) ([]byte, error) {
 	}
 	defer rc.Close()
 	return io.ReadAll(io.LimitReader(rc, tlogwitness.MaxRequestSize))
+}
+
+// maxAnswer bounds what the watcher reads of a refusal's body: all of a proof of
+// misbehaviour whose checkpoints and references carry ML-DSA-44 signatures (about 200 KB with
+// misbehaviour.MaxReferences references), and never less than a Refusal keeps.
+const maxAnswer = max(misbehaviour.MaxResponse, 1<<20)
+
+// refusalAnswer returns the first maxAnswer bytes of a refusal's body, leaving resp's body
+// whole and byte-identical for Tessera.
+func refusalAnswer(resp *http.Response) ([]byte, error) {
+	return peekBody(resp, maxAnswer)
 }
 
 // peekBody reads up to n bytes of resp's body and puts them back in front of the rest, so

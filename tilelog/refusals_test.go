@@ -12,6 +12,7 @@ import (
 	"time"
 
 	tlog "github.com/transparency-dev/formats/log"
+	fnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/evident-log/evident/misbehaviour"
@@ -244,5 +245,81 @@ func TestRefusalWatcherClosesBodyOnError(t *testing.T) {
 				t.Error("the request reached the witness")
 			}
 		})
+	}
+}
+
+// mldsaProofBody is a proof-of-misbehaviour file as large as one a witness may answer with:
+// its checkpoints and its references carry ML-DSA-44 cosignatures (2420-byte signatures).
+func mldsaProofBody(t *testing.T) []byte {
+	t.Helper()
+	skey, _, err := note.GenerateKey(nil, "example.test/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	logSigner, err := note.NewSigner(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signers := []note.Signer{logSigner}
+	for i := range 3 {
+		wkey, _, err := witness.GenerateKey(fmt.Sprintf("witness.test/w%d", i), witness.AlgMLDSA44)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := fnote.NewSignerForCosignatureV1(wkey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		signers = append(signers, s)
+	}
+	sign := func(size uint64, root byte) []byte {
+		n, err := note.Sign(&note.Note{Text: string(tlog.Checkpoint{Origin: "example.test/log", Size: size, Hash: bytes.Repeat([]byte{root}, 32)}.Marshal())}, signers...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	p, err := misbehaviour.New(sign(20, 1), sign(20, 2), nil, "witness w1", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for size := range uint64(misbehaviour.MaxReferences) {
+		p.AddReference(sign(size+1, 3))
+	}
+	b, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestRefusalAnswerKeepsLargeProof: the refusal watcher reads a witness's proof with ML-DSA-44
+// signatures whole (a cut one is no proof), and the body it hands on stays byte-identical.
+func TestRefusalAnswerKeepsLargeProof(t *testing.T) {
+	proof := mldsaProofBody(t)
+	if len(proof) <= 64<<10 {
+		t.Fatalf("the proof is %d bytes, not larger than the 64 KiB the test is about", len(proof))
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusConflict)
+		w.Write(proof)
+	}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	answered, err := refusalAnswer(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := misbehaviour.Parse(answered); err != nil || !bytes.Equal(answered, proof) {
+		t.Fatalf("read %d of the %d bytes answered (%v)", len(answered), len(proof), err)
+	}
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil || !bytes.Equal(rest, proof) {
+		t.Fatalf("the body handed on is %d bytes (%v), the witness answered %d", len(rest), err, len(proof))
 	}
 }
