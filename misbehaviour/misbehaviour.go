@@ -209,7 +209,9 @@ type legacyEvidence struct {
 // ParseAll reads whatever the project's tools write that holds proofs: a proof file, a JSON
 // list of them (a witness's GET /<origin id>/forks), a witness fork record of the earlier
 // form ({"kind","origin","observed","held","request"}) or a list of those, and a witness
-// refusal kept by evidentd (Refusal) that carries a proof. Errors wrap ErrFormat or ErrNoProof.
+// refusal kept by evidentd (Refusal) that carries a proof. An empty list (a witness that
+// found no fork answers []) gives no proof and no error: a caller that needs one checks
+// len. Errors wrap ErrFormat or ErrNoProof.
 func ParseAll(data []byte) ([]*Proof, error) {
 	if len(data) > MaxSize {
 		return nil, fmt.Errorf("%w: over %d bytes", ErrFormat, MaxSize)
@@ -264,9 +266,18 @@ func parseOne(data []byte) (*Proof, error) {
 		if err := strictjson.Decode(data, &e, maxDepth, MaxSize); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrFormat, err)
 		}
+		if !e.complete() {
+			return nil, fmt.Errorf("%w, a witness fork record or a refusal (no format member, and an earlier witness record has a known kind, held and request)", ErrFormat)
+		}
 		return fromLegacy(&e)
 	}
 	return nil, fmt.Errorf("%w: format %.80q", ErrFormat, probe.Format)
+}
+
+// complete says whether e has the members every earlier witness record has, so that JSON
+// without them ({}, null) is not taken for one.
+func (e *legacyEvidence) complete() bool {
+	return (e.Kind == KindSameSize || e.Kind == KindInconsistent) && e.Held != "" && e.Request != ""
 }
 
 // fromLegacy turns an earlier witness fork record into a proof: the held checkpoint, and the
@@ -286,7 +297,9 @@ func fromLegacy(e *legacyEvidence) (*Proof, error) {
 	}
 	var at time.Time
 	if e.Observed != "" {
-		at, _ = time.Parse(time.RFC3339Nano, e.Observed)
+		if at, err = time.Parse(time.RFC3339Nano, e.Observed); err != nil {
+			return nil, fmt.Errorf("%w: the record's observed: %w", ErrFormat, err)
+		}
 	}
 	p, err := New([]byte(e.Held), r.Checkpoint, cons, "witness", at)
 	if err != nil {

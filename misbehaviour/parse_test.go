@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -39,6 +40,24 @@ func marshal(t testing.TB, p interface{ Marshal() ([]byte, error) }) []byte {
 	return b
 }
 
+// notARecord is what ParseAll says of JSON that is none of the records it reads.
+const notARecord = "not a proof of misbehaviour, a witness fork record or a refusal"
+
+// legacyEdit sets one member of an earlier witness record.
+func legacyEdit(t testing.TB, record []byte, member, value string) []byte {
+	t.Helper()
+	var m map[string]string
+	if err := json.Unmarshal(record, &m); err != nil {
+		t.Fatal(err)
+	}
+	m[member] = value
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // TestParseAll reads every form the project's tools write and checks the proofs it finds
 // against the log's key.
 func TestParseAll(t *testing.T) {
@@ -66,6 +85,7 @@ func TestParseAll(t *testing.T) {
 		data   []byte
 		proven []bool // one per proof found
 		err    error
+		msg    string // in the error, when set
 	}{
 		{name: "a proof", data: marshal(t, fork), proven: []bool{true}},
 		{name: "a list of proofs (a witness's forks answer)", data: list(marshal(t, fork), marshal(t, same)), proven: []bool{true, true}},
@@ -82,13 +102,22 @@ func TestParseAll(t *testing.T) {
 		{name: "an earlier record with a member too many", data: append(bytes.Clone(legacySame[:len(legacySame)-1]), `,"x":1}`...), err: misbehaviour.ErrFormat},
 		{name: "an earlier record with a malformed request", data: []byte(`{"kind":"same_size_other_root","origin":"o","observed":"","held":"","request":"old x"}`), err: misbehaviour.ErrFormat},
 		{name: "a list of non-objects", data: []byte(`[1, 2]`), err: misbehaviour.ErrFormat},
+		{name: "an empty object", data: []byte(`{}`), err: misbehaviour.ErrFormat, msg: notARecord},
+		{name: "null", data: []byte(`null`), err: misbehaviour.ErrFormat, msg: notARecord},
+		{name: "a list of an empty object", data: []byte(`[{}]`), err: misbehaviour.ErrFormat, msg: notARecord},
+		{name: "a list of null", data: []byte(`[null]`), err: misbehaviour.ErrFormat, msg: notARecord},
+		{name: "an earlier record of an unknown kind", data: legacyEdit(t, legacySame, "kind", "split_view"), err: misbehaviour.ErrFormat, msg: notARecord},
+		{name: "an earlier record without its held checkpoint", data: legacyEdit(t, legacySame, "held", ""), err: misbehaviour.ErrFormat, msg: notARecord},
+		{name: "an earlier record without its request", data: legacyEdit(t, legacySame, "request", ""), err: misbehaviour.ErrFormat, msg: notARecord},
+		{name: "an earlier record with a malformed time", data: legacyEdit(t, legacySame, "observed", "17 May 2026"), err: misbehaviour.ErrFormat, msg: "observed"},
+		{name: "an earlier record without a time", data: legacyEdit(t, legacySame, "observed", ""), proven: []bool{true}},
 		{name: "over the size limit", data: bytes.Repeat([]byte(" "), misbehaviour.MaxSize+1), err: misbehaviour.ErrFormat},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ps, err := misbehaviour.ParseAll(tc.data)
 			if tc.err != nil {
-				if !errors.Is(err, tc.err) {
-					t.Fatalf("ParseAll: %v, want %v", err, tc.err)
+				if !errors.Is(err, tc.err) || !strings.Contains(fmt.Sprint(err), tc.msg) {
+					t.Fatalf("ParseAll: %v, want %v with %q", err, tc.err, tc.msg)
 				}
 				return
 			}
