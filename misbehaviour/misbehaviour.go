@@ -162,14 +162,15 @@ func (p *Proof) validate() error {
 			return fmt.Errorf("%w: checkpoint %d is over %d bytes", ErrFormat, i+1, MaxCheckpoint)
 		}
 	}
-	if _, err := p.hashes(); err != nil {
+	if _, err := p.Hashes(); err != nil {
 		return err
 	}
 	return nil
 }
 
-// hashes decodes ConsistencyProof.
-func (p *Proof) hashes() ([][]byte, error) {
+// Hashes returns ConsistencyProof decoded: 32-byte SHA-256 hashes, smaller tree first as
+// in the file. Errors wrap ErrFormat.
+func (p *Proof) Hashes() ([][]byte, error) {
 	var out [][]byte
 	for i, s := range p.ConsistencyProof {
 		h, err := base64.StdEncoding.Strict().DecodeString(s)
@@ -179,6 +180,17 @@ func (p *Proof) hashes() ([][]byte, error) {
 		out = append(out, h)
 	}
 	return out, nil
+}
+
+// CheckpointSize returns the origin and tree size a checkpoint note's body states, without
+// verifying any signature: for naming and ordering notes, never for trusting them. Errors
+// wrap ErrFormat.
+func CheckpointSize(note []byte) (origin string, size uint64, err error) {
+	cp, err := body(note)
+	if err != nil {
+		return "", 0, err
+	}
+	return cp.Origin, cp.Size, nil
 }
 
 // body parses a checkpoint note's body without verifying any signature.
@@ -490,7 +502,7 @@ func Check(p *Proof, keys Keys) Result {
 	if a.Size == 0 {
 		return notProven("checkpoint 1 is of the empty tree, which every tree extends: the checkpoints are one history")
 	}
-	hashes, _ := p.hashes()
+	hashes, _ := p.Hashes()
 	switch Consistency(a.Size, b.Size, hashes, a.Root, b.Root) {
 	case Consistent:
 		return notProven("the consistency proof shows tree %d extends tree %d: the checkpoints are one history", b.Size, a.Size)

@@ -306,3 +306,56 @@ func TestGolden(t *testing.T) {
 		}
 	}
 }
+
+// TestHashes checks that Hashes gives back the consistency proof New was given, and refuses
+// a hash that is not 32 bytes of strict base64.
+func TestHashes(t *testing.T) {
+	l := forkedLog(t)
+	want := l.proof(t, "b", 7, 12)
+	p := mustNew(t, l.checkpoint(t, "a", 7), l.checkpoint(t, "b", 12), want)
+	got, err := p.Hashes()
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("Hashes: %x, %v; want %x", got, err, want)
+	}
+	if got, err := mustNew(t, l.checkpoint(t, "a", 7), l.checkpoint(t, "b", 7), nil).Hashes(); err != nil || len(got) != 0 {
+		t.Fatalf("Hashes of a same-size proof: %x, %v", got, err)
+	}
+	for _, bad := range []string{"AAAA", "not base64!", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"} {
+		p.ConsistencyProof[1] = bad
+		if _, err := p.Hashes(); !errors.Is(err, misbehaviour.ErrFormat) {
+			t.Errorf("Hashes with %q: %v, want ErrFormat", bad, err)
+		}
+	}
+}
+
+// TestCheckpointSize checks the unverified parse of a checkpoint note's origin and size.
+func TestCheckpointSize(t *testing.T) {
+	l := forkedLog(t)
+	for _, tc := range []struct {
+		name   string
+		note   []byte
+		origin string
+		size   uint64
+		ok     bool
+	}{
+		{"a signed checkpoint", l.checkpoint(t, "b", 12), l.origin, 12, true},
+		{"the empty tree", l.checkpoint(t, "a", 0), l.origin, 0, true},
+		{"no signature block", []byte(l.origin + "\n12\nAAAA\n"), "", 0, false},
+		{"a size that is no number", []byte(l.origin + "\ntwelve\nq6VKLM0JQ9gS4gRE2o6t4DphAzuYL9TgfIlbsmJ82W8=\n\n— x AAAA\n"), "", 0, false},
+		{"not a checkpoint", []byte("hello\n\n— x AAAA\n"), "", 0, false},
+		{"over the size cap", bytes.Repeat([]byte("x"), misbehaviour.MaxCheckpoint+1), "", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			origin, size, err := misbehaviour.CheckpointSize(tc.note)
+			if !tc.ok {
+				if !errors.Is(err, misbehaviour.ErrFormat) {
+					t.Fatalf("CheckpointSize: %q %d %v, want ErrFormat", origin, size, err)
+				}
+				return
+			}
+			if err != nil || origin != tc.origin || size != tc.size {
+				t.Fatalf("CheckpointSize: %q %d %v, want %q %d", origin, size, err, tc.origin, tc.size)
+			}
+		})
+	}
+}
