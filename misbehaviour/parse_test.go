@@ -267,8 +267,13 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The witness held history a's checkpoint of size 9 and answers the log's b with a proof.
+	answer, err := misbehaviour.New(l.checkpoint(t, "a", 9), l.checkpoint(t, "b", 9), nil, "witness witness.example/w1", at)
+	if err != nil {
+		t.Fatal(err)
+	}
 	refusal := misbehaviour.NewRefusal("witness.example/w1", "http://127.0.0.1:1/add-checkpoint", 409,
-		(&tlogwitness.Request{OldSize: 9, Checkpoint: l.checkpoint(t, "b", 9)}).Marshal(), marshal(t, same), at)
+		(&tlogwitness.Request{OldSize: 9, Checkpoint: l.checkpoint(t, "b", 9)}).Marshal(), marshal(t, answer), at)
 	files := map[string][]byte{
 		"consistency_proof_failed.golden": marshal(t, fork),
 		"same_size_other_root.golden":     marshal(t, same),
