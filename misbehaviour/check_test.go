@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"crypto/rand"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/evident-log/evident/misbehaviour"
+	"github.com/evident-log/evident/tilelog"
 	"github.com/evident-log/evident/tlogpolicy"
 )
 
@@ -234,4 +236,76 @@ func TestConsistencyVerdicts(t *testing.T) {
 			t.Errorf("sizes %d→%d: %v", tc.m, tc.n, v)
 		}
 	}
+}
+
+// TestCheckIgnoresLinesThatDoNotVerify checks that a checkpoint a pinned key signed stays
+// signed whatever other signature lines it carries: a line under the name and key hash of a
+// pinned key that does not verify (anyone can append one, the log included, to make its own
+// fork unprovable once both its keys are pinned) is ignored, before or after the good line.
+func TestCheckIgnoresLinesThatDoNotVerify(t *testing.T) {
+	good := mustRead(t, "testdata/consistency_proof_failed.golden")
+	ed := goldenLog(t).ed
+	_, pq, err := tilelog.GenerateMLDSAKey("log.example/golden") // the log's post-quantum key, pinned too
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		line  string // the junk line
+		first bool   // before the log's signature line
+		keys  []string
+	}{
+		{"an ML-DSA-44 line, both keys pinned", junkLine(t, pq), false, []string{ed, pq}},
+		{"an ML-DSA-44 line first, both keys pinned", junkLine(t, pq), true, []string{ed, pq}},
+		{"an ML-DSA-44 line, the ML-DSA-44 key pinned first", junkLine(t, pq), false, []string{pq, ed}},
+		{"an Ed25519 line before the good one", junkLine(t, ed), true, []string{ed}},
+		{"an Ed25519 line after the good one", junkLine(t, ed), false, []string{ed}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := misbehaviour.Parse(good)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range p.Checkpoints {
+				p.Checkpoints[i] = withLine(p.Checkpoints[i], tc.line, tc.first)
+			}
+			res := misbehaviour.Check(p, misbehaviour.Keys{LogKeys: tc.keys})
+			if !res.Proven {
+				t.Fatalf("not proven: %s", res.Reason)
+			}
+			for i, s := range res.Sides {
+				if !strings.HasPrefix(ed, s.Signer+"+") {
+					t.Errorf("side %d: signer %q, want the Ed25519 key %q", i, s.Signer, ed)
+				}
+			}
+		})
+	}
+}
+
+// TestVerifiersAmbiguousKeys checks that one key given twice is one verifier, and that two
+// different keys of one name and key hash are refused: a signature line could be either's.
+func TestVerifiersAmbiguousKeys(t *testing.T) {
+	a, b := collidingKeys(t, "log.example/golden")
+	if vs, err := misbehaviour.Verifiers([]string{a, " " + a + "\n"}); err != nil || len(vs) != 1 {
+		t.Fatalf("one key twice: %d verifiers, %v; want 1", len(vs), err)
+	}
+	if _, err := misbehaviour.Verifiers([]string{a, b}); err == nil || !strings.Contains(err.Error(), "one name and key hash") {
+		t.Fatalf("two keys of one name and hash: %v, want an error saying so", err)
+	}
+	p, err := misbehaviour.Parse(mustRead(t, "testdata/same_size_other_root.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := misbehaviour.Check(p, misbehaviour.Keys{LogKeys: []string{goldenLog(t).ed, a, b}}); res.Proven || !strings.Contains(res.Reason, "one name and key hash") {
+		t.Fatalf("Check with ambiguous keys: proven %v, %s", res.Proven, res.Reason)
+	}
+}
+
+func mustRead(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
+	"strings"
 	"testing"
 
 	tlog "github.com/transparency-dev/formats/log"
@@ -131,4 +134,52 @@ func randomHashes(n int) [][]byte {
 		rand.Read(out[i])
 	}
 	return out
+}
+
+// collidingKeys returns two different Ed25519 vkeys named name with one key hash: the hash
+// is 32 bits, so a birthday search over public keys derived from a counter finds a pair in
+// about 2^16 tries (anyone can make such a pair; a verifier must not be confused by one).
+func collidingKeys(t testing.TB, name string) (string, string) {
+	t.Helper()
+	seen := map[uint32]string{}
+	for i := 0; i < 1<<20; i++ {
+		pub := sha256.Sum256(fmt.Appendf(nil, "colliding key %d", i))
+		vkey, err := note.NewEd25519VerifierKey(name, pub[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := note.NewVerifier(vkey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if prev, ok := seen[v.KeyHash()]; ok {
+			return prev, vkey
+		}
+		seen[v.KeyHash()] = vkey
+	}
+	t.Fatal("no two keys with one hash")
+	return "", ""
+}
+
+// junkLine returns a signature line that names the key vkey (its name and key hash) and
+// carries a signature that does not verify: anyone can append one to a note.
+func junkLine(t testing.TB, vkey string) string {
+	t.Helper()
+	name, rest, _ := strings.Cut(vkey, "+")
+	hash, _, _ := strings.Cut(rest, "+")
+	h, err := hex.DecodeString(hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "— " + name + " " + base64.StdEncoding.EncodeToString(append(h, bytes.Repeat([]byte{0x5a}, 64)...)) + "\n"
+}
+
+// withLine inserts a signature line into a checkpoint note, as its first signature line
+// (first) or its last.
+func withLine(n, line string, first bool) string {
+	if first {
+		text, sigs, _ := strings.Cut(n, "\n\n")
+		return text + "\n\n" + line + sigs
+	}
+	return n + line
 }

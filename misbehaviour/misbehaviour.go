@@ -3,6 +3,7 @@ package misbehaviour
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -161,14 +162,15 @@ func (p *Proof) validate() error {
 			return fmt.Errorf("%w: checkpoint %d is over %d bytes", ErrFormat, i+1, MaxCheckpoint)
 		}
 	}
-	if _, err := p.hashes(); err != nil {
+	if _, err := p.Hashes(); err != nil {
 		return err
 	}
 	return nil
 }
 
-// hashes decodes ConsistencyProof.
-func (p *Proof) hashes() ([][]byte, error) {
+// Hashes returns ConsistencyProof decoded: 32-byte SHA-256 hashes, smaller tree first as
+// in the file. Errors wrap ErrFormat.
+func (p *Proof) Hashes() ([][]byte, error) {
 	var out [][]byte
 	for i, s := range p.ConsistencyProof {
 		h, err := base64.StdEncoding.Strict().DecodeString(s)
@@ -178,6 +180,17 @@ func (p *Proof) hashes() ([][]byte, error) {
 		out = append(out, h)
 	}
 	return out, nil
+}
+
+// CheckpointSize returns the origin and tree size a checkpoint note's body states, without
+// verifying any signature: for naming and ordering notes, never for trusting them. Errors
+// wrap ErrFormat.
+func CheckpointSize(note []byte) (origin string, size uint64, err error) {
+	cp, err := body(note)
+	if err != nil {
+		return "", 0, err
+	}
+	return cp.Origin, cp.Size, nil
 }
 
 // body parses a checkpoint note's body without verifying any signature.
@@ -208,7 +221,9 @@ type legacyEvidence struct {
 // ParseAll reads whatever the project's tools write that holds proofs: a proof file, a JSON
 // list of them (a witness's GET /<origin id>/forks), a witness fork record of the earlier
 // form ({"kind","origin","observed","held","request"}) or a list of those, and a witness
-// refusal kept by evidentd (Refusal) that carries a proof. Errors wrap ErrFormat or ErrNoProof.
+// refusal kept by evidentd (Refusal) that carries a proof. An empty list (a witness that
+// found no fork answers []) gives no proof and no error: a caller that needs one checks
+// len. Errors wrap ErrFormat or ErrNoProof.
 func ParseAll(data []byte) ([]*Proof, error) {
 	if len(data) > MaxSize {
 		return nil, fmt.Errorf("%w: over %d bytes", ErrFormat, MaxSize)
@@ -263,9 +278,18 @@ func parseOne(data []byte) (*Proof, error) {
 		if err := strictjson.Decode(data, &e, maxDepth, MaxSize); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrFormat, err)
 		}
+		if !e.complete() {
+			return nil, fmt.Errorf("%w, a witness fork record or a refusal (no format member, and an earlier witness record has a known kind, held and request)", ErrFormat)
+		}
 		return fromLegacy(&e)
 	}
 	return nil, fmt.Errorf("%w: format %.80q", ErrFormat, probe.Format)
+}
+
+// complete says whether e has the members every earlier witness record has, so that JSON
+// without them ({}, null) is not taken for one.
+func (e *legacyEvidence) complete() bool {
+	return (e.Kind == KindSameSize || e.Kind == KindInconsistent) && e.Held != "" && e.Request != ""
 }
 
 // fromLegacy turns an earlier witness fork record into a proof: the held checkpoint, and the
@@ -285,7 +309,9 @@ func fromLegacy(e *legacyEvidence) (*Proof, error) {
 	}
 	var at time.Time
 	if e.Observed != "" {
-		at, _ = time.Parse(time.RFC3339Nano, e.Observed)
+		if at, err = time.Parse(time.RFC3339Nano, e.Observed); err != nil {
+			return nil, fmt.Errorf("%w: the record's observed: %w", ErrFormat, err)
+		}
 	}
 	p, err := New([]byte(e.Held), r.Checkpoint, cons, "witness", at)
 	if err != nil {
@@ -306,30 +332,93 @@ type Keys struct {
 }
 
 // Verifiers turns signed-note vkeys into verifiers: Ed25519 note keys, and ML-DSA-44
-// cosignature keys (as the log signs its post-quantum checkpoint signature).
+// cosignature keys (as the log signs its post-quantum checkpoint signature). A key given
+// twice is one verifier; two different keys of one name and key hash are refused, since a
+// signature line names its key by those alone.
 func Verifiers(vkeys []string) ([]note.Verifier, error) {
 	var out []note.Verifier
+	byID := map[string]string{} // name+hash → vkey
 	for _, k := range vkeys {
 		k = strings.TrimSpace(k)
-		v, err := note.NewVerifier(k)
+		v, err := verifier(k)
 		if err != nil {
-			if cv, cerr := tlogpolicy.NewCosignatureVerifier(k); cerr == nil && trustfile.IsMLDSA44(k) {
-				v, err = cv, nil
-			}
+			return nil, err
 		}
-		if err != nil {
-			return nil, fmt.Errorf("misbehaviour: log key %.80q: %w", k, err)
+		id := keyName(v)
+		switch prev, ok := byID[id]; {
+		case ok && prev == k:
+			continue
+		case ok:
+			return nil, fmt.Errorf("misbehaviour: log keys %.80q and %.80q are two keys of one name and key hash (%s): a signature line could be either's", prev, k, id)
 		}
+		byID[id] = k
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// verifier parses one vkey: an Ed25519 note key or an ML-DSA-44 cosignature key.
+func verifier(k string) (note.Verifier, error) {
+	v, err := note.NewVerifier(k)
+	if err != nil {
+		if cv, cerr := tlogpolicy.NewCosignatureVerifier(k); cerr == nil && trustfile.IsMLDSA44(k) {
+			v, err = cv, nil
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("misbehaviour: log key %.80q: %w", k, err)
+	}
+	return v, nil
+}
+
+// keyName is a verifier's name+hash, as signature lines name their key.
+func keyName(v note.Verifier) string { return fmt.Sprintf("%s+%08x", v.Name(), v.KeyHash()) }
+
+// openPinned returns the text of note msg and the first pinned verifier (in the order given)
+// one of whose signature lines verifies over it. Each line is checked alone against the one
+// key it names, so lines of other keys, and lines that name a pinned key but do not verify
+// (anyone can append one), never unsign a note a pinned key signed.
+func openPinned(msg []byte, vs []note.Verifier) (string, note.Verifier, error) {
+	split := bytes.LastIndex(msg, []byte("\n\n"))
+	if split < 0 {
+		return "", nil, errors.New("not a signed note")
+	}
+	text, lines := msg[:split+1], strings.Split(string(msg[split+2:]), "\n")
+	var invalid []string
+	for _, v := range vs {
+		for _, line := range lines {
+			if !namesKey(line, v) {
+				continue
+			}
+			one := append(append(bytes.Clone(text), '\n'), line+"\n"...)
+			if n, err := note.Open(one, note.VerifierList(v)); err == nil {
+				return n.Text, v, nil
+			}
+			invalid = append(invalid, keyName(v))
+		}
+	}
+	if len(invalid) > 0 {
+		return "", nil, fmt.Errorf("the signature lines of %s do not verify", strings.Join(slices.Compact(invalid), ", "))
+	}
+	return "", nil, errors.New("no signature line of a pinned key")
+}
+
+// namesKey says whether a signature line ("— name base64(hash || signature)") names v.
+func namesKey(line string, v note.Verifier) bool {
+	rest, ok := strings.CutPrefix(line, "— ")
+	if !ok {
+		return false
+	}
+	name, b64, _ := strings.Cut(rest, " ")
+	sig, err := base64.StdEncoding.DecodeString(b64)
+	return err == nil && len(sig) >= 5 && name == v.Name() && binary.BigEndian.Uint32(sig) == v.KeyHash()
 }
 
 // Side is what Check established about one checkpoint.
 type Side struct {
 	Size      uint64
 	Root      []byte
-	Signer    string   // the pinned key that verified it, name+hash
+	Signer    string   // the first pinned key (in the order given) that verified it, name+hash
 	Cosigners []string // witnesses of Keys.Witnesses whose cosignature verified
 }
 
@@ -369,25 +458,25 @@ func Check(p *Proof, keys Keys) Result {
 		return notProven("no log key was given to check the checkpoints' signatures with")
 	}
 	for i, raw := range p.Checkpoints {
-		n, err := note.Open([]byte(raw), note.VerifierList(vs...))
+		text, signer, err := openPinned([]byte(raw), vs)
 		if err != nil {
 			return notProven("checkpoint %d is not signed by the pinned log key (%v): the file proves nothing about this log", i+1, err)
 		}
 		var cp tlog.Checkpoint
-		if _, err := cp.Unmarshal([]byte(n.Text)); err != nil {
+		if _, err := cp.Unmarshal([]byte(text)); err != nil {
 			return notProven("checkpoint %d: %v", i+1, err)
 		}
 		if cp.Origin != p.Origin {
 			return notProven("checkpoint %d is of origin %.80q, not %.80q", i+1, cp.Origin, p.Origin)
 		}
-		s := Side{Size: cp.Size, Root: cp.Hash, Signer: fmt.Sprintf("%s+%08x", n.Sigs[0].Name, n.Sigs[0].Hash)}
+		s := Side{Size: cp.Size, Root: cp.Hash, Signer: keyName(signer)}
 		if keys.Witnesses != nil {
 			s.Cosigners = keys.Witnesses.Evaluate([]byte(raw), tlogpolicy.Freshness{}).Cosigned
 		}
 		res.Sides = append(res.Sides, s)
 	}
 	for _, r := range p.References {
-		if _, err := note.Open([]byte(r), note.VerifierList(vs...)); err == nil {
+		if _, _, err := openPinned([]byte(r), vs); err == nil {
 			res.References++
 		}
 	}
@@ -413,7 +502,7 @@ func Check(p *Proof, keys Keys) Result {
 	if a.Size == 0 {
 		return notProven("checkpoint 1 is of the empty tree, which every tree extends: the checkpoints are one history")
 	}
-	hashes, _ := p.hashes()
+	hashes, _ := p.Hashes()
 	switch Consistency(a.Size, b.Size, hashes, a.Root, b.Root) {
 	case Consistent:
 		return notProven("the consistency proof shows tree %d extends tree %d: the checkpoints are one history", b.Size, a.Size)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -39,6 +40,24 @@ func marshal(t testing.TB, p interface{ Marshal() ([]byte, error) }) []byte {
 	return b
 }
 
+// notARecord is what ParseAll says of JSON that is none of the records it reads.
+const notARecord = "not a proof of misbehaviour, a witness fork record or a refusal"
+
+// legacyEdit sets one member of an earlier witness record.
+func legacyEdit(t testing.TB, record []byte, member, value string) []byte {
+	t.Helper()
+	var m map[string]string
+	if err := json.Unmarshal(record, &m); err != nil {
+		t.Fatal(err)
+	}
+	m[member] = value
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // TestParseAll reads every form the project's tools write and checks the proofs it finds
 // against the log's key.
 func TestParseAll(t *testing.T) {
@@ -66,6 +85,7 @@ func TestParseAll(t *testing.T) {
 		data   []byte
 		proven []bool // one per proof found
 		err    error
+		msg    string // in the error, when set
 	}{
 		{name: "a proof", data: marshal(t, fork), proven: []bool{true}},
 		{name: "a list of proofs (a witness's forks answer)", data: list(marshal(t, fork), marshal(t, same)), proven: []bool{true, true}},
@@ -82,13 +102,22 @@ func TestParseAll(t *testing.T) {
 		{name: "an earlier record with a member too many", data: append(bytes.Clone(legacySame[:len(legacySame)-1]), `,"x":1}`...), err: misbehaviour.ErrFormat},
 		{name: "an earlier record with a malformed request", data: []byte(`{"kind":"same_size_other_root","origin":"o","observed":"","held":"","request":"old x"}`), err: misbehaviour.ErrFormat},
 		{name: "a list of non-objects", data: []byte(`[1, 2]`), err: misbehaviour.ErrFormat},
+		{name: "an empty object", data: []byte(`{}`), err: misbehaviour.ErrFormat, msg: notARecord},
+		{name: "null", data: []byte(`null`), err: misbehaviour.ErrFormat, msg: notARecord},
+		{name: "a list of an empty object", data: []byte(`[{}]`), err: misbehaviour.ErrFormat, msg: notARecord},
+		{name: "a list of null", data: []byte(`[null]`), err: misbehaviour.ErrFormat, msg: notARecord},
+		{name: "an earlier record of an unknown kind", data: legacyEdit(t, legacySame, "kind", "split_view"), err: misbehaviour.ErrFormat, msg: notARecord},
+		{name: "an earlier record without its held checkpoint", data: legacyEdit(t, legacySame, "held", ""), err: misbehaviour.ErrFormat, msg: notARecord},
+		{name: "an earlier record without its request", data: legacyEdit(t, legacySame, "request", ""), err: misbehaviour.ErrFormat, msg: notARecord},
+		{name: "an earlier record with a malformed time", data: legacyEdit(t, legacySame, "observed", "17 May 2026"), err: misbehaviour.ErrFormat, msg: "observed"},
+		{name: "an earlier record without a time", data: legacyEdit(t, legacySame, "observed", ""), proven: []bool{true}},
 		{name: "over the size limit", data: bytes.Repeat([]byte(" "), misbehaviour.MaxSize+1), err: misbehaviour.ErrFormat},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ps, err := misbehaviour.ParseAll(tc.data)
 			if tc.err != nil {
-				if !errors.Is(err, tc.err) {
-					t.Fatalf("ParseAll: %v, want %v", err, tc.err)
+				if !errors.Is(err, tc.err) || !strings.Contains(fmt.Sprint(err), tc.msg) {
+					t.Fatalf("ParseAll: %v, want %v with %q", err, tc.err, tc.msg)
 				}
 				return
 			}
@@ -238,8 +267,13 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The witness held history a's checkpoint of size 9 and answers the log's b with a proof.
+	answer, err := misbehaviour.New(l.checkpoint(t, "a", 9), l.checkpoint(t, "b", 9), nil, "witness witness.example/w1", at)
+	if err != nil {
+		t.Fatal(err)
+	}
 	refusal := misbehaviour.NewRefusal("witness.example/w1", "http://127.0.0.1:1/add-checkpoint", 409,
-		(&tlogwitness.Request{OldSize: 9, Checkpoint: l.checkpoint(t, "b", 9)}).Marshal(), marshal(t, same), at)
+		(&tlogwitness.Request{OldSize: 9, Checkpoint: l.checkpoint(t, "b", 9)}).Marshal(), marshal(t, answer), at)
 	files := map[string][]byte{
 		"consistency_proof_failed.golden": marshal(t, fork),
 		"same_size_other_root.golden":     marshal(t, same),
@@ -275,5 +309,58 @@ func TestGolden(t *testing.T) {
 		if res := misbehaviour.Check(ps[0], misbehaviour.Keys{LogKeys: []string{impostor.ed}}); res.Proven {
 			t.Errorf("%s: proven under another key", path)
 		}
+	}
+}
+
+// TestHashes checks that Hashes gives back the consistency proof New was given, and refuses
+// a hash that is not 32 bytes of strict base64.
+func TestHashes(t *testing.T) {
+	l := forkedLog(t)
+	want := l.proof(t, "b", 7, 12)
+	p := mustNew(t, l.checkpoint(t, "a", 7), l.checkpoint(t, "b", 12), want)
+	got, err := p.Hashes()
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("Hashes: %x, %v; want %x", got, err, want)
+	}
+	if got, err := mustNew(t, l.checkpoint(t, "a", 7), l.checkpoint(t, "b", 7), nil).Hashes(); err != nil || len(got) != 0 {
+		t.Fatalf("Hashes of a same-size proof: %x, %v", got, err)
+	}
+	for _, bad := range []string{"AAAA", "not base64!", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"} {
+		p.ConsistencyProof[1] = bad
+		if _, err := p.Hashes(); !errors.Is(err, misbehaviour.ErrFormat) {
+			t.Errorf("Hashes with %q: %v, want ErrFormat", bad, err)
+		}
+	}
+}
+
+// TestCheckpointSize checks the unverified parse of a checkpoint note's origin and size.
+func TestCheckpointSize(t *testing.T) {
+	l := forkedLog(t)
+	for _, tc := range []struct {
+		name   string
+		note   []byte
+		origin string
+		size   uint64
+		ok     bool
+	}{
+		{"a signed checkpoint", l.checkpoint(t, "b", 12), l.origin, 12, true},
+		{"the empty tree", l.checkpoint(t, "a", 0), l.origin, 0, true},
+		{"no signature block", []byte(l.origin + "\n12\nAAAA\n"), "", 0, false},
+		{"a size that is no number", []byte(l.origin + "\ntwelve\nq6VKLM0JQ9gS4gRE2o6t4DphAzuYL9TgfIlbsmJ82W8=\n\n— x AAAA\n"), "", 0, false},
+		{"not a checkpoint", []byte("hello\n\n— x AAAA\n"), "", 0, false},
+		{"over the size cap", bytes.Repeat([]byte("x"), misbehaviour.MaxCheckpoint+1), "", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			origin, size, err := misbehaviour.CheckpointSize(tc.note)
+			if !tc.ok {
+				if !errors.Is(err, misbehaviour.ErrFormat) {
+					t.Fatalf("CheckpointSize: %q %d %v, want ErrFormat", origin, size, err)
+				}
+				return
+			}
+			if err != nil || origin != tc.origin || size != tc.size {
+				t.Fatalf("CheckpointSize: %q %d %v, want %q %d", origin, size, err, tc.origin, tc.size)
+			}
+		})
 	}
 }

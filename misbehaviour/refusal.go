@@ -11,8 +11,10 @@ import (
 // RefusalFormat is Refusal.Format for this version.
 const RefusalFormat = "evident-witness-refusal/v1"
 
-// MaxResponse bounds the witness answer a Refusal keeps.
-const MaxResponse = 64 << 10
+// MaxResponse bounds the witness answer a Refusal keeps as text: any proof within this
+// package's limits (two checkpoints and MaxReferences references of MaxCheckpoint bytes each)
+// fits whole.
+const MaxResponse = 1 << 20
 
 // Refusal is what a log keeps when a witness refuses the log's own checkpoint as
 // contradicting the one the witness cosigned (tlog-witness: a 409 that is not a size
@@ -27,23 +29,21 @@ type Refusal struct {
 	Status   int    `json:"status"`   // the HTTP status answered
 	// Request is the add-checkpoint body the log sent.
 	Request string `json:"request"`
-	// Response is the body the witness answered (at most MaxResponse bytes).
+	// Response is the body the witness answered, its first MaxResponse bytes.
 	Response string `json:"response"`
 	Proof    *Proof `json:"proof,omitempty"`
 }
 
 // NewRefusal records a witness's refusal of request. A response that is a proof of
-// misbehaviour is kept as Proof.
+// misbehaviour (read whole, up to MaxSize) is kept as Proof; the response's text is kept up
+// to MaxResponse bytes.
 func NewRefusal(witness, url string, status int, request, response []byte, observed time.Time) *Refusal {
 	r := &Refusal{Format: RefusalFormat, Witness: witness, URL: url, Observed: observed.UTC().Format(time.RFC3339),
 		Status: status, Request: string(request)}
-	if len(response) > MaxResponse {
-		response = response[:MaxResponse]
-	}
-	r.Response = string(response)
 	if p, err := Parse(response); err == nil {
 		r.Proof = p
 	}
+	r.Response = string(response[:min(len(response), MaxResponse)])
 	return r
 }
 

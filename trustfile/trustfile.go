@@ -125,8 +125,8 @@ func Parse(b []byte) (*File, error) {
 }
 
 // Check validates the file: the format, an origin, at least one Ed25519 log key, every key
-// named for the origin and listed once, at least one issuer key whose kid is its thumbprint,
-// and a witness policy that parses.
+// named for the origin and listed once (no two with one name and key hash), at least one
+// issuer key whose kid is its thumbprint, and a witness policy that parses.
 func (f *File) Check() error {
 	_, _, err := f.Checked()
 	return err
@@ -148,14 +148,14 @@ func (f *File) Checked() ([]crypto.PublicKey, *tlogpolicy.Policy, error) {
 	if len(f.LogKeys)+len(f.LogMLDSAKeys) > maxLogKeys {
 		return nil, nil, errorf("log_keys", ErrLogKey, "over %d keys", maxLogKeys)
 	}
-	seen := map[string]bool{}
+	seen := map[string]string{} // vkey and name+hash → the member that lists it
 	for i, vk := range f.LogKeys {
 		m := fmt.Sprintf("log_keys[%d]", i)
 		v, err := note.NewVerifier(vk)
 		if err != nil {
 			return nil, nil, errorf(m, ErrLogKey, "%.80q is not an Ed25519 signed-note verifier key: %v", vk, err)
 		}
-		if err := f.checkKey(m, vk, v.Name(), seen); err != nil {
+		if err := f.checkKey(m, vk, v, seen); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -165,7 +165,7 @@ func (f *File) Checked() ([]crypto.PublicKey, *tlogpolicy.Policy, error) {
 		if err != nil || !IsMLDSA44(vk) {
 			return nil, nil, errorf(m, ErrLogKey, "%.80q is not an ML-DSA-44 signed-note verifier key (type 0x06)", vk)
 		}
-		if err := f.checkKey(m, vk, v.Name(), seen); err != nil {
+		if err := f.checkKey(m, vk, v, seen); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -199,14 +199,21 @@ func (f *File) Checked() ([]crypto.PublicKey, *tlogpolicy.Policy, error) {
 	return issuers, policy, nil
 }
 
-func (f *File) checkKey(member, vkey, name string, seen map[string]bool) error {
-	if name != f.Origin {
-		return errorf(member, ErrLogKey, "the key is named %.80q, not the origin %.80q", name, f.Origin)
+// checkKey checks that a log key is named for the origin and that no other key of the file
+// is the same or has the same name and key hash: a signature line names its key by those
+// alone, so two such keys would make every signature under them ambiguous.
+func (f *File) checkKey(member, vkey string, v note.Verifier, seen map[string]string) error {
+	if v.Name() != f.Origin {
+		return errorf(member, ErrLogKey, "the key is named %.80q, not the origin %.80q", v.Name(), f.Origin)
 	}
-	if seen[vkey] {
+	if _, ok := seen[vkey]; ok {
 		return errorf(member, ErrLogKey, "listed twice")
 	}
-	seen[vkey] = true
+	id := fmt.Sprintf("%s+%08x", v.Name(), v.KeyHash())
+	if prev, ok := seen[id]; ok {
+		return errorf(member, ErrLogKey, "another key than %s with the same name and key hash %s", prev, id)
+	}
+	seen[vkey], seen[id] = member, member
 	return nil
 }
 

@@ -86,6 +86,7 @@ func TestParseRefuses(t *testing.T) {
 		{"origin_not_key_name", trustfile.ErrLogKey, "log_keys[0]"},
 		{"no_log_key", trustfile.ErrLogKey, "log_keys"},
 		{"log_key_twice", trustfile.ErrLogKey, "log_keys[1]"},
+		{"log_key_same_hash", trustfile.ErrLogKey, "log_keys[1]"},
 		{"log_key_hash", trustfile.ErrLogKey, "log_keys[0]"},
 		{"log_key_mldsa_as_ed25519", trustfile.ErrLogKey, "log_keys[0]"},
 		{"mldsa_key_ed25519", trustfile.ErrLogKey, "log_mldsa_keys[0]"},
@@ -112,8 +113,8 @@ func TestParseRefuses(t *testing.T) {
 		})
 	}
 	matches, _ := filepath.Glob("testdata/bad/*.json")
-	if len(matches) != 19 {
-		t.Fatalf("%d files in testdata/bad, the table lists 19", len(matches))
+	if len(matches) != 20 {
+		t.Fatalf("%d files in testdata/bad, the table lists 20", len(matches))
 	}
 }
 

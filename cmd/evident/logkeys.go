@@ -20,7 +20,8 @@ const maxKeyFile = trustfile.MaxSize
 // readVKeys turns --log-key values into the log's signed-note verifier keys, each listed
 // once. A value is a vkey (Ed25519, key type 0x01, or ML-DSA-44, key type 0x06), a file
 // holding vkeys one a line (keys/log.vkey, trust/log-mldsa.vkey of a bundle), or a trust file,
-// whose Ed25519 and ML-DSA-44 log keys are all taken: a user never cuts a file by hand.
+// whose Ed25519 and ML-DSA-44 log keys are all taken: a user never cuts a file by hand. Two
+// different keys of one name and key hash are refused: no signature line could tell them apart.
 func readVKeys(values []string) ([]string, error) {
 	var out []string
 	for _, v := range values {
@@ -33,6 +34,9 @@ func readVKeys(values []string) ([]string, error) {
 				out = append(out, k)
 			}
 		}
+	}
+	if _, err := misbehaviour.Verifiers(out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

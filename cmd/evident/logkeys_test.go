@@ -39,6 +39,13 @@ func testTrustFile(t *testing.T, origin string, ed, pq []string, policy string) 
 	return writeTemp(t, "operator.trust.json", b)
 }
 
+// collidingA and collidingB are two Ed25519 vkeys of one name and key hash (found by a
+// birthday search over public keys: the hash is 32 bits).
+const (
+	collidingA = "log.example.org/evident+62f6952f+AREhdKxYHUvge862xRccUjjnsHSbrMaPCTq+vmwk8Hbt"
+	collidingB = "log.example.org/evident+62f6952f+AVD5roAZ9YzXBydWjdQWKr4fms7pmTy2RrsVlW3mSz4O"
+)
+
 // TestReadVKeys: a --log-key value is a vkey of either type, a file holding vkeys, or a
 // trust file (all its log keys); anything else is refused with the reason.
 func TestReadVKeys(t *testing.T) {
@@ -72,6 +79,7 @@ func TestReadVKeys(t *testing.T) {
 		{name: "a file holding a malformed key", values: []string{writeTemp(t, "bad.vkey", []byte(ed+"\nnot a key\n"))}, err: "bad.vkey"},
 		{name: "a malformed trust file", values: []string{writeTemp(t, "bad.trust.json", []byte(`{"format":"evident-trust/v1"}`))}, err: "trust file"},
 		{name: "a directory", values: []string{dir}, err: "is a directory"},
+		{name: "two keys of one name and key hash", values: []string{collidingA, writeTemp(t, "other.vkey", []byte(collidingB+"\n"))}, err: "one name and key hash"},
 		{name: "a file too large", values: []string{writeTemp(t, "big", bytes.Repeat([]byte("a"), maxKeyFile+1))}, err: "not a key or a trust file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
