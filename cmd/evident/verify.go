@@ -107,9 +107,10 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitFailure
 	}
 	if *misDir != "" {
+		// The verdict stands whether or not the proofs could be written: a failure to write
+		// them is a warning, never an exit code that hides a broken log.
 		if err := writeProofs(*misDir, rep.Misbehaviour, logKeyHint(logKeys), stderr); err != nil {
-			fmt.Fprintln(stderr, "evident verify:", err)
-			return exitFailure
+			fmt.Fprintf(stderr, "evident verify: could not write the proof of misbehaviour: %v; the report carries it in JSON (--format json)\n", err)
 		}
 	}
 	return rep.ExitCode()
