@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -327,6 +328,7 @@ func TestPostQuantumLogSignature(t *testing.T) {
 		pinPQByKey = "--log-key pins the ML-DSA-44 key"
 		pinNoPQ    = "trust file pins no ML-DSA-44 key"
 		pinOtherPQ = "trust file pins another ML-DSA-44 key"
+		pinPQTwice = "trust file and --log-key pin the same ML-DSA-44 key"
 	)
 	options := func(pin string, require bool) verifier.Options {
 		trust := testbundle.Trust(t)
@@ -338,6 +340,9 @@ func TestPostQuantumLogSignature(t *testing.T) {
 			o.TrustedLogKeys = []string{vkey}
 		case pinOtherPQ:
 			trust.LogMLDSAKeys = []string{otherVKey}
+		case pinPQTwice:
+			trust.LogMLDSAKeys = []string{vkey}
+			o.TrustedLogKeys = append(slices.Clone(trust.LogKeys), vkey)
 		}
 		return o
 	}
@@ -358,6 +363,8 @@ func TestPostQuantumLogSignature(t *testing.T) {
 		{"signed, required", signed, pinPQ, true, verifier.Verified, []want{{"log.pq_signature", verifier.Verified, ""}}},
 		{"signed, no key in the bundle", signedNoKey, pinPQ, true, verifier.Verified, []want{{"trust.log_pq_key", verifier.Verified, ""}, {"log.pq_signature", verifier.Verified, ""}}},
 		{"signed, no key in the bundle, pinned with --log-key", signedNoKey, pinPQByKey, true, verifier.Verified, []want{{"log.pq_signature", verifier.Verified, ""}}},
+		{"signed, pinned twice", signed, pinPQTwice, true, verifier.Verified, []want{{"trust.log_pq_key", verifier.Verified, ""}, {"log.pq_signature", verifier.Verified, ""}}},
+		{"signed, no key in the bundle, pinned twice", signedNoKey, pinPQTwice, true, verifier.Verified, []want{{"log.pq_signature", verifier.Verified, ""}}},
 		{"no key in the bundle, pinned, required", base, pinPQ, true, verifier.NotEvaluated, []want{{"log.pq_signature", verifier.NotEvaluated, verifier.CodePQSigMissing}}},
 		{"no key anywhere, required", base, pinNoPQ, true, verifier.NotEvaluated, []want{{"trust.log_pq_key", verifier.NotEvaluated, verifier.CodePQKeyMissing}}},
 		{"no signature, not required", unsignedWithKey, pinPQ, false, verifier.Verified, []want{{"log.pq_signature", verifier.Verified, ""}}},
