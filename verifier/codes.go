@@ -24,7 +24,7 @@ const (
 const (
 	CodeTrust          Code = ledger.CodeTrustInvalid // a trust file (trust/log.vkey, trust/issuers.cbor, trust/key-history.json, trust/cop-nodes.json) unusable
 	CodeTrustNotPinned Code = "trust_not_pinned"      // nothing pinned: the bundle's own key or policy was used, so who made it is not established (not evaluated)
-	CodeTrustMismatch  Code = "trust_mismatch"        // the bundle's key or keys are not among the pinned ones (broken; log.pq_signature is then not evaluated)
+	CodeTrustMismatch  Code = "trust_mismatch"        // the bundle's key or keys are not among the pinned ones (broken; log.pq_signature is then not evaluated), or a checkpoint carries an ML-DSA-44 signature under the log's name by none of the log's known keys (log.pq_signature broken)
 	CodeKeyWindow      Code = "key_outside_window"    // a signature by a service key outside the key's validity window in trust/key-history.json
 	CodePQKeyMissing   Code = "pq_key_missing"        // --require-pq, but the bundle names no ML-DSA-44 log key
 )
@@ -71,8 +71,8 @@ const (
 	CodeNoConsistency   Code = "no_consistency_proof"          // two tree sizes (of the log, or of a chain's seals) that no proof links
 	CodeLogProof        Code = "log_consistency_proof_invalid" // a log consistency proof the bundle carries that is malformed or does not verify
 	CodeInconsistent    Code = "log_inconsistent"              // a consistency proof shows two checkpoints are not one log
-	CodeExtraCheckpoint Code = "extra_checkpoint_invalid"      // a --checkpoint file that is not a log-signed checkpoint
-	CodePQSigMissing    Code = "pq_signature_missing"          // --require-pq, and a checkpoint carries no ML-DSA-44 log signature
+	CodeExtraCheckpoint Code = "extra_checkpoint_invalid"      // a --checkpoint file that is not a log-signed checkpoint, or holds none
+	CodePQSigMissing    Code = "pq_signature_missing"          // --require-pq, and a checkpoint carries no ML-DSA-44 log signature; or no checkpoint carries a valid one by the log's post-quantum key
 	CodePQSigInvalid    Code = "pq_signature_invalid"          // a signature line of the log's ML-DSA-44 key that does not verify
 )
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -269,10 +270,15 @@ func TestPostQuantumLogSignature(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, otherVKey, err := fnote.GenerateMLDSAKey(base.Origin)
+	otherSKey, otherVKey, err := fnote.GenerateMLDSAKey(base.Origin)
 	if err != nil {
 		t.Fatal(err)
 	}
+	otherPQ, err := fnote.NewSignerForCosignatureV1(otherSKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyID := func(vkey string) string { return base.Origin + "+" + strings.Split(vkey, "+")[1] } // name+hash
 	resign := func(b *testbundle.Bundle, signers ...note.Signer) {
 		for n, f := range b.Files {
 			if !strings.HasPrefix(n, "log/checkpoints/") {
@@ -294,6 +300,13 @@ func TestPostQuantumLogSignature(t *testing.T) {
 
 	signedNoKey := base.Clone()
 	resign(signedNoKey, signedNoKey.NoteSigner, pq)
+
+	// Signed by another ML-DSA-44 key of the log's name than the pinned one, with the bundle
+	// naming no post-quantum key; and by the pinned key and that other one.
+	otherSigned := base.Clone()
+	resign(otherSigned, otherSigned.NoteSigner, otherPQ)
+	bothSigned := base.Clone()
+	resign(bothSigned, bothSigned.NoteSigner, pq, otherPQ)
 
 	unsignedWithKey := base.Clone()
 	unsignedWithKey.Files[bundle.LogPQKeyFile] = []byte(vkey + "\n")
@@ -327,6 +340,7 @@ func TestPostQuantumLogSignature(t *testing.T) {
 		pinPQByKey = "--log-key pins the ML-DSA-44 key"
 		pinNoPQ    = "trust file pins no ML-DSA-44 key"
 		pinOtherPQ = "trust file pins another ML-DSA-44 key"
+		pinPQTwice = "trust file and --log-key pin the same ML-DSA-44 key"
 	)
 	options := func(pin string, require bool) verifier.Options {
 		trust := testbundle.Trust(t)
@@ -338,6 +352,9 @@ func TestPostQuantumLogSignature(t *testing.T) {
 			o.TrustedLogKeys = []string{vkey}
 		case pinOtherPQ:
 			trust.LogMLDSAKeys = []string{otherVKey}
+		case pinPQTwice:
+			trust.LogMLDSAKeys = []string{vkey}
+			o.TrustedLogKeys = append(slices.Clone(trust.LogKeys), vkey)
 		}
 		return o
 	}
@@ -358,16 +375,22 @@ func TestPostQuantumLogSignature(t *testing.T) {
 		{"signed, required", signed, pinPQ, true, verifier.Verified, []want{{"log.pq_signature", verifier.Verified, ""}}},
 		{"signed, no key in the bundle", signedNoKey, pinPQ, true, verifier.Verified, []want{{"trust.log_pq_key", verifier.Verified, ""}, {"log.pq_signature", verifier.Verified, ""}}},
 		{"signed, no key in the bundle, pinned with --log-key", signedNoKey, pinPQByKey, true, verifier.Verified, []want{{"log.pq_signature", verifier.Verified, ""}}},
+		{"signed, pinned twice", signed, pinPQTwice, true, verifier.Verified, []want{{"trust.log_pq_key", verifier.Verified, ""}, {"log.pq_signature", verifier.Verified, ""}}},
+		{"signed, no key in the bundle, pinned twice", signedNoKey, pinPQTwice, true, verifier.Verified, []want{{"log.pq_signature", verifier.Verified, ""}}},
 		{"no key in the bundle, pinned, required", base, pinPQ, true, verifier.NotEvaluated, []want{{"log.pq_signature", verifier.NotEvaluated, verifier.CodePQSigMissing}}},
 		{"no key anywhere, required", base, pinNoPQ, true, verifier.NotEvaluated, []want{{"trust.log_pq_key", verifier.NotEvaluated, verifier.CodePQKeyMissing}}},
-		{"no signature, not required", unsignedWithKey, pinPQ, false, verifier.Verified, []want{{"log.pq_signature", verifier.Verified, ""}}},
+		{"no signature, not required", unsignedWithKey, pinPQ, false, verifier.NotEvaluated, []want{{"log.pq_signature", verifier.NotEvaluated, verifier.CodePQSigMissing}}},
 		{"no signature, required", unsignedWithKey, pinPQ, true, verifier.NotEvaluated, []want{{"log.pq_signature", verifier.NotEvaluated, verifier.CodePQSigMissing}}},
 		{"invalid signature", badSig, pinPQ, false, verifier.Broken, []want{{"log.pq_signature", verifier.Broken, verifier.CodePQSigInvalid}}},
 		{"signed, not pinned", signed, pinNoPQ, false, verifier.NotEvaluated, []want{{"trust.log_pq_key", verifier.NotEvaluated, verifier.CodeTrustNotPinned}, {"log.pq_signature", verifier.NotEvaluated, verifier.CodeTrustNotPinned}}},
 		{"signed, not pinned, required", signed, pinNoPQ, true, verifier.NotEvaluated, []want{{"log.pq_signature", verifier.NotEvaluated, verifier.CodeTrustNotPinned}}},
 		{"invalid signature, not pinned", badSig, pinNoPQ, false, verifier.Broken, []want{{"log.pq_signature", verifier.Broken, verifier.CodePQSigInvalid}}},
 		{"signed, another key pinned", signed, pinOtherPQ, false, verifier.Broken, []want{{"trust.log_pq_key", verifier.Broken, verifier.CodeTrustMismatch}, {"log.pq_signature", verifier.NotEvaluated, verifier.CodeTrustMismatch}}},
-		{"signed, no key in the bundle, another key pinned, required", signedNoKey, pinOtherPQ, true, verifier.NotEvaluated, []want{{"log.pq_signature", verifier.NotEvaluated, verifier.CodePQSigMissing}}},
+		{"signed, no key in the bundle, another key pinned", signedNoKey, pinOtherPQ, false, verifier.Broken, []want{{"trust.log_pq_key", verifier.Verified, ""}, {"log.pq_signature", verifier.Broken, verifier.CodeTrustMismatch}}},
+		{"signed, no key in the bundle, another key pinned, required", signedNoKey, pinOtherPQ, true, verifier.Broken, []want{{"log.pq_signature", verifier.Broken, verifier.CodeTrustMismatch}}},
+		{"signed by another key, none pinned", otherSigned, pinNoPQ, false, verifier.NotEvaluated, []want{{"log.pq_signature", verifier.NotEvaluated, verifier.CodeTrustNotPinned}}},
+		{"signed by another key, pinned", otherSigned, pinPQ, false, verifier.Broken, []want{{"log.pq_signature", verifier.Broken, verifier.CodeTrustMismatch}}},
+		{"signed by the pinned key and another", bothSigned, pinPQ, false, verifier.Broken, []want{{"log.pq_signature", verifier.Broken, verifier.CodeTrustMismatch}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -380,8 +403,18 @@ func TestPostQuantumLogSignature(t *testing.T) {
 			}
 			pqVerified := false
 			for _, w := range tc.want {
-				one(t, rep, w.check, w.status, w.code)
+				c := one(t, rep, w.check, w.status, w.code)
 				pqVerified = pqVerified || (w.check == "log.pq_signature" && w.status == verifier.Verified)
+				// A signature by an unpinned key names that key: the other one, or, when the
+				// other one is pinned, the one the checkpoints were signed with.
+				foreign := keyID(otherVKey)
+				if tc.pin == pinOtherPQ {
+					foreign = keyID(vkey)
+				}
+				if w.check == "log.pq_signature" && (w.code == verifier.CodeTrustMismatch && w.status == verifier.Broken || w.code == verifier.CodeTrustNotPinned && tc.b == otherSigned) &&
+					!slices.ContainsFunc(c.Evidence, func(e string) bool { return strings.Contains(e, foreign) }) {
+					t.Errorf("evidence %q names not the unpinned key %s", c.Evidence, foreign)
+				}
 			}
 			for _, c := range checksNamed(rep, "log.pq_signature") {
 				if c.Status == verifier.Verified && !pqVerified {

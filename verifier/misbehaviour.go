@@ -86,8 +86,12 @@ func (v *verifier) misbehaviourProofs() []*misbehaviour.Proof {
 }
 
 // cosignedNotes returns the distinct verified checkpoint notes that carry signatures by
-// others than the log (witness cosignatures), in the order they were found.
+// others than the log (witness cosignatures), in the order they were found; none without a
+// usable log key, since then no note is known to be the log's.
 func (v *verifier) cosignedNotes() [][]byte {
+	if v.logKey == nil {
+		return nil
+	}
 	vs := append([]note.Verifier{v.logKey}, v.pqVerifiers()...)
 	var out [][]byte
 	notes := v.distinctNotes()

@@ -183,6 +183,8 @@ func TestMisbehaviourInputs(t *testing.T) {
 		{"refusal with a proof", [][]byte{mustMarshal(t, withProof)}, verifier.Broken, []want{{"log.fork", verifier.Broken, verifier.CodeFork}},
 			[]string{misbehaviour.KindSameSize}, 0},
 		{"refusal without a proof", [][]byte{mustMarshal(t, withoutProof)}, verifier.NotEvaluated, []want{{"log.extra_checkpoint", verifier.NotEvaluated, verifier.CodeExtraCheckpoint}}, nil, 0},
+		// A witness that refused no checkpoint answers its forks endpoint with an empty list.
+		{"forks answer of a witness without forks", [][]byte{[]byte("[]\n")}, verifier.NotEvaluated, []want{{"log.extra_checkpoint", verifier.NotEvaluated, verifier.CodeExtraCheckpoint}}, nil, 0},
 		{"JSON that is no proof", [][]byte{[]byte(`{"hello": "world"}`)}, verifier.NotEvaluated, []want{{"log.extra_checkpoint", verifier.NotEvaluated, verifier.CodeExtraCheckpoint}}, nil, 0},
 		{"forged proof", [][]byte{mustMarshal(t, forged)}, verifier.NotEvaluated, []want{{"log.extra_checkpoint", verifier.NotEvaluated, verifier.CodeExtraCheckpoint}}, nil, 0},
 		{"a consistent pair", [][]byte{mustMarshal(t, honest)}, verifier.Verified, []want{{"log.consistency", verifier.Verified, ""}}, nil, 0},
@@ -210,6 +212,30 @@ func TestMisbehaviourInputs(t *testing.T) {
 				t.Fatalf("proofs of kinds %v, want %v", kinds, tc.kinds)
 			}
 			checkProofs(t, rep, trust.LogKeys, tc.refs)
+		})
+	}
+}
+
+// TestExtraCheckpointEmptyList: an input that is an empty JSON list (what a witness without
+// forks serves at /<origin id>/forks) gives no checkpoint, and says so in a log.extra_checkpoint
+// check that is not evaluated, rather than vanishing from the report.
+func TestExtraCheckpointEmptyList(t *testing.T) {
+	b := testbundle.Build(t, testbundle.Options{Entries: 4, SealAt: []int{4}, CheckpointFiles: true})
+	for _, in := range []string{"[]", " [ ]\n"} {
+		t.Run(fmt.Sprintf("%q", in), func(t *testing.T) {
+			o := verifier.Options{Trust: testbundle.Trust(t), Now: func() time.Time { return testbundle.Base },
+				Checkpoints: []verifier.ExtraCheckpoint{{Name: "forks.json", Data: []byte(in)}}}
+			rep, err := verifier.Verify(context.Background(), b.Reader(t), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := one(t, rep, "log.extra_checkpoint", verifier.NotEvaluated, verifier.CodeExtraCheckpoint)
+			if c.Where != "forks.json" || !strings.Contains(c.Detail, "holds no checkpoint") {
+				t.Errorf("check %+v", c)
+			}
+			if rep.Verdict != verifier.NotEvaluated {
+				t.Errorf("verdict %s\n%s", rep.Verdict, text(t, rep))
+			}
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto"
 	"fmt"
 	"slices"
+	"strings"
 
 	"golang.org/x/mod/sumdb/note"
 
@@ -25,16 +26,17 @@ type pins struct {
 	policy    *tlogpolicy.Policy // the pinned witness policy; nil with policySet: the operator names none
 }
 
-// collectPins merges the options' pins. An ML-DSA-44 vkey in TrustedLogKeys pins the
-// post-quantum key. A trust file that does not pass trustfile's Check is an error of the
-// caller, not of the bundle.
+// collectPins merges the options' pins, each log key once: a key pinned twice (by the trust
+// file and by TrustedLogKeys) would make two identical verifiers, which note.VerifierList
+// refuses as ambiguous. An ML-DSA-44 vkey in TrustedLogKeys pins the post-quantum key. A
+// trust file that does not pass trustfile's Check is an error of the caller, not of the bundle.
 func collectPins(o Options) (pins, error) {
 	var p pins
 	for _, k := range o.TrustedLogKeys {
 		if trustfile.IsMLDSA44(k) {
-			p.pqKeys = append(p.pqKeys, k)
+			p.pqKeys = appendNew(p.pqKeys, k)
 		} else {
-			p.logKeys = append(p.logKeys, k)
+			p.logKeys = appendNew(p.logKeys, k)
 		}
 	}
 	p.issuers = append(p.issuers, o.TrustedIssuers...)
@@ -43,8 +45,8 @@ func collectPins(o Options) (pins, error) {
 		if err != nil {
 			return pins{}, fmt.Errorf("verifier: pinned %w", err)
 		}
-		p.logKeys = append(p.logKeys, t.LogKeys...)
-		p.pqKeys = append(p.pqKeys, t.LogMLDSAKeys...)
+		p.logKeys = appendNew(p.logKeys, t.LogKeys...)
+		p.pqKeys = appendNew(p.pqKeys, t.LogMLDSAKeys...)
 		p.issuers = append(p.issuers, keys...)
 		p.policy, p.policySet = policy, true
 	}
@@ -56,6 +58,16 @@ func collectPins(o Options) (pins, error) {
 		p.pqVerify = append(p.pqVerify, nv)
 	}
 	return p, nil
+}
+
+// appendNew appends each vkey, without surrounding space, that list does not hold yet.
+func appendNew(list []string, vkeys ...string) []string {
+	for _, k := range vkeys {
+		if k = strings.TrimSpace(k); !slices.Contains(list, k) {
+			list = append(list, k)
+		}
+	}
+	return list
 }
 
 // pqPinned says whether an ML-DSA-44 vkey may be used: it is pinned, or nothing pinned any.

@@ -1,10 +1,13 @@
 package verifier
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
+	"filippo.io/mldsa"
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/evident-log/evident/bundle"
@@ -24,6 +27,8 @@ type pqState struct {
 	// bundleBad is set when the bundle's key file is unusable (CodeTrust) or not pinned
 	// (CodeTrustMismatch): no post-quantum signature is then reported verified.
 	bundleBad Code
+	// bundleKey is the bundle's trust/log-mldsa.vkey when it parses, pinned or not.
+	bundleKey note.Verifier
 }
 
 // loadPQKey reads trust/log-mldsa.vkey, the log's ML-DSA-44 checkpoint key, and chooses the
@@ -49,6 +54,7 @@ func (v *verifier) loadPQKey() []Check {
 		return []Check{c}
 	}
 	vkey, pv, problem := v.readPQKey()
+	v.pq.bundleKey = pv
 	switch {
 	case problem != "":
 		v.pq.bundleBad = CodeTrust
@@ -106,6 +112,9 @@ func keyNames(vs []note.Verifier) string {
 func (v *verifier) checkPQ() []Check {
 	vs := v.pqVerifiers()
 	if len(vs) == 0 {
+		if c, ok := v.unnamedPQSignatures(); ok {
+			return []Check{c}
+		}
 		if v.o.RequirePQ && v.listed(bundle.LogPQKeyFile) {
 			// The key file is unusable (trust.log_pq_key says why): nothing is established.
 			return []Check{{Name: CheckLogPQSignature, Status: NotEvaluated, Code: CodeTrust,
@@ -125,11 +134,41 @@ func (v *verifier) checkPQ() []Check {
 	return []Check{v.pqSummary(signed, missing)}
 }
 
+// unnamedPQSignatures reports, when neither a pin nor the bundle names the log's post-quantum
+// key, the checkpoints that carry an ML-DSA-44 signature under the log's name all the same:
+// their key is pinned by nothing, so log.pq_signature is not evaluated (trust_not_pinned) —
+// as it is when the bundle names that key — rather than absent.
+func (v *verifier) unnamedPQSignatures() (Check, bool) {
+	if v.listed(bundle.LogPQKeyFile) {
+		return Check{}, false
+	}
+	known := v.knownKeyHashes()
+	var evidence []string
+	for _, n := range v.distinctNotes() {
+		for _, k := range v.foreignPQKeys(n.raw, known) {
+			evidence = append(evidence, fmt.Sprintf("%s on tree size %d in %s", k, n.size, n.source))
+		}
+	}
+	if len(evidence) == 0 {
+		return Check{}, false
+	}
+	return Check{Name: CheckLogPQSignature, Status: NotEvaluated, Code: CodeTrustNotPinned,
+		Detail:   fmt.Sprintf("%d ML-DSA-44 signature(s) under the log's name, but no post-quantum log key is pinned and the bundle names none: that the log made them is not established (%s)", len(evidence), PinAdvice),
+		Evidence: firstN(evidence, maxEvidence)}, true
+}
+
 // pqSignatures verifies the post-quantum signature of every distinct checkpoint note with vs:
-// broken checks for invalid ones, the count of valid ones and where none is.
+// broken checks for invalid ones and for ML-DSA-44 signatures under the log's name by a key the
+// log is not known by, the count of valid ones and where none is.
 func (v *verifier) pqSignatures(vs []note.Verifier) (broken []Check, signed int, missing []string) {
 	notes := v.distinctNotes()
+	known := v.knownKeyHashes()
 	for _, n := range notes {
+		if keys := v.foreignPQKeys(n.raw, known); len(keys) > 0 {
+			broken = append(broken, Check{Name: CheckLogPQSignature, Status: Broken, Code: CodeTrustMismatch, Where: n.source,
+				Detail:   fmt.Sprintf("the checkpoint of tree size %d carries an ML-DSA-44 signature under the log's name by a key that is none of the log's known keys (pinned, in the bundle, or in its key history): a post-quantum signature by a key that is not pinned", n.size),
+				Evidence: keys})
+		}
 		_, err := note.Open(n.raw, note.VerifierList(vs...))
 		var invalid *note.InvalidSignatureError
 		switch {
@@ -146,8 +185,61 @@ func (v *verifier) pqSignatures(vs []note.Verifier) (broken []Check, signed int,
 	return broken, signed, missing
 }
 
-// pqSummary is the log.pq_signature check when no signature was invalid: verified only under
-// a pinned key that the bundle does not contradict.
+// knownKeyHashes returns the key hashes of every checkpoint key the log is known by: the
+// pinned Ed25519 and ML-DSA-44 keys, the bundle's current ones, and those its key history
+// lists (current or retired).
+func (v *verifier) knownKeyHashes() map[uint32]bool {
+	known := map[uint32]bool{}
+	add := func(vkey string) {
+		if nv, err := note.NewVerifier(vkey); err == nil {
+			known[nv.KeyHash()] = true
+		} else if cv, err := tlogpolicy.NewCosignatureVerifier(vkey); err == nil {
+			known[cv.KeyHash()] = true
+		}
+	}
+	for _, k := range append(slices.Clone(v.pins.logKeys), v.pins.pqKeys...) {
+		add(k)
+	}
+	for _, k := range []note.Verifier{v.logKey, v.pq.bundleKey} {
+		if k != nil {
+			known[k.KeyHash()] = true
+		}
+	}
+	if v.history != nil {
+		for _, c := range v.history.CheckpointKeys {
+			add(c.VKey)
+		}
+	}
+	return known
+}
+
+// pqSignatureSize is the decoded size of an ML-DSA-44 cosignature/v1 signature line: the key
+// hash, the timestamp and the signature (C2SP tlog-cosignature).
+const pqSignatureSize = 4 + 8 + mldsa.MLDSA44SignatureSize
+
+// foreignPQKeys returns, as name+hash, the keys of the note's signature lines that are named
+// for the log's origin, have the size of an ML-DSA-44 cosignature and whose key hash is not in
+// known: post-quantum signatures that claim to be the log's by a key the log is not known by.
+func (v *verifier) foreignPQKeys(raw []byte, known map[uint32]bool) []string {
+	_, err := note.Open(raw, note.VerifierList())
+	var unverified *note.UnverifiedNoteError
+	if !errors.As(err, &unverified) {
+		return nil
+	}
+	var out []string
+	for _, s := range unverified.Note.UnverifiedSigs {
+		if s.Name != v.r.Manifest.Log.Origin || known[s.Hash] {
+			continue
+		}
+		if b, err := base64.StdEncoding.DecodeString(s.Base64); err == nil && len(b) == pqSignatureSize {
+			out = append(out, fmt.Sprintf("ML-DSA-44 signature by key %s+%08x", s.Name, s.Hash))
+		}
+	}
+	return out
+}
+
+// pqSummary is the log.pq_signature check when no signature was invalid: verified only when
+// some checkpoint carries a valid signature by a pinned key that the bundle does not contradict.
 func (v *verifier) pqSummary(signed int, missing []string) Check {
 	c := Check{Name: CheckLogPQSignature, Status: Verified,
 		Detail: fmt.Sprintf("%d checkpoint(s) carry a valid ML-DSA-44 signature by the log's pinned post-quantum key", signed)}
@@ -155,6 +247,11 @@ func (v *verifier) pqSummary(signed int, missing []string) Check {
 	case v.pq.bundleBad != "":
 		c.Status, c.Code = NotEvaluated, v.pq.bundleBad
 		c.Detail = fmt.Sprintf("%d checkpoint(s) carry a valid ML-DSA-44 signature by a pinned post-quantum key, but the bundle's trust/log-mldsa.vkey is unusable or not pinned (see trust.log_pq_key): the post-quantum signatures are not established", signed)
+	case signed == 0:
+		c.Status, c.Code = NotEvaluated, CodePQSigMissing
+		c.Detail = fmt.Sprintf("no checkpoint carries a valid ML-DSA-44 signature by the log's post-quantum key %s: %d checkpoint(s) carry none, so no post-quantum signature is established", keyNames(v.pq.keys), len(missing))
+		c.Evidence = firstN(missing, maxEvidence)
+		return c
 	case !v.pq.pinned:
 		c.Status, c.Code = NotEvaluated, CodeTrustNotPinned
 		c.Detail = fmt.Sprintf("%d checkpoint(s) carry a valid ML-DSA-44 signature by the bundle's post-quantum key, which is not pinned: that the log signed them is not established (%s)", signed, PinAdvice)

@@ -85,6 +85,11 @@ func (v *verifier) loadExtraCheckpoints() []Check {
 				Detail: "JSON that is no proof of misbehaviour, witness fork record or refusal with a proof, so nothing in it was cross-checked: " + err.Error()})
 			continue
 		}
+		if len(items) == 0 {
+			checks = append(checks, Check{Name: CheckLogExtraCheckpoint, Status: NotEvaluated, Code: CodeExtraCheckpoint, Where: x.Name,
+				Detail: "an empty list (as a witness without forks answers) holds no checkpoint, so nothing was cross-checked"})
+			continue
+		}
 		for _, it := range items {
 			checks = append(checks, v.loadExtra(it))
 		}

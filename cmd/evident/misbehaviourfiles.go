@@ -50,13 +50,13 @@ func writeProof(dir string, p *misbehaviour.Proof) (string, error) {
 		path := filepath.Join(dir, name)
 		done, err := createOnce(path, data)
 		if err != nil {
-			return "", fmt.Errorf("writing proof of misbehaviour: %w", err)
+			return "", err
 		}
 		if done {
 			return path, nil
 		}
 	}
-	return "", fmt.Errorf("writing proof of misbehaviour: %s: %d names taken", filepath.Join(dir, base), maxProofNames)
+	return "", fmt.Errorf("%s: %d names taken", filepath.Join(dir, base), maxProofNames)
 }
 
 // createOnce creates path holding data; done is false when path exists with other bytes.

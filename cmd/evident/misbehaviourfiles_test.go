@@ -146,6 +146,17 @@ func TestVerifyWritesMisbehaviour(t *testing.T) {
 		}
 		check(t, filepath.Join(wd, paths[0]))
 	})
+	t.Run("directory not writable", func(t *testing.T) {
+		// A path under a regular file cannot be created, even by root: the proof is not
+		// written, and the broken verdict is still the exit code, with a warning.
+		notDir := writeTemp(t, "not-a-directory", []byte("x"))
+		wd := t.TempDir()
+		stderr, paths := fork(t, wd, "--misbehaviour-dir", filepath.Join(notDir, "sub"))
+		if len(paths) != 0 || !strings.Contains(stderr, "could not write the proof of misbehaviour: ") ||
+			!strings.Contains(stderr, "the report carries it in JSON (--format json)") {
+			t.Fatalf("unwritable --misbehaviour-dir: %v\n%s", paths, stderr)
+		}
+	})
 	t.Run("not written", func(t *testing.T) {
 		wd := t.TempDir()
 		stderr, paths := fork(t, wd, "--misbehaviour-dir", "")

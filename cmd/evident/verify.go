@@ -107,9 +107,10 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitFailure
 	}
 	if *misDir != "" {
+		// The verdict stands whether or not the proofs could be written: a failure to write
+		// them is a warning, never an exit code that hides a broken log.
 		if err := writeProofs(*misDir, rep.Misbehaviour, logKeyHint(logKeys), stderr); err != nil {
-			fmt.Fprintln(stderr, "evident verify:", err)
-			return exitFailure
+			fmt.Fprintf(stderr, "evident verify: could not write the proof of misbehaviour: %v; the report carries it in JSON (--format json)\n", err)
 		}
 	}
 	return rep.ExitCode()
@@ -208,7 +209,7 @@ type checkpointFiles struct{ list []verifier.ExtraCheckpoint }
 func (c *checkpointFiles) String() string { return "" }
 
 func (c *checkpointFiles) Set(name string) error {
-	b, err := os.ReadFile(name)
+	b, err := readAtMost(name, misbehaviour.MaxSize)
 	if err != nil {
 		return err
 	}
@@ -217,6 +218,21 @@ func (c *checkpointFiles) Set(name string) error {
 	}
 	c.list = append(c.list, verifier.ExtraCheckpoint{Name: name, Data: b})
 	return nil
+}
+
+// readAtMost reads a file, but no more than max+1 bytes of it, so that a file (or a pipe or
+// device) larger than max is known to be so without reading it whole.
+func readAtMost(name string, max int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return b, nil
 }
 
 // stringList is a repeatable string flag.
