@@ -2,10 +2,7 @@ package verifier
 
 import (
 	"bytes"
-	"encoding/base64"
 	"fmt"
-
-	tlog "github.com/transparency-dev/formats/log"
 
 	"github.com/evident-log/evident/misbehaviour"
 )
@@ -46,7 +43,7 @@ func expandExtra(x ExtraCheckpoint) ([]extraItem, error) {
 		it := extraItem{raw: large}
 		if p.Kind == misbehaviour.KindInconsistent {
 			it.old, it.hasProof = noteSize(small), true
-			if it.hashes, err = decodeHashes(p.ConsistencyProof); err != nil {
+			if it.hashes, err = p.Hashes(); err != nil {
 				return nil, err
 			}
 		}
@@ -67,23 +64,6 @@ func isJSON(data []byte) bool {
 // noteSize is the tree size a checkpoint note's body states (0 when it states none); the
 // note's signature is verified where it is used.
 func noteSize(n []byte) uint64 {
-	text, _, _ := bytes.Cut(n, []byte("\n\n"))
-	var cp tlog.Checkpoint
-	if _, err := cp.Unmarshal(append(text, '\n')); err != nil {
-		return 0
-	}
-	return cp.Size
-}
-
-// decodeHashes decodes a proof file's base64 consistency proof.
-func decodeHashes(b64 []string) ([][]byte, error) {
-	var out [][]byte
-	for i, s := range b64 {
-		h, err := base64.StdEncoding.Strict().DecodeString(s)
-		if err != nil || len(h) != 32 {
-			return nil, fmt.Errorf("consistency proof hash %d is not a base64 SHA-256 hash", i+1)
-		}
-		out = append(out, h)
-	}
-	return out, nil
+	_, size, _ := misbehaviour.CheckpointSize(n)
+	return size
 }

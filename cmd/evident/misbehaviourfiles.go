@@ -11,8 +11,6 @@ import (
 	"os"
 	"path/filepath"
 
-	tlog "github.com/transparency-dev/formats/log"
-
 	"github.com/evident-log/evident/misbehaviour"
 )
 
@@ -83,12 +81,8 @@ func createOnce(path string, data []byte) (done bool, err error) {
 
 // noteSize is the tree size of a checkpoint note's body, 0 if it states none.
 func noteSize(n string) uint64 {
-	text, _, _ := bytes.Cut([]byte(n), []byte("\n\n"))
-	var cp tlog.Checkpoint
-	if _, err := cp.Unmarshal(append(text, '\n')); err != nil {
-		return 0
-	}
-	return cp.Size
+	_, size, _ := misbehaviour.CheckpointSize([]byte(n))
+	return size
 }
 
 // logKeyHint names the log key for the advice printed with a proof: the first --log-key
