@@ -131,11 +131,17 @@ func TestMisbehaviourInputs(t *testing.T) {
 	if err != nil || len(forks) != 2 {
 		t.Fatalf("the witness's forks answer: %d proofs, %v\n%s", len(forks), err, f.forks)
 	}
-	proofFile := mustMarshal(t, forks[1])
 	var records []json.RawMessage
 	if err := json.Unmarshal(f.forks, &records); err != nil || len(records) != 2 {
 		t.Fatalf("the witness's forks answer: %v", err)
 	}
+	// The witness lists its proofs oldest first, and both came within one second: put the
+	// same-size one first (the list and its records in one order).
+	if forks[0].Kind != misbehaviour.KindSameSize {
+		forks[0], forks[1] = forks[1], forks[0]
+		records[0], records[1] = records[1], records[0]
+	}
+	proofFile := mustMarshal(t, forks[1])
 	otherSkey, _, _ := note.GenerateKey(rand.Reader, b.Origin)
 	otherSigner, _ := note.NewSigner(otherSkey)
 	forgedA, _ := note.Sign(&note.Note{Text: string(tlog.Checkpoint{Origin: b.Origin, Size: 8, Hash: b.LogTree.HashAt(8)}.Marshal())}, otherSigner)
