@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"slices"
 	"strings"
 
@@ -64,7 +63,7 @@ func readProofRecords(fset *flag.FlagSet, stderr io.Writer) ([]record, int, bool
 	}
 	var out []record
 	for _, name := range fset.Args() {
-		b, err := readProofFile(name)
+		b, err := readAtMost(name, misbehaviour.MaxSize) // ParseAll refuses one over the limit, with the reason
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return nil, usageErr(fset, "%v", err), false
@@ -85,20 +84,6 @@ func readProofRecords(fset *flag.FlagSet, stderr io.Writer) ([]record, int, bool
 		}
 	}
 	return out, 0, true
-}
-
-// readProofFile reads a file of at most misbehaviour.MaxSize bytes.
-func readProofFile(name string) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, misbehaviour.MaxSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return b, nil // ParseAll refuses one over the limit, with the reason
 }
 
 // misbehaviourCheck is evident misbehaviour check.
