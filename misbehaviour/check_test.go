@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/mod/sumdb/note"
+
 	"github.com/evident-log/evident/misbehaviour"
 	"github.com/evident-log/evident/tilelog"
 	"github.com/evident-log/evident/tlogpolicy"
@@ -308,4 +310,45 @@ func mustRead(t testing.TB, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestSigned checks that Signed drops exactly the lines that name a given key and do not
+// verify, keeps every other line (a witness's cosignature among them) in its place, names
+// the key that verified, and fails when no line of the keys verifies.
+func TestSigned(t *testing.T) {
+	l := forkedLog(t)
+	w, _ := newWitness(t, "witness.example/w1")
+	cp := l.checkpoint(t, "a", 7, w)
+	vs, err := misbehaviour.Verifiers([]string{l.ed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk := junkLine(t, l.ed)
+	for _, first := range []bool{true, false} {
+		signed, v, err := misbehaviour.Signed([]byte(withLine(string(cp), junk, first)), vs)
+		if err != nil {
+			t.Fatalf("junk line first=%v: %v", first, err)
+		}
+		if string(signed) != string(cp) {
+			t.Errorf("junk line first=%v: got\n%s\nwant\n%s", first, signed, cp)
+		}
+		if v.KeyHash() != vs[0].KeyHash() {
+			t.Errorf("signer %08x, want %08x", v.KeyHash(), vs[0].KeyHash())
+		}
+	}
+	onlyJunk := string(cp[:strings.Index(string(cp), "\n\n")+2]) + junk
+	if _, _, err := misbehaviour.Signed([]byte(onlyJunk), vs); err == nil || !strings.Contains(err.Error(), "do not verify") {
+		t.Errorf("a note whose only line of the key is junk: %v, want \"do not verify\"", err)
+	}
+	_, impostor, err := note.GenerateKey(rand.Reader, "log.example/misbehaviour")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ivs, err := misbehaviour.Verifiers([]string{impostor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := misbehaviour.Signed(cp, ivs); err == nil || !strings.Contains(err.Error(), "no signature line") {
+		t.Errorf("a note no line of the keys signs: %v, want \"no signature line\"", err)
+	}
 }

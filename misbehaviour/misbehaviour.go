@@ -375,32 +375,63 @@ func verifier(k string) (note.Verifier, error) {
 func keyName(v note.Verifier) string { return fmt.Sprintf("%s+%08x", v.Name(), v.KeyHash()) }
 
 // openPinned returns the text of note msg and the first pinned verifier (in the order given)
-// one of whose signature lines verifies over it. Each line is checked alone against the one
-// key it names, so lines of other keys, and lines that name a pinned key but do not verify
-// (anyone can append one), never unsign a note a pinned key signed.
+// one of whose signature lines verifies over it (see Signed).
 func openPinned(msg []byte, vs []note.Verifier) (string, note.Verifier, error) {
-	split := bytes.LastIndex(msg, []byte("\n\n"))
-	if split < 0 {
-		return "", nil, errors.New("not a signed note")
+	signed, v, err := Signed(msg, vs)
+	if err != nil {
+		return "", nil, err
 	}
-	text, lines := msg[:split+1], strings.Split(string(msg[split+2:]), "\n")
-	var invalid []string
-	for _, v := range vs {
-		for _, line := range lines {
+	n, err := note.Open(signed, note.VerifierList(v))
+	if err != nil { // cannot happen: Signed checked the line
+		return "", nil, err
+	}
+	return n.Text, v, nil
+}
+
+// Signed returns note msg without the signature lines that name a key of vs but do not
+// verify, and the first key of vs (in the order given) one of whose lines verifies; it fails
+// when none does. Each line is checked alone against the one key it names, so a line that
+// names a key but does not verify (anyone can append one) never unsigns a note that key
+// signed. Lines of other keys, witnesses' cosignatures among them, are kept as they are.
+func Signed(msg []byte, vs []note.Verifier) ([]byte, note.Verifier, error) {
+	split := bytes.LastIndex(msg, []byte("\n\n"))
+	if split < 0 || !bytes.HasSuffix(msg, []byte("\n")) {
+		return nil, nil, errors.New("not a signed note")
+	}
+	text := msg[:split+1]
+	lines := strings.Split(strings.TrimSuffix(string(msg[split+2:]), "\n"), "\n")
+	var signer note.Verifier
+	var kept, invalid []string
+	for _, line := range lines {
+		named := false
+		for _, v := range vs {
 			if !namesKey(line, v) {
 				continue
 			}
+			named = true
 			one := append(append(bytes.Clone(text), '\n'), line+"\n"...)
-			if n, err := note.Open(one, note.VerifierList(v)); err == nil {
-				return n.Text, v, nil
+			if _, err := note.Open(one, note.VerifierList(v)); err == nil {
+				kept = append(kept, line)
+				if signer == nil || slices.Index(vs, v) < slices.Index(vs, signer) {
+					signer = v
+				}
+			} else {
+				invalid = append(invalid, keyName(v))
 			}
-			invalid = append(invalid, keyName(v))
+			break
+		}
+		if !named {
+			kept = append(kept, line)
 		}
 	}
-	if len(invalid) > 0 {
-		return "", nil, fmt.Errorf("the signature lines of %s do not verify", strings.Join(slices.Compact(invalid), ", "))
+	switch {
+	case signer != nil:
+		out := append(append(bytes.Clone(text), '\n'), strings.Join(kept, "\n")+"\n"...)
+		return out, signer, nil
+	case len(invalid) > 0:
+		return nil, nil, fmt.Errorf("the signature lines of %s do not verify", strings.Join(slices.Compact(invalid), ", "))
 	}
-	return "", nil, errors.New("no signature line of a pinned key")
+	return nil, nil, errors.New("no signature line of a pinned key")
 }
 
 // namesKey says whether a signature line ("— name base64(hash || signature)") names v.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -302,4 +304,50 @@ func mustMarshal(t *testing.T, v interface{ Marshal() ([]byte, error) }) []byte 
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestExtraCheckpointWithJunkLine: a forked checkpoint that carries, besides the log's valid
+// signature, a line under the log key's name and hash that does not verify (anyone can
+// append one, and a log that forks has every reason to) is still the log's checkpoint: the
+// fork is found, and its proof holds under the log key.
+func TestExtraCheckpointWithJunkLine(t *testing.T) {
+	b := testbundle.Build(t, testbundle.Options{Entries: 12, SealAt: []int{4, 8, 12}, CheckpointFiles: true})
+	fork := testonly.New(rfc6962.DefaultHasher)
+	for i := range 8 {
+		fork.AppendData(fmt.Appendf(nil, "another history %d", i))
+	}
+	good := signTree(t, b, fork, 8)
+	sig := make([]byte, 4+64)
+	binary.BigEndian.PutUint32(sig, b.NoteSigner.KeyHash())
+	junk := "— " + b.NoteSigner.Name() + " " + base64.StdEncoding.EncodeToString(sig) + "\n"
+	body, goodLine, _ := strings.Cut(string(good), "\n\n")
+	logVKey := strings.TrimSpace(string(b.Files[bundle.LogKeyFile]))
+	for _, tc := range []struct {
+		name    string
+		note    string
+		dropped bool // note.Open reads only the first line of a key: one before the log's fails it
+	}{
+		{"junk line after the log's", string(good) + junk, false},
+		{"junk line before the log's", body + "\n\n" + junk + goodLine, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := verifier.Options{Trust: testbundle.Trust(t), Now: func() time.Time { return testbundle.Base },
+				Checkpoints: []verifier.ExtraCheckpoint{{Name: "forged", Data: []byte(tc.note)}}}
+			rep, err := verifier.Verify(context.Background(), b.Reader(t), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := one(t, rep, "log.extra_checkpoint", verifier.Verified, "")
+			if strings.Contains(c.Detail, "was dropped") != tc.dropped {
+				t.Errorf("the check says a line was dropped: %v, want %v: %s", !tc.dropped, tc.dropped, c.Detail)
+			}
+			one(t, rep, "log.fork", verifier.Broken, verifier.CodeFork)
+			if len(rep.Misbehaviour) != 1 {
+				t.Fatalf("%d proofs, want 1\n%s", len(rep.Misbehaviour), text(t, rep))
+			}
+			if r := misbehaviour.Check(rep.Misbehaviour[0], misbehaviour.Keys{LogKeys: []string{logVKey}}); !r.Proven {
+				t.Fatalf("the proof is not proven: %s", r.Reason)
+			}
+		})
+	}
 }

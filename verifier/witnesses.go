@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	tlog "github.com/transparency-dev/formats/log"
+	"golang.org/x/mod/sumdb/note"
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
@@ -102,6 +103,17 @@ func (v *verifier) loadExtra(it extraItem) Check {
 	src := "checkpoint " + it.name
 	c := Check{Name: CheckLogExtraCheckpoint, Where: it.name}
 	cp, err := v.verifyCheckpoint(it.raw)
+	dropped := ""
+	if err != nil && v.logKey != nil {
+		// A line under the log key's name that does not verify can be appended by anyone: it
+		// must not hide what the log signed (a fork, most of all). Drop it and look again.
+		if signed, _, serr := misbehaviour.Signed(it.raw, []note.Verifier{v.logKey}); serr == nil {
+			if scp, serr := v.verifyCheckpoint(signed); serr == nil {
+				dropped = fmt.Sprintf(" (a signature line under the log key's name that does not verify was dropped: %v)", err)
+				cp, err, it.raw = scp, nil, signed
+			}
+		}
+	}
 	if err != nil {
 		c.Status, c.Code = NotEvaluated, CodeExtraCheckpoint
 		c.Detail = "not a checkpoint signed by the bundle's log key, so it was not cross-checked: " + err.Error()
@@ -113,7 +125,7 @@ func (v *verifier) loadExtra(it extraItem) Check {
 		v.wit.proofs = append(v.wit.proofs, extraProof{src: src, raw: it.raw, old: it.old, hashes: it.hashes, cp: cp})
 	}
 	c.Status = Verified
-	c.Detail = fmt.Sprintf("signed by the log key: tree size %d, root %s", cp.Size, ledger.RootString(toRoot(cp.Hash)))
+	c.Detail = fmt.Sprintf("signed by the log key: tree size %d, root %s%s", cp.Size, ledger.RootString(toRoot(cp.Hash)), dropped)
 	return c
 }
 
