@@ -136,21 +136,12 @@ func bodyAgain(req *http.Request) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(rc, tlogwitness.MaxRequestSize))
 }
 
-// maxAnswer bounds what the watcher reads of a refusal's body: all of a proof of
-// misbehaviour whose checkpoints and references carry ML-DSA-44 signatures (about 200 KB with
-// misbehaviour.MaxReferences references), and never less than a Refusal keeps.
-const maxAnswer = max(misbehaviour.MaxResponse, 1<<20)
-
-// refusalAnswer returns the first maxAnswer bytes of a refusal's body, leaving resp's body
-// whole and byte-identical for Tessera.
+// refusalAnswer returns the first misbehaviour.MaxResponse bytes of a refusal's body (all of
+// a proof of misbehaviour whose checkpoints and references carry ML-DSA-44 signatures, about
+// 200 KB at most) and puts them back in front of the rest, so that Tessera reads the whole
+// body unchanged.
 func refusalAnswer(resp *http.Response) ([]byte, error) {
-	return peekBody(resp, maxAnswer)
-}
-
-// peekBody reads up to n bytes of resp's body and puts them back in front of the rest, so
-// that whoever reads resp next reads the whole body unchanged.
-func peekBody(resp *http.Response, n int64) ([]byte, error) {
-	head, err := io.ReadAll(io.LimitReader(resp.Body, n))
+	head, err := io.ReadAll(io.LimitReader(resp.Body, misbehaviour.MaxResponse))
 	resp.Body = struct {
 		io.Reader
 		io.Closer

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/misbehaviour"
 	"github.com/evident-log/evident/tlogpolicy"
 	"github.com/evident-log/evident/trustfile"
 )
@@ -191,10 +192,8 @@ func (v *verifier) pqSignatures(vs []note.Verifier) (broken []Check, signed int,
 func (v *verifier) knownKeyHashes() map[uint32]bool {
 	known := map[uint32]bool{}
 	add := func(vkey string) {
-		if nv, err := note.NewVerifier(vkey); err == nil {
-			known[nv.KeyHash()] = true
-		} else if cv, err := tlogpolicy.NewCosignatureVerifier(vkey); err == nil {
-			known[cv.KeyHash()] = true
+		if vs, err := misbehaviour.Verifiers([]string{vkey}); err == nil { // Ed25519 or ML-DSA-44
+			known[vs[0].KeyHash()] = true
 		}
 	}
 	for _, k := range append(slices.Clone(v.pins.logKeys), v.pins.pqKeys...) {

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"slices"
 	"strings"
 
@@ -71,19 +69,11 @@ func logKeysOf(v string) ([]string, error) {
 
 // readKeyFile reads a file named as a key, refusing one too large to be a key or trust file.
 func readKeyFile(name string) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var b bytes.Buffer
-	if _, err := b.ReadFrom(io.LimitReader(f, maxKeyFile+1)); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if b.Len() > maxKeyFile {
+	b, err := readAtMost(name, maxKeyFile)
+	if err == nil && len(b) > maxKeyFile {
 		return nil, fmt.Errorf("%s: over %d bytes, not a key or a trust file", name, maxKeyFile)
 	}
-	return b.Bytes(), nil
+	return b, err
 }
 
 // checkVKeys checks that every key parses as an Ed25519 or ML-DSA-44 signed-note verifier key.

@@ -133,10 +133,6 @@ func misbehaviourCheck(fset *flag.FlagSet, args []string, stdout, stderr io.Writ
 // proof against a key the user trusts.
 func pinnedKeys(fset *flag.FlagSet, logKeys []string, trustPath string) (misbehaviour.Keys, int, bool) {
 	var keys misbehaviour.Keys
-	vkeys, err := readVKeys(logKeys)
-	if err != nil {
-		return keys, usageErr(fset, "-log-key: %v", err), false
-	}
 	if trustPath != "" {
 		tf, err := readTrustFile(trustPath)
 		if err != nil {
@@ -145,11 +141,11 @@ func pinnedKeys(fset *flag.FlagSet, logKeys []string, trustPath string) (misbeha
 		if keys.Witnesses, err = tf.Policy(); err != nil {
 			return keys, usageErr(fset, "-trust: %v", err), false
 		}
-		for _, k := range append(slices.Clone(tf.LogKeys), tf.LogMLDSAKeys...) {
-			if !slices.Contains(vkeys, k) {
-				vkeys = append(vkeys, k)
-			}
-		}
+		logKeys = append(slices.Clone(logKeys), trustPath) // readVKeys takes a trust file's log keys
+	}
+	vkeys, err := readVKeys(logKeys)
+	if err != nil {
+		return keys, usageErr(fset, "-log-key: %v", err), false
 	}
 	if len(vkeys) == 0 {
 		return keys, usageErr(fset, "no log key pinned: give --log-key KEY or --trust FILE (a proof is only a proof against a key you trust)"), false

@@ -111,22 +111,25 @@ func (k *Keeper) Keep(r *misbehaviour.Refusal) {
 	if len(k.seen) >= k.o.Max {
 		if !k.full {
 			k.full = true
-			k.o.Logger.Error(fmt.Sprintf("a witness refused the log's checkpoint as contradicting one it cosigned: the log's signing key may have signed another history; %s already holds %d refusals, so this one and later ones are not kept (they are counted in evident_witness_refusals_total)", k.dir, len(k.seen)), attrs...)
+			k.o.Logger.Error(fmt.Sprintf(refusedLead+"; %s already holds %d refusals, so this one and later ones are not kept (they are counted in evident_witness_refusals_total)", k.dir, len(k.seen)), attrs...)
 		}
 		return
 	}
 	name, err := k.write(r, id)
 	if err != nil {
-		k.o.Logger.Error("a witness refused the log's checkpoint as contradicting one it cosigned: the log's signing key may have signed another history; the refusal could not be kept", append(attrs, "err", err)...)
+		k.o.Logger.Error(refusedLead+"; the refusal could not be kept", append(attrs, "err", err)...)
 		return
 	}
 	k.seen[id] = true
 	k.o.Logger.Error(message(name, k.o.LogKeyFile, r.Proof != nil), attrs...)
 }
 
+// refusedLead starts every ERROR line about a refusal: what it means.
+const refusedLead = "a witness refused the log's checkpoint as contradicting one it cosigned: the log's signing key may have signed another history"
+
 // message is the ERROR line of a refusal kept in file.
 func message(file, logKey string, proof bool) string {
-	m := "a witness refused the log's checkpoint as contradicting one it cosigned: the log's signing key may have signed another history; the refusal is kept in " + file
+	m := refusedLead + "; the refusal is kept in " + file
 	if !proof {
 		return m + "; the witness sent no proof with it: ask its operator for the checkpoint it holds (its GET /<origin id>/forks)"
 	}
