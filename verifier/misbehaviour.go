@@ -94,8 +94,7 @@ func (v *verifier) cosignedNotes() [][]byte {
 	}
 	vs := append([]note.Verifier{v.logKey}, v.pqVerifiers()...)
 	var out [][]byte
-	notes := v.distinctNotes()
-	for _, n := range notes {
+	for _, n := range v.distinctNotes() {
 		if nn, err := note.Open(n.raw, note.VerifierList(vs...)); err == nil && len(nn.UnverifiedSigs) > 0 {
 			out = append(out, n.raw)
 		}
