@@ -55,6 +55,7 @@ type Pipeline struct {
 	chains map[string]*chainSlot
 
 	sealKick chan string
+	group    *groupCommit // nil: the store commits each batch on its own
 
 	conflictRetries atomic.Uint64 // retries after store.ErrConflict (retry.go)
 }
@@ -78,6 +79,9 @@ func New(o Options) (*Pipeline, error) {
 	p := &Pipeline{o: o, profiles: map[string]ledger.Profile{}, chains: map[string]*chainSlot{}, sealKick: make(chan string, 64)}
 	for _, pr := range o.Profiles {
 		p.profiles[pr.Name()] = pr
+	}
+	if gc, ok := o.Store.(store.GroupCommitter); ok {
+		p.group = &groupCommit{st: gc}
 	}
 	return p, nil
 }
@@ -304,7 +308,7 @@ func (p *Pipeline) ingestLocked(ctx context.Context, s *chainSlot, id, profile s
 	if err != nil {
 		return nil, err
 	}
-	if err := p.o.Store.Commit(ctx, rec, prevSize, entries); err != nil {
+	if err := p.commit(ctx, store.Batch{Chain: rec, PrevSize: prevSize, Entries: entries}); err != nil {
 		// The store refuses a record id the chain holds (a unique key, on every replica), so
 		// the ids are not looked up before the commit, only after a refused one.
 		if errors.Is(err, store.ErrConflict) {
@@ -324,6 +328,15 @@ func (p *Pipeline) ingestLocked(ctx context.Context, s *chainSlot, id, profile s
 		}
 	}
 	return acc, nil
+}
+
+// commit stores b durably: in a group with other callers' batches when the store can
+// (groupcommit.go), else on its own.
+func (p *Pipeline) commit(ctx context.Context, b store.Batch) error {
+	if p.group != nil {
+		return p.group.commit(ctx, b)
+	}
+	return p.o.Store.Commit(ctx, b.Chain, b.PrevSize, b.Entries)
 }
 
 // reusedID returns the refusal of the first record, in batch order, whose record id (ids:

@@ -148,3 +148,21 @@ type Store interface {
 	// Close releases the store.
 	Close() error
 }
+
+// Batch is one chain's part of a group commit: the arguments of Store.Commit.
+type Batch struct {
+	Chain    *ChainRecord
+	PrevSize uint64
+	Entries  []Entry
+}
+
+// GroupCommitter is a Store that commits several chains' batches in one transaction, so
+// that concurrent writers share one durable write (one fsync) instead of paying one each.
+type GroupCommitter interface {
+	// CommitGroup commits each batch as Commit would, all in one transaction, and returns
+	// each batch's outcome (errs[i] for batches[i]). A batch refused on its own (ErrConflict
+	// and other errors confined to it) is left out and the others commit; an error of the
+	// transaction itself is the error of every batch. Every batch whose error is nil is
+	// durable on return. Two batches must not name the same chain.
+	CommitGroup(ctx context.Context, batches []Batch) (errs []error)
+}

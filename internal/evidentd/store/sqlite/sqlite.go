@@ -52,6 +52,7 @@ func dialect() sqlstore.Dialect {
 		ForkOrder:       "rowid",
 		NowMS:           "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
 		RegistrationSeq: "(SELECT COALESCE(MAX(seq), -1) + 1 FROM scitt_registrations)",
+		KeepStatements:  true,
 		Conflict:        conflict,
 	}
 }

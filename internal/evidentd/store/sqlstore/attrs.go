@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
 )
@@ -24,34 +23,22 @@ func attrNames(m map[string][]string) []string {
 // statements; a value over the bounds of store.Indexable is not stored.
 func (s *Store) insertAttrs(ctx context.Context, tx *sql.Tx, entries []store.Entry) error {
 	var args []any
-	flush := func() error {
-		if len(args) == 0 {
-			return nil
-		}
-		q := s.d.InsertIgnore + ` INTO ` + s.d.Tables.Attrs + ` (chain, seq, name, value) VALUES (?,?,?,?)` + strings.Repeat(`,(?,?,?,?)`, len(args)/4-1)
-		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
-			return fmt.Errorf("entry attributes: %w", s.conflict(err))
-		}
-		args = args[:0]
-		return nil
-	}
+	size := 0
 	for i := range entries {
 		e := &entries[i]
 		for _, name := range attrNames(e.Attrs) {
 			for _, v := range e.Attrs[name] {
-				if !store.Indexable(name, v) {
-					continue
-				}
-				args = append(args, e.Chain, e.Seq, name, v)
-				if len(args) >= 4*insertRows {
-					if err := flush(); err != nil {
-						return err
-					}
+				if store.Indexable(name, v) {
+					args = append(args, e.Chain, e.Seq, name, v)
+					size += len(name) + len(v)
 				}
 			}
 		}
 	}
-	return flush()
+	if err := s.insertRows(ctx, tx, s.d.InsertIgnore+` INTO `+s.d.Tables.Attrs+` (chain, seq, name, value)`, 4, args, size); err != nil {
+		return fmt.Errorf("entry attributes: %w", s.conflict(err))
+	}
+	return nil
 }
 
 // loadAttrs fills the attributes of es (entries of chain in seq order), reading only the

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
 )
@@ -32,8 +31,6 @@ func batchLen(es []store.Entry) int {
 // store.ErrConflict.
 func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, es []store.Entry) error {
 	const cols = 11
-	q := `INSERT INTO ` + s.d.Tables.Entries + ` (chain, seq, prev, link, arrival, record, record_id, method, sender, ts, signed) VALUES ` +
-		placeholders(cols) + strings.Repeat(","+placeholders(cols), len(es)-1)
 	args := make([]any, 0, cols*len(es))
 	size := 0
 	for i := range es {
@@ -48,7 +45,8 @@ func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, es []store.Entry)
 		args = append(args, e.Chain, e.Seq, e.Prev[:], e.Link[:], ms(e.Arrival), e.Record, rid, e.Method, e.Sender, ts, e.Signed)
 		size += len(e.Record)
 	}
-	if err := execSized(ctx, tx, size, q, args); err != nil {
+	head := `INSERT INTO ` + s.d.Tables.Entries + ` (chain, seq, prev, link, arrival, record, record_id, method, sender, ts, signed)`
+	if err := s.insertRows(ctx, tx, head, cols, args, size); err != nil {
 		return fmt.Errorf("entries %d..%d: %w", es[0].Seq, es[len(es)-1].Seq, s.conflict(err))
 	}
 	return nil
@@ -143,16 +141,14 @@ func scanEntries(rows *sql.Rows, chain string) ([]store.Entry, error) {
 // insertMeta writes the metadata of those of es that carry some inside tx.
 func (s *Store) insertMeta(ctx context.Context, tx *sql.Tx, es []store.Entry) error {
 	var args []any
+	size := 0
 	for i := range es {
 		if es[i].Meta != nil {
 			args = append(args, es[i].Chain, es[i].Seq, es[i].Meta)
+			size += len(es[i].Meta)
 		}
 	}
-	if len(args) == 0 {
-		return nil
-	}
-	q := `INSERT INTO ` + s.d.Tables.Meta + ` (chain, seq, meta) VALUES (?,?,?)` + strings.Repeat(`,(?,?,?)`, len(args)/3-1)
-	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+	if err := s.insertRows(ctx, tx, `INSERT INTO `+s.d.Tables.Meta+` (chain, seq, meta)`, 3, args, size); err != nil {
 		return fmt.Errorf("entry metadata: %w", s.conflict(err))
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,6 +63,10 @@ type Dialect struct {
 	// NowMS is the SQL expression of the database's clock in Unix milliseconds, for the
 	// leases of claims (claims.go).
 	NowMS string
+	// KeepStatements prepares the statements of every commit once and keeps them (stmts.go):
+	// for a database in the process (SQLite), where preparing costs more than running. A
+	// server (MySQL) would keep one copy per pooled connection.
+	KeepStatements bool
 	// Conflict returns err wrapping store.ErrConflict when it means that a concurrent
 	// writer got there first (a unique key taken, a deadlock); other errors unchanged.
 	Conflict func(err error) error
@@ -69,9 +74,10 @@ type Dialect struct {
 
 // Store is the ledger store on one SQL database.
 type Store struct {
-	d Dialect
-	w *sql.DB // writes (and the reads of write transactions)
-	r *sql.DB // reads
+	d     Dialect
+	w     *sql.DB // writes (and the reads of write transactions)
+	r     *sql.DB // reads
+	stmts stmts   // kept statements (Dialect.KeepStatements)
 }
 
 // New returns the store on the tables of d, writing through w and reading through r
@@ -90,6 +96,7 @@ var (
 
 // Close closes the database handles.
 func (s *Store) Close() error {
+	s.stmts.close()
 	if s.r == s.w {
 		return s.w.Close()
 	}
@@ -108,7 +115,18 @@ func (s *Store) conflict(err error) error {
 	return s.d.Conflict(err)
 }
 
+// tx runs fn in a write transaction (runTx), then prepares the statements the
+// transaction asked to keep (stmts.go).
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	err := s.runTx(ctx, fn)
+	if s.d.KeepStatements {
+		s.stmts.prepareWanted(ctx, s.w)
+	}
+	return err
+}
+
+// runTx runs fn in a write transaction and commits it, or rolls it back on error.
+func (s *Store) runTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -176,21 +194,48 @@ func (s *Store) putChain(ctx context.Context, tx *sql.Tx, c *store.ChainRecord, 
 			return err
 		}
 	}
-	cur, err := s.loadChain(ctx, tx, c.ID, s.d.Lock)
+	const update = `UPDATE %s SET size=?, head=?, tree=?, state=?, closed=?, last_seal=?, sealed_size=? WHERE id=?`
+	args := []any{c.Size, c.Head[:], c.Tree, c.State, c.Closed, c.LastSeal, c.SealedSize, c.ID}
+	if c.Size != prevSize {
+		// The row changes (its size does), so the UPDATE that requires the expected size
+		// counts one row exactly when the chain is where the caller left it.
+		res, err := s.execTx(ctx, tx, fmt.Sprintf(update, s.d.Tables.Chains)+` AND size=?`, append(args, prevSize)...)
+		if err != nil {
+			return fmt.Errorf("update chain %q: %w", c.ID, s.conflict(err))
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("update chain %q: %w", c.ID, err)
+		} else if n == 1 {
+			return nil
+		}
+	}
+	size, err := s.chainSize(ctx, tx, c.ID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("chain %q absent, expected at size %d: %w", c.ID, prevSize, store.ErrConflict)
 	case err != nil:
 		return err
-	case cur.Size != prevSize:
-		return fmt.Errorf("chain %q at size %d, expected %d: %w", c.ID, cur.Size, prevSize, store.ErrConflict)
+	case size != prevSize:
+		return fmt.Errorf("chain %q at size %d, expected %d: %w", c.ID, size, prevSize, store.ErrConflict)
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE `+s.d.Tables.Chains+` SET size=?, head=?, tree=?, state=?, closed=?, last_seal=?, sealed_size=? WHERE id=?`,
-		c.Size, c.Head[:], c.Tree, c.State, c.Closed, c.LastSeal, c.SealedSize, c.ID)
-	if err != nil {
+	if _, err := s.execTx(ctx, tx, fmt.Sprintf(update, s.d.Tables.Chains), args...); err != nil {
 		return fmt.Errorf("update chain %q: %w", c.ID, s.conflict(err))
 	}
 	return nil
+}
+
+// chainSize reads the stored size of chain id inside tx, locking its row where the dialect
+// locks rows; store.ErrNotFound when there is no such chain.
+func (s *Store) chainSize(ctx context.Context, tx *sql.Tx, id string) (uint64, error) {
+	var size uint64
+	err := s.queryRowTx(ctx, tx, `SELECT size FROM `+s.d.Tables.Chains+` WHERE id = ?`+s.d.Lock, id).Scan(&size)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("chain %q: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("load chain %q: %w", id, s.conflict(err))
+	}
+	return size, nil
 }
 
 // insertChain inserts c as a new chain inside tx and reports whether it did: when a chain
@@ -215,29 +260,101 @@ func (s *Store) insertChain(ctx context.Context, tx *sql.Tx, c *store.ChainRecor
 
 // Commit implements store.Store.
 func (s *Store) Commit(ctx context.Context, c *store.ChainRecord, prevSize uint64, entries []store.Entry) error {
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if err := s.putChain(ctx, tx, c, prevSize); err != nil {
+	b := store.Batch{Chain: c, PrevSize: prevSize, Entries: entries}
+	if err := s.tx(ctx, func(tx *sql.Tx) error { return s.commitBatch(ctx, tx, b) }); err != nil {
+		return fmt.Errorf("commit chain %q: %w", c.ID, err)
+	}
+	return nil
+}
+
+// commitBatch writes b inside tx: the chain's new state, provided it is still at
+// b.PrevSize, and its entries with their attributes and metadata.
+func (s *Store) commitBatch(ctx context.Context, tx *sql.Tx, b store.Batch) error {
+	if err := s.putChain(ctx, tx, b.Chain, b.PrevSize); err != nil {
+		return err
+	}
+	return s.insertAll(ctx, tx, b.Entries)
+}
+
+// insertAll writes entries (of one chain or several) inside tx, with their attributes and
+// metadata, in multi-row statements.
+func (s *Store) insertAll(ctx context.Context, tx *sql.Tx, entries []store.Entry) error {
+	for len(entries) > 0 {
+		n := batchLen(entries)
+		if err := s.insertEntries(ctx, tx, entries[:n]); err != nil {
 			return err
 		}
-		for len(entries) > 0 {
-			n := batchLen(entries)
-			if err := s.insertEntries(ctx, tx, entries[:n]); err != nil {
-				return err
+		if err := s.insertAttrs(ctx, tx, entries[:n]); err != nil { // attrs.go
+			return err
+		}
+		if err := s.insertMeta(ctx, tx, entries[:n]); err != nil {
+			return err
+		}
+		entries = entries[n:]
+	}
+	return nil
+}
+
+// CommitGroup implements store.GroupCommitter. The group is first written as a whole: each
+// chain's new state, in the order of the chains' ids (so that two replicas' groups lock
+// rows in one order), then every batch's entries in shared multi-row statements. When
+// anything of that fails, the transaction is rolled back and the group is written again
+// one batch at a time, each under a savepoint, so that only the batches that fail on their
+// own are refused. When the database has dropped the whole transaction (a deadlock victim,
+// a lost connection), the savepoint is gone with it and the group fails as one.
+func (s *Store) CommitGroup(ctx context.Context, batches []store.Batch) []error {
+	errs := make([]error, len(batches))
+	if len(batches) == 1 {
+		errs[0] = s.Commit(ctx, batches[0].Chain, batches[0].PrevSize, batches[0].Entries)
+		return errs
+	}
+	order := make([]int, len(batches))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(batches[a].Chain.ID, batches[b].Chain.ID) })
+	if s.tx(ctx, func(tx *sql.Tx) error { return s.commitWhole(ctx, tx, batches, order) }) == nil {
+		return errs
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		for _, i := range order {
+			if _, err := s.execTx(ctx, tx, `SAVEPOINT batch`); err != nil {
+				return s.conflict(err)
 			}
-			if err := s.insertAttrs(ctx, tx, entries[:n]); err != nil { // attrs.go
-				return err
+			if err := s.commitBatch(ctx, tx, batches[i]); err != nil {
+				errs[i] = fmt.Errorf("commit chain %q: %w", batches[i].Chain.ID, err)
+				if _, rerr := s.execTx(ctx, tx, `ROLLBACK TO SAVEPOINT batch`); rerr != nil {
+					return fmt.Errorf("chain %q: %w (the transaction is lost: %v)", batches[i].Chain.ID, err, rerr)
+				}
 			}
-			if err := s.insertMeta(ctx, tx, entries[:n]); err != nil {
-				return err
+			if _, err := s.execTx(ctx, tx, `RELEASE SAVEPOINT batch`); err != nil {
+				return s.conflict(err)
 			}
-			entries = entries[n:]
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("commit chain %q: %w", c.ID, err)
+		for i := range errs {
+			errs[i] = fmt.Errorf("group commit of %d chains: %w", len(batches), err)
+		}
 	}
-	return nil
+	return errs
+}
+
+// commitWhole writes every batch inside tx, chains in the given order, entries together.
+func (s *Store) commitWhole(ctx context.Context, tx *sql.Tx, batches []store.Batch, order []int) error {
+	n := 0
+	for _, i := range order {
+		if err := s.putChain(ctx, tx, batches[i].Chain, batches[i].PrevSize); err != nil {
+			return err
+		}
+		n += len(batches[i].Entries)
+	}
+	all := make([]store.Entry, 0, n)
+	for _, i := range order {
+		all = append(all, batches[i].Entries...)
+	}
+	return s.insertAll(ctx, tx, all)
 }
 
 // FindLink implements store.Store.

@@ -6,7 +6,8 @@
 // refuses with store.ErrConflict when the chain moved since prevSize, when a record id or a
 // link is reused, and keeps exactly one writer per chain when several independent handles —
 // standing for several evidentd processes — race on the same chain; filtered reads, seals,
-// pending seals, fork evidence, paged chain listings (chains.go), claims on log entries (claims.go), attribute filters (attrs.go), batches larger than one SQL
+// pending seals, fork evidence, paged chain listings (chains.go), claims on log entries (claims.go), attribute filters (attrs.go), group commits
+// (group.go), batches larger than one SQL
 // statement holds (batches.go), and persistence across a close and reopen.
 package storetest
 
@@ -57,6 +58,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"Claims", testClaims},                   // claims.go
 		{"NewChainsAtOnce", testNewChainsAtOnce}, // contention.go
 		{"CreateChainRace", testCreateChainRace}, // contention.go
+		{"GroupCommit", testGroupCommit},         // group.go
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, newBackend(t)) })

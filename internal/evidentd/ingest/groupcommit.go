@@ -1,0 +1,119 @@
+package ingest
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/evident-log/evident/internal/evidentd/store"
+)
+
+// Group commit: concurrent Ingest calls, on any chains, share one store transaction and
+// one fsync. A call queues its batch and waits; the first call that finds nobody
+// committing commits everything queued (up to a group's bounds) in one
+// store.GroupCommitter transaction, and whatever queued meanwhile is committed by the next
+// group as soon as that one ends. Nothing waits for a timer: an idle service commits a
+// lone batch at once, and a busy one gathers as many batches per fsync as arrive during
+// one commit. Every call returns only when its own batch is durable (or refused), as with
+// a direct Store.Commit.
+
+// Bounds of one group: it takes queued batches while it has fewer than maxGroupBatches and
+// fewer than maxGroupEntries entries (and always at least one batch).
+const (
+	maxGroupBatches = 256
+	maxGroupEntries = 8192
+)
+
+// groupTimeout bounds one group's transaction. The group does not stop when one of its
+// callers gives up (the others still wait for it), so it runs under its own deadline.
+const groupTimeout = 30 * time.Second
+
+// groupCommit queues batches for store.GroupCommitter.CommitGroup.
+type groupCommit struct {
+	st store.GroupCommitter
+
+	mu      sync.Mutex
+	queue   []*queued
+	running bool // a group is being committed; whoever queues now waits for a later one
+}
+
+// queued is one caller's batch and where its outcome goes.
+type queued struct {
+	ctx   context.Context
+	batch store.Batch
+	done  chan error // buffered: the committer never blocks on a caller
+}
+
+// commit stores b durably in a group with whatever else is queued, and returns b's outcome.
+func (g *groupCommit) commit(ctx context.Context, b store.Batch) error {
+	q := &queued{ctx: ctx, batch: b, done: make(chan error, 1)}
+	g.mu.Lock()
+	g.queue = append(g.queue, q)
+	lead := !g.running
+	g.running = true
+	g.mu.Unlock()
+	if lead {
+		// This caller's batch is first in the queue: the group taken now holds it. Later
+		// groups are committed by a goroutine of their own, so this call returns as soon as
+		// its batch is durable however busy the service stays.
+		g.run(g.take())
+		if next := g.take(); next != nil {
+			go func() {
+				g.run(next)
+				g.drain()
+			}()
+		}
+	}
+	return <-q.done
+}
+
+// drain commits groups until the queue is empty.
+func (g *groupCommit) drain() {
+	for group := g.take(); group != nil; group = g.take() {
+		g.run(group)
+	}
+}
+
+// take removes the next group from the queue, or returns nil and marks that nobody is
+// committing when the queue is empty.
+func (g *groupCommit) take() []*queued {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n, entries := 0, 0
+	for n < len(g.queue) && n < maxGroupBatches && (n == 0 || entries+len(g.queue[n].batch.Entries) <= maxGroupEntries) {
+		entries += len(g.queue[n].batch.Entries)
+		n++
+	}
+	if n == 0 {
+		g.running = false
+		return nil
+	}
+	group := make([]*queued, n)
+	copy(group, g.queue)
+	g.queue = append(g.queue[:0], g.queue[n:]...)
+	return group
+}
+
+// run commits one group and answers each of its callers. A caller that gave up before
+// the group began is answered with its context's error and its batch is not written.
+func (g *groupCommit) run(group []*queued) {
+	live := group[:0:0]
+	var batches []store.Batch
+	for _, q := range group {
+		if err := q.ctx.Err(); err != nil {
+			q.done <- err
+			continue
+		}
+		live = append(live, q)
+		batches = append(batches, q.batch)
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), groupTimeout)
+	defer cancel()
+	errs := g.st.CommitGroup(ctx, batches)
+	for i, q := range live {
+		q.done <- errs[i]
+	}
+}

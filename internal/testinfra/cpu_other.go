@@ -1,0 +1,8 @@
+//go:build !unix
+
+package testinfra
+
+import "time"
+
+// processCPU is not measured here: Report then reports nothing.
+func processCPU() time.Duration { return 0 }
