@@ -46,7 +46,7 @@ func (l Link) MarshalText() ([]byte, error) { return l.appendText(nil), nil }
 
 // UnmarshalText implements encoding.TextUnmarshaler; it writes l only when the whole text is valid.
 func (l *Link) UnmarshalText(b []byte) error {
-	v, err := ParseLink(string(b))
+	v, err := ParseLinkBytes(b)
 	if err != nil {
 		return err
 	}
@@ -55,21 +55,41 @@ func (l *Link) UnmarshalText(b []byte) error {
 }
 
 // ParseLink parses "sha256:<64 lowercase hex>".
-func ParseLink(s string) (Link, error) {
+func ParseLink(s string) (Link, error) { return parseLink(s) }
+
+// ParseLinkBytes is ParseLink of the text in b, read in place.
+func ParseLinkBytes(b []byte) (Link, error) { return parseLink(b) }
+
+func parseLink[T string | []byte](s T) (Link, error) {
+	if len(s) != len(LinkPrefix)+2*sha256.Size || string(s[:len(LinkPrefix)]) != LinkPrefix {
+		return Link{}, fmt.Errorf("%w: %.80q", ErrMalformedLink, string(s))
+	}
 	var l Link
-	if len(s) != len(LinkPrefix)+2*sha256.Size || s[:len(LinkPrefix)] != LinkPrefix {
-		return l, fmt.Errorf("%w: %.80q", ErrMalformedLink, s)
-	}
-	for _, c := range s[len(LinkPrefix):] {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return l, fmt.Errorf("%w: %.80q (hex must be lowercase)", ErrMalformedLink, s)
+	h := s[len(LinkPrefix):]
+	for i := range l {
+		hi, lo := lowerHex[h[2*i]], lowerHex[h[2*i+1]]
+		if hi|lo > 0xf {
+			return Link{}, fmt.Errorf("%w: %.80q (hex must be lowercase)", ErrMalformedLink, string(s))
 		}
-	}
-	if _, err := hex.Decode(l[:], []byte(s[len(LinkPrefix):])); err != nil {
-		return Link{}, fmt.Errorf("%w: %v", ErrMalformedLink, err)
+		l[i] = hi<<4 | lo
 	}
 	return l, nil
 }
+
+// lowerHex maps the digits 0-9 and a-f to their values and every other byte to 0xff.
+var lowerHex = func() (t [256]byte) {
+	for i := range t {
+		switch c := byte(i); {
+		case '0' <= c && c <= '9':
+			t[i] = c - '0'
+		case 'a' <= c && c <= 'f':
+			t[i] = c - 'a' + 10
+		default:
+			t[i] = 0xff
+		}
+	}
+	return t
+}()
 
 // Digest returns "sha256:<hex>" of b: the form every content hash takes in Evident's JSON.
 func Digest(b []byte) string {
