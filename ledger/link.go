@@ -41,6 +41,9 @@ func (l Link) String() string { return string(l.appendText(nil)) }
 // IsZero reports whether l is the genesis link.
 func (l Link) IsZero() bool { return l == Genesis }
 
+// AppendText implements encoding.TextAppender: it appends "sha256:<hex>" to b.
+func (l Link) AppendText(b []byte) ([]byte, error) { return l.appendText(b), nil }
+
 // MarshalText implements encoding.TextMarshaler.
 func (l Link) MarshalText() ([]byte, error) { return l.appendText(nil), nil }
 
