@@ -21,7 +21,13 @@ var Genesis Link
 
 // NextLink computes link(i) from the canonical bytes of record i and link(i-1).
 func NextLink(canonical []byte, prev Link) Link {
-	var buf [len(LinkPrefix) + 2*sha256.Size]byte
+	// A record of common size is hashed in one call on a stack copy: no hash.Hash and no
+	// sum escape to the heap, once per link of every ingest and replay.
+	var small [2048]byte
+	if len(canonical) <= len(small)-linkTextSize {
+		return sha256.Sum256(prev.appendText(append(small[:0], canonical...)))
+	}
+	var buf [linkTextSize]byte
 	h := sha256.New()
 	h.Write(canonical)
 	h.Write(prev.appendText(buf[:0]))
@@ -29,6 +35,9 @@ func NextLink(canonical []byte, prev Link) Link {
 	h.Sum(l[:0])
 	return l
 }
+
+// linkTextSize is the length of a link's text, "sha256:" and 64 hex digits.
+const linkTextSize = len(LinkPrefix) + 2*sha256.Size
 
 func (l Link) appendText(dst []byte) []byte {
 	dst = append(dst, LinkPrefix...)
