@@ -2,7 +2,6 @@ package verifier
 
 import (
 	"bufio"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -179,7 +178,8 @@ func (r *replayResult) validUpTo() uint64 {
 // replay streams a chain's entries.jsonl line by line through the profile and the ledger's
 // chain rules, recomputing every link and the chain tree, and checks signatures on the pool.
 // Memory stays bounded: one line, the profile state and the compact tree at a time (plus a
-// 24-byte digest per record id, to refuse reused ids as the service does).
+// 16-byte digest and the seq of each record id, to refuse reused ids as the service does:
+// idSet) and the signatures queued for the workers.
 func (v *verifier) replay(ref bundle.ChainRef, prof ledger.Profile, claimed map[uint64]bool) (*replayResult, error) {
 	res := &replayResult{file: bundle.EntriesFile(ref.Dir), states: map[uint64]chainState{}, linkage: newLinkageTrack(ref)}
 	chain, err := ledger.NewChain(ref.ID, prof)
@@ -205,7 +205,7 @@ func (v *verifier) replay(ref bundle.ChainRef, prof ledger.Profile, claimed map[
 			pool.wait()
 		}
 	}()
-	ids := map[[16]byte]uint64{}
+	ids := newIDSet()
 	br := bufio.NewReaderSize(f, MaxLineSize)
 	stage := "entries " + ref.ID
 	breakAt := func(code Code, where, format string, args ...any) {
@@ -273,7 +273,7 @@ type lineRef struct {
 func (l lineRef) String() string { return fmt.Sprintf("%s:%d", l.file, l.n) }
 
 // replayLine checks one line; on the first break it calls breakAt and the replay only counts from then on.
-func (v *verifier) replayLine(res *replayResult, chain *ledger.Chain, pool *sigPool, ids map[[16]byte]uint64,
+func (v *verifier) replayLine(res *replayResult, chain *ledger.Chain, pool *sigPool, ids *idSet,
 	line []byte, at lineRef, breakAt func(code Code, where, format string, args ...any), claimed map[uint64]bool) {
 	if n := len(line); n > 0 && line[n-1] == '\n' {
 		line = line[:n-1]
@@ -313,14 +313,10 @@ func (v *verifier) replayLine(res *replayResult, chain *ledger.Chain, pool *sigP
 		return
 	}
 	if id := a.Admission.RecordID; id != "" {
-		h := sha256.Sum256([]byte(id))
-		var k [16]byte
-		copy(k[:], h[:])
-		if first, dup := ids[k]; dup {
+		if first, used := ids.add(id, seq); used {
 			breakAt(ledger.CodeIDReused, at.String(), "seq %d: record id %.80q was already used at seq %d", seq, id, first)
 			return
 		}
-		ids[k] = seq
 	}
 	res.linkage.observe(seq, a)
 	unsigned := !a.Admission.Signed && !a.Admission.Unsignable
