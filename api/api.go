@@ -28,6 +28,12 @@ const (
 	MediaCOSESign1 = `application/cose; cose-type="cose-sign1"`
 )
 
+// HeaderEntries is the response header of GET /v1/export that says, before the first byte
+// of the bundle, how many chain entries it holds (the sum over its chains), so that a client
+// can show a download's progress against a known total. Absent for case slices and
+// registration bundles.
+const HeaderEntries = "Evident-Entries"
+
 // AcceptedEntry is one record an ingest request added to the chain, or found already
 // stored at its position (Duplicate: a retried submission, nothing written).
 type AcceptedEntry struct {

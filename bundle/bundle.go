@@ -19,6 +19,7 @@ package bundle
 import (
 	"archive/zip"
 	"bytes"
+	"compress/flate"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -147,7 +148,13 @@ type Writer struct {
 	cur      *digestWriter
 	modified time.Time
 	folded   map[string]string // case-folded names written, so no two collide
+	flate    *flate.Writer     // reused for every file: zip closes one before the next begins
 }
+
+// deflateLevel is the compression of every file. Level 3 compresses chains' entries about
+// 1.5 times as fast as the default level 6 for a file 2 % larger (17.7 % of the JSON against
+// 17.4 %); inflating either costs the same.
+const deflateLevel = 3
 
 type digestWriter struct {
 	name string
@@ -168,8 +175,23 @@ func (d *digestWriter) Write(p []byte) (int, error) {
 // NewWriter starts a zip bundle on w whose entries are dated now (UTC).
 func NewWriter(w io.Writer) *Writer {
 	bw := &Writer{z: zip.NewWriter(w), files: map[string]string{}}
+	bw.z.RegisterCompressor(zip.Deflate, bw.compressor)
 	bw.SetModified(time.Now())
 	return bw
+}
+
+// compressor deflates one file at deflateLevel, reusing the Writer's flate state.
+func (w *Writer) compressor(out io.Writer) (io.WriteCloser, error) {
+	if w.flate == nil {
+		fw, err := flate.NewWriter(out, deflateLevel)
+		if err != nil {
+			return nil, err
+		}
+		w.flate = fw
+		return fw, nil
+	}
+	w.flate.Reset(out)
+	return w.flate, nil
 }
 
 // SetModified dates the entries created from now on with t, in UTC to the second (zip

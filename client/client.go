@@ -288,6 +288,10 @@ type ExportQuery struct {
 	Chains    []string
 	TaskID    string
 	LogicalID string
+	// Entries, when set, is called before the first byte is written with the number of
+	// chain entries the bundle holds, when the service says (api.HeaderEntries); it is not
+	// called for bundles the service gives no count for (case slices).
+	Entries func(total uint64)
 }
 
 // Export streams the offline bundle (a zip) the query selects to w and returns its size.
@@ -306,6 +310,11 @@ func (c *Client) Export(ctx context.Context, q ExportQuery, w io.Writer) (int64,
 		return 0, err
 	}
 	defer resp.Body.Close()
+	if q.Entries != nil {
+		if total, err := strconv.ParseUint(resp.Header.Get(api.HeaderEntries), 10, 64); err == nil {
+			q.Entries(total)
+		}
+	}
 	n, err := io.Copy(w, resp.Body)
 	if err != nil {
 		return n, fmt.Errorf("client: export: %w", err)

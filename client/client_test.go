@@ -169,11 +169,18 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("limit over the page size: %v", err)
 	}
 
-	// Export streams the bundle; it opens and verifies offline.
+	// Export streams the bundle, announcing its entries before the first byte; it opens and
+	// verifies offline.
 	var zip bytes.Buffer
-	n, err := c.Export(ctx, client.ExportQuery{Chains: []string{ws}}, &zip)
+	announced, bufferedThen := uint64(0), -1
+	n, err := c.Export(ctx, client.ExportQuery{Chains: []string{ws}, Entries: func(total uint64) {
+		announced, bufferedThen = total, zip.Len()
+	}}, &zip)
 	if err != nil || n != int64(zip.Len()) || n == 0 {
 		t.Fatalf("export: %d bytes (%d buffered), %v", n, zip.Len(), err)
+	}
+	if announced != uint64(len(recs)) || bufferedThen != 0 {
+		t.Fatalf("export announced %d entries with %d bytes written; the chain has %d", announced, bufferedThen, len(recs))
 	}
 	r, err := bundle.OpenZipBytes(zip.Bytes())
 	if err != nil {

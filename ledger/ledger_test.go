@@ -16,7 +16,10 @@ import (
 
 func TestNextLinkRule(t *testing.T) {
 	// link(i) = "sha256:" + hex(SHA-256(canonical || utf8(link(i-1)))), written out by hand.
-	records := [][]byte{[]byte(`{"a":1}`), []byte(`{}`), nil, []byte(`{"b":"c"}`)}
+	// Sizes either side of the one NextLink hashes on the stack, and far past it.
+	long := func(n int) []byte { return []byte(`{"t":"` + strings.Repeat("x", n-8) + `"}`) }
+	records := [][]byte{[]byte(`{"a":1}`), []byte(`{}`), nil, []byte(`{"b":"c"}`),
+		long(2048 - linkTextSize), long(2048 - linkTextSize + 1), long(70000)}
 	prev := Genesis
 	prevText := "sha256:" + strings.Repeat("0", 64)
 	if Genesis.String() != prevText || !Genesis.IsZero() {

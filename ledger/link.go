@@ -21,7 +21,13 @@ var Genesis Link
 
 // NextLink computes link(i) from the canonical bytes of record i and link(i-1).
 func NextLink(canonical []byte, prev Link) Link {
-	var buf [len(LinkPrefix) + 2*sha256.Size]byte
+	// A record of common size is hashed in one call on a stack copy: no hash.Hash and no
+	// sum escape to the heap, once per link of every ingest and replay.
+	var small [2048]byte
+	if len(canonical) <= len(small)-linkTextSize {
+		return sha256.Sum256(prev.appendText(append(small[:0], canonical...)))
+	}
+	var buf [linkTextSize]byte
 	h := sha256.New()
 	h.Write(canonical)
 	h.Write(prev.appendText(buf[:0]))
@@ -29,6 +35,9 @@ func NextLink(canonical []byte, prev Link) Link {
 	h.Sum(l[:0])
 	return l
 }
+
+// linkTextSize is the length of a link's text, "sha256:" and 64 hex digits.
+const linkTextSize = len(LinkPrefix) + 2*sha256.Size
 
 func (l Link) appendText(dst []byte) []byte {
 	dst = append(dst, LinkPrefix...)
@@ -41,12 +50,15 @@ func (l Link) String() string { return string(l.appendText(nil)) }
 // IsZero reports whether l is the genesis link.
 func (l Link) IsZero() bool { return l == Genesis }
 
+// AppendText implements encoding.TextAppender: it appends "sha256:<hex>" to b.
+func (l Link) AppendText(b []byte) ([]byte, error) { return l.appendText(b), nil }
+
 // MarshalText implements encoding.TextMarshaler.
 func (l Link) MarshalText() ([]byte, error) { return l.appendText(nil), nil }
 
 // UnmarshalText implements encoding.TextUnmarshaler; it writes l only when the whole text is valid.
 func (l *Link) UnmarshalText(b []byte) error {
-	v, err := ParseLink(string(b))
+	v, err := ParseLinkBytes(b)
 	if err != nil {
 		return err
 	}
@@ -55,21 +67,41 @@ func (l *Link) UnmarshalText(b []byte) error {
 }
 
 // ParseLink parses "sha256:<64 lowercase hex>".
-func ParseLink(s string) (Link, error) {
+func ParseLink(s string) (Link, error) { return parseLink(s) }
+
+// ParseLinkBytes is ParseLink of the text in b, read in place.
+func ParseLinkBytes(b []byte) (Link, error) { return parseLink(b) }
+
+func parseLink[T string | []byte](s T) (Link, error) {
+	if len(s) != len(LinkPrefix)+2*sha256.Size || string(s[:len(LinkPrefix)]) != LinkPrefix {
+		return Link{}, fmt.Errorf("%w: %.80q", ErrMalformedLink, string(s))
+	}
 	var l Link
-	if len(s) != len(LinkPrefix)+2*sha256.Size || s[:len(LinkPrefix)] != LinkPrefix {
-		return l, fmt.Errorf("%w: %.80q", ErrMalformedLink, s)
-	}
-	for _, c := range s[len(LinkPrefix):] {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return l, fmt.Errorf("%w: %.80q (hex must be lowercase)", ErrMalformedLink, s)
+	h := s[len(LinkPrefix):]
+	for i := range l {
+		hi, lo := lowerHex[h[2*i]], lowerHex[h[2*i+1]]
+		if hi|lo > 0xf {
+			return Link{}, fmt.Errorf("%w: %.80q (hex must be lowercase)", ErrMalformedLink, string(s))
 		}
-	}
-	if _, err := hex.Decode(l[:], []byte(s[len(LinkPrefix):])); err != nil {
-		return Link{}, fmt.Errorf("%w: %v", ErrMalformedLink, err)
+		l[i] = hi<<4 | lo
 	}
 	return l, nil
 }
+
+// lowerHex maps the digits 0-9 and a-f to their values and every other byte to 0xff.
+var lowerHex = func() (t [256]byte) {
+	for i := range t {
+		switch c := byte(i); {
+		case '0' <= c && c <= '9':
+			t[i] = c - '0'
+		case 'a' <= c && c <= 'f':
+			t[i] = c - 'a' + 10
+		default:
+			t[i] = 0xff
+		}
+	}
+	return t
+}()
 
 // Digest returns "sha256:<hex>" of b: the form every content hash takes in Evident's JSON.
 func Digest(b []byte) string {

@@ -116,7 +116,7 @@ func (p *Prover) Append(l Link) error {
 	if p.rng.End() >= p.need {
 		return nil
 	}
-	err := p.rng.Append(Hasher.HashLeaf(l[:]), func(id compact.NodeID, h []byte) {
+	err := p.rng.Append(hashLeaf(l), func(id compact.NodeID, h []byte) {
 		if _, ok := p.nodes[id]; ok {
 			p.nodes[id] = h
 		}
@@ -215,5 +215,5 @@ func (p *Prover) rehash(n proof.Nodes) ([][]byte, error) {
 			return nil, fmt.Errorf("%w: node %d.%d not computed (%d links taken)", ErrShortChain, id.Level, id.Index, p.rng.End())
 		}
 	}
-	return n.Rehash(hashes, Hasher.HashChildren)
+	return n.Rehash(hashes, hashChildren)
 }

@@ -2,7 +2,7 @@ package ledger
 
 import (
 	"crypto"
-	_ "crypto/sha256" // the RFC 6962 hasher below is SHA-256
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 
@@ -13,7 +13,31 @@ import (
 // Hasher is the RFC 6962 SHA-256 hasher used for chain trees (0x00 leaf, 0x01 node prefixes).
 var Hasher = rfc6962.New(crypto.SHA256)
 
-var rangeFactory = compact.RangeFactory{Hash: Hasher.HashChildren}
+var rangeFactory = compact.RangeFactory{Hash: hashChildren}
+
+// hashLeaf is Hasher.HashLeaf of a link's 32 bytes: SHA-256 of 0x00 and the link.
+func hashLeaf(l Link) []byte {
+	var b [1 + len(l)]byte
+	b[0] = rfc6962.RFC6962LeafHashPrefix
+	copy(b[1:], l[:])
+	h := sha256.Sum256(b[:])
+	return h[:]
+}
+
+// hashChildren is Hasher.HashChildren, SHA-256 of 0x01 and the two hashes, computed on the
+// stack for the 32-byte hashes of chain trees (the generic hasher allocates a hash.Hash and
+// its sum on every call: once per link, on average, of every replay and export).
+func hashChildren(l, r []byte) []byte {
+	if len(l) != sha256.Size || len(r) != sha256.Size {
+		return Hasher.HashChildren(l, r)
+	}
+	var b [1 + 2*sha256.Size]byte
+	b[0] = rfc6962.RFC6962NodeHashPrefix
+	copy(b[1:], l)
+	copy(b[1+sha256.Size:], r)
+	h := sha256.Sum256(b[:])
+	return h[:]
+}
 
 // Tree is a chain's Merkle tree kept as a compact range: O(log n) hashes for a chain of any length.
 // Its leaves are the 32 raw bytes of each link. The zero Tree is not usable; use NewTree.
@@ -27,7 +51,7 @@ func NewTree() *Tree { return &Tree{r: rangeFactory.NewEmptyRange(0)} }
 // Append adds link l as the next leaf.
 func (t *Tree) Append(l Link) {
 	// Append on a range that begins at 0 cannot fail.
-	if err := t.r.Append(Hasher.HashLeaf(l[:]), nil); err != nil {
+	if err := t.r.Append(hashLeaf(l), nil); err != nil {
 		panic(fmt.Sprintf("ledger: compact range append: %v", err))
 	}
 }

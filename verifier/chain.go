@@ -2,7 +2,6 @@ package verifier
 
 import (
 	"bufio"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -30,16 +29,29 @@ type sigFail struct {
 // maxSigFails bounds the failures kept for the report (the lowest seqs win).
 const maxSigFails = 8
 
-// sigPool verifies record signatures on worker goroutines. The queue is bounded, so at most
-// a few records per worker are held at any time whatever the chain's length.
+// sigPool verifies record signatures on worker goroutines. Jobs travel in batches of
+// sigBatch, so the replay and the workers meet (and wake each other) once per batch rather
+// than once per record. The queue is bounded, so at most a few batches per worker are held at
+// any time whatever the chain's length.
 type sigPool struct {
-	jobs  chan sigJob
+	jobs  chan []sigJob
+	free  chan []sigJob // emptied batches, for the replay to fill again
+	batch []sigJob      // being filled by the replay
 	wg    sync.WaitGroup
 	ok    atomic.Uint64
 	mu    sync.Mutex
 	fails []sigFail // sorted by seq, at most maxSigFails
 	nfail uint64
 }
+
+// sigBatch is how many signature jobs are handed to a worker at once.
+const sigBatch = 64
+
+// sigQueue is how many batches per worker may wait. Once every core is busy verifying, the
+// replay gets a core back only when the scheduler preempts a worker (every 10 ms): the queue
+// holds more work than that (8 × 64 signatures of ~45 µs each per worker, ~23 ms), so the
+// workers never run dry while the replay waits for its turn.
+const sigQueue = 8
 
 type sigJob struct {
 	seq    uint64
@@ -51,21 +63,55 @@ type sigJob struct {
 }
 
 func newSigPool(workers int) *sigPool {
-	p := &sigPool{jobs: make(chan sigJob, 8*workers)}
+	p := &sigPool{jobs: make(chan []sigJob, sigQueue*workers), free: make(chan []sigJob, (sigQueue+1)*workers+1),
+		batch: make([]sigJob, 0, sigBatch)}
 	for range workers {
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			for j := range p.jobs {
-				if err := j.verify(); err != nil {
-					p.fail(j.seq, err)
-				} else if !j.unsigned {
-					p.ok.Add(1)
-				}
+			for b := range p.jobs {
+				p.run(b)
 			}
 		}()
 	}
 	return p
+}
+
+// run verifies one batch and returns it, emptied, for reuse.
+func (p *sigPool) run(b []sigJob) {
+	for _, j := range b {
+		if err := j.verify(); err != nil {
+			p.fail(j.seq, err)
+		} else if !j.unsigned {
+			p.ok.Add(1)
+		}
+	}
+	clear(b) // drop the records the closures hold
+	select {
+	case p.free <- b[:0]:
+	default:
+	}
+}
+
+// add queues one job; a full batch goes to the workers.
+func (p *sigPool) add(j sigJob) {
+	p.batch = append(p.batch, j)
+	if len(p.batch) == sigBatch {
+		p.flush()
+	}
+}
+
+// flush hands the batch being filled to the workers.
+func (p *sigPool) flush() {
+	if len(p.batch) == 0 {
+		return
+	}
+	p.jobs <- p.batch
+	select {
+	case p.batch = <-p.free:
+	default:
+		p.batch = make([]sigJob, 0, sigBatch)
+	}
 }
 
 func (p *sigPool) fail(seq uint64, err error) {
@@ -91,6 +137,7 @@ func (p *sigPool) fail(seq uint64, err error) {
 
 // wait stops the pool once every queued signature is checked.
 func (p *sigPool) wait() {
+	p.flush()
 	close(p.jobs)
 	p.wg.Wait()
 }
@@ -131,7 +178,8 @@ func (r *replayResult) validUpTo() uint64 {
 // replay streams a chain's entries.jsonl line by line through the profile and the ledger's
 // chain rules, recomputing every link and the chain tree, and checks signatures on the pool.
 // Memory stays bounded: one line, the profile state and the compact tree at a time (plus a
-// 24-byte digest per record id, to refuse reused ids as the service does).
+// 16-byte digest and the seq of each record id, to refuse reused ids as the service does:
+// idSet) and the signatures queued for the workers.
 func (v *verifier) replay(ref bundle.ChainRef, prof ledger.Profile, claimed map[uint64]bool) (*replayResult, error) {
 	res := &replayResult{file: bundle.EntriesFile(ref.Dir), states: map[uint64]chainState{}, linkage: newLinkageTrack(ref)}
 	chain, err := ledger.NewChain(ref.ID, prof)
@@ -157,7 +205,7 @@ func (v *verifier) replay(ref bundle.ChainRef, prof ledger.Profile, claimed map[
 			pool.wait()
 		}
 	}()
-	ids := map[[16]byte]uint64{}
+	ids := newIDSet()
 	br := bufio.NewReaderSize(f, MaxLineSize)
 	stage := "entries " + ref.ID
 	breakAt := func(code Code, where, format string, args ...any) {
@@ -189,12 +237,12 @@ func (v *verifier) replay(ref bundle.ChainRef, prof ledger.Profile, claimed map[
 		if res.brk == nil {
 			// Lines after a break are only counted: nothing is formatted for them, so that
 			// a file of millions of empty lines costs no memory per line.
-			where := fmt.Sprintf("%s:%d", res.file, res.total)
+			where := lineRef{file: res.file, n: res.total}
 			switch {
 			case tooLong:
-				breakAt(CodeEntryTooLong, where, "seq %d: line is over %d bytes", chain.Size, MaxLineSize)
+				breakAt(CodeEntryTooLong, where.String(), "seq %d: line is over %d bytes", chain.Size, MaxLineSize)
 			case rerr != nil && rerr != io.EOF:
-				breakAt(CodeRead, where, "cannot read entries: %v", rerr)
+				breakAt(CodeRead, where.String(), "cannot read entries: %v", rerr)
 			default:
 				v.replayLine(res, chain, pool, ids, line, where, breakAt, claimed)
 			}
@@ -215,20 +263,29 @@ func (v *verifier) replay(ref bundle.ChainRef, prof ledger.Profile, claimed map[
 	return res, nil
 }
 
+// lineRef names one line of a chain's entries.jsonl; it is formatted only when a check
+// reports it, never for a line that passes.
+type lineRef struct {
+	file string
+	n    uint64 // 1-based
+}
+
+func (l lineRef) String() string { return fmt.Sprintf("%s:%d", l.file, l.n) }
+
 // replayLine checks one line; on the first break it calls breakAt and the replay only counts from then on.
-func (v *verifier) replayLine(res *replayResult, chain *ledger.Chain, pool *sigPool, ids map[[16]byte]uint64,
-	line []byte, where string, breakAt func(code Code, where, format string, args ...any), claimed map[uint64]bool) {
+func (v *verifier) replayLine(res *replayResult, chain *ledger.Chain, pool *sigPool, ids *idSet,
+	line []byte, at lineRef, breakAt func(code Code, where, format string, args ...any), claimed map[uint64]bool) {
 	if n := len(line); n > 0 && line[n-1] == '\n' {
 		line = line[:n-1]
 	}
 	seq := chain.Size
 	e, err := parseEntryLine(line)
 	if err != nil {
-		breakAt(CodeEntryMalformed, where, "seq %d: not an entry line: %v", seq, err)
+		breakAt(CodeEntryMalformed, at.String(), "seq %d: not an entry line: %v", seq, err)
 		return
 	}
 	if e.Seq != seq {
-		breakAt(CodeEntrySeq, where, "line %d holds seq %d where seq %d was expected (an entry is missing, duplicated or out of order)", res.total, e.Seq, seq)
+		breakAt(CodeEntrySeq, at.String(), "line %d holds seq %d where seq %d was expected (an entry is missing, duplicated or out of order)", res.total, e.Seq, seq)
 		return
 	}
 	// The line's bytes live in the reader's buffer; a profile may keep what it is given
@@ -244,33 +301,29 @@ func (v *verifier) replayLine(res *replayResult, chain *ledger.Chain, pool *sigP
 		if errors.As(err, &re) {
 			code = re.Code
 		}
-		breakAt(code, where, "seq %d: record refused by %s: %v", seq, chain.Profile, err)
+		breakAt(code, at.String(), "seq %d: record refused by %s: %v", seq, chain.Profile, err)
 		return
 	}
 	if a.Prev != e.Prev {
-		breakAt(CodeEntryPrev, where, "seq %d: prev %s is not the recomputed chain head %s", seq, e.Prev, a.Prev)
+		breakAt(CodeEntryPrev, at.String(), "seq %d: prev %s is not the recomputed chain head %s", seq, e.Prev, a.Prev)
 		return
 	}
 	if a.Link != e.Link {
-		breakAt(CodeEntryLink, where, "seq %d: link %s is not the recomputed link %s (the record was altered)", seq, e.Link, a.Link)
+		breakAt(CodeEntryLink, at.String(), "seq %d: link %s is not the recomputed link %s (the record was altered)", seq, e.Link, a.Link)
 		return
 	}
 	if id := a.Admission.RecordID; id != "" {
-		h := sha256.Sum256([]byte(id))
-		var k [16]byte
-		copy(k[:], h[:])
-		if first, dup := ids[k]; dup {
-			breakAt(ledger.CodeIDReused, where, "seq %d: record id %.80q was already used at seq %d", seq, id, first)
+		if first, used := ids.add(id, seq); used {
+			breakAt(ledger.CodeIDReused, at.String(), "seq %d: record id %.80q was already used at seq %d", seq, id, first)
 			return
 		}
-		ids[k] = seq
 	}
 	res.linkage.observe(seq, a)
 	unsigned := !a.Admission.Signed && !a.Admission.Unsignable
 	if a.Admission.Verify != nil {
 		// An unsigned record may still have something to verify (a CHAP join resolving a
 		// pending workspace.create): it is checked, but counted unsigned below.
-		pool.jobs <- sigJob{seq: seq, verify: a.Admission.Verify, unsigned: unsigned}
+		pool.add(sigJob{seq: seq, verify: a.Admission.Verify, unsigned: unsigned})
 	}
 	switch {
 	case a.Admission.Signed:

@@ -70,7 +70,7 @@ func parseEntryLine(line []byte) (entryLine, error) {
 		if err != nil {
 			return e, fmt.Errorf("member name: %w", err)
 		}
-		key, err := decodeString(line[i:kEnd])
+		key, err := memberName(line[i:kEnd])
 		if err != nil {
 			return e, fmt.Errorf("member name: %w", err)
 		}
@@ -147,18 +147,49 @@ func skipWS(b []byte, i int) int {
 	return i
 }
 
+// memberNames are the members an entry line may have, as memberName returns them.
+var memberNames = [...]string{"seq", "prev", "link", "arrival", "record", "meta"}
+
+// memberName decodes a member-name token (quotes included). The names of the format come
+// back without allocating; any other name, or one spelled with escapes, is decoded in full.
+func memberName(tok []byte) (string, error) {
+	if len(tok) >= 2 && bytes.IndexByte(tok, '\\') < 0 {
+		for _, n := range memberNames {
+			if string(tok[1:len(tok)-1]) == n {
+				return n, nil
+			}
+		}
+	}
+	return decodeString(tok)
+}
+
+// inString[c] is true for the bytes that continue a JSON string without ending it, starting
+// an escape or being a control character.
+var inString = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // skipString returns the offset just past the JSON string starting at b[i].
 func skipString(b []byte, i int) (int, error) {
 	if i >= len(b) || b[i] != '"' {
 		return 0, errors.New("expected a string")
 	}
 	for j := i + 1; j < len(b); j++ {
+		for j < len(b) && inString[b[j]] {
+			j++
+		}
+		if j == len(b) {
+			break
+		}
 		switch c := b[j]; {
 		case c == '"':
 			return j + 1, nil
 		case c == '\\':
 			j++
-		case c < 0x20:
+		default:
 			return 0, errors.New("control character in string")
 		}
 	}
@@ -261,7 +292,11 @@ func parseSeq(v []byte) (uint64, error) {
 	return n, nil
 }
 
+// parseLinkValue parses a link token (quotes included); one without escapes is read in place.
 func parseLinkValue(v []byte) (ledger.Link, error) {
+	if n := len(v); n >= 2 && v[0] == '"' && v[n-1] == '"' && bytes.IndexByte(v, '\\') < 0 {
+		return ledger.ParseLinkBytes(v[1 : n-1])
+	}
 	s, err := decodeString(v)
 	if err != nil {
 		return ledger.Link{}, err

@@ -299,28 +299,33 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	ctx, cancel := context.WithTimeout(ctx, max(svc.timeout, 30*time.Minute)) // a large chain takes a while to stream
 	defer cancel()
-	p := newProgress(stderr, *quiet, "export "+*chain, "bytes", 0)
-	n, err := exportTo(ctx, c, client.ExportQuery{Chains: []string{*chain}, TaskID: *task, LogicalID: *logical}, name, p)
+	report := &exportProgress{out: stderr, quiet: *quiet, what: "export " + *chain}
+	n, err := exportTo(ctx, c, client.ExportQuery{Chains: []string{*chain}, TaskID: *task, LogicalID: *logical}, name, report)
 	if err != nil {
-		p.Stop()
 		fmt.Fprintln(stderr, "evident export:", err)
 		return exitFailure
 	}
-	p.Done(uint64(n))
 	fmt.Fprintf(stdout, "wrote %s (%d bytes); check it with: evident verify %s\n", name, n, name)
 	return 0
 }
 
 // exportTo streams the bundle into a temporary file beside name and renames it into place,
 // so a failed export leaves no partial bundle (and no clobbered older one) behind. The
-// bytes received are reported to p.
-func exportTo(ctx context.Context, c *client.Client, q client.ExportQuery, name string, p *progress) (int64, error) {
+// download's progress goes to report (entries against the service's count, else bytes),
+// unless report is nil.
+func exportTo(ctx context.Context, c *client.Client, q client.ExportQuery, name string, report *exportProgress) (n int64, err error) {
 	f, err := os.CreateTemp(filepath.Dir(name), ".evident-export-*")
 	if err != nil {
 		return 0, err
 	}
 	defer os.Remove(f.Name()) // fails harmlessly once renamed
-	n, err := c.Export(ctx, q, &countingWriter{w: f, p: p})
+	if report == nil {
+		report = &exportProgress{quiet: true}
+	}
+	report.w = f
+	q.Entries = report.start
+	defer func() { report.end(err) }()
+	n, err = c.Export(ctx, q, report)
 	if err == nil {
 		err = f.Chmod(0o644)
 	}

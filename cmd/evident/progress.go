@@ -125,20 +125,6 @@ func (p *progress) line(done uint64, t time.Time) string {
 
 func mib(n float64) string { return fmt.Sprintf("%.1f MiB", n/(1<<20)) }
 
-// countingWriter passes writes through and reports the running total to a progress.
-type countingWriter struct {
-	w io.Writer
-	n uint64
-	p *progress
-}
-
-func (c *countingWriter) Write(b []byte) (int, error) {
-	n, err := c.w.Write(b)
-	c.n += uint64(n)
-	c.p.Update(c.n)
-	return n, err
-}
-
 // isTerminal reports whether w is a terminal (a character device).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)

@@ -663,3 +663,38 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+func TestEncodeSplit(t *testing.T) {
+	// without "" marks an object with no such member at the top (without is nil) or one only
+	// compared with Encode(Without) by checkSplit.
+	for _, tc := range []struct{ in, key, without string }{
+		{`{"sig":"s"}`, "sig", `{}`},
+		{`{"a":1,"sig":"s"}`, "sig", `{"a":1}`},
+		{`{"sig":"s","z":1}`, "sig", `{"z":1}`},
+		{`{"a":1,"sig":"s","z":[1,{"sig":2}]}`, "sig", `{"a":1,"z":[1,{"sig":2}]}`},
+		{`{"z":1,"sig":"s","a":{"sig":{"sig":3}}}`, "sig", `{"a":{"sig":{"sig":3}},"z":1}`},
+		{`{"a":{"sig":1}}`, "sig", ""},
+		{`{}`, "sig", ""},
+		{envelope, "sig", ""},
+	} {
+		v, err := Parse([]byte(tc.in), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := v.(*Object)
+		checkSplit(t, o, tc.key)
+		if tc.without == "" {
+			continue
+		}
+		if _, without, _ := EncodeSplit(nil, o, tc.key); string(without) != tc.without {
+			t.Errorf("%s without %q = %s, want %s", tc.in, tc.key, without, tc.without)
+		}
+	}
+	if _, _, err := EncodeSplit(nil, nil, "sig"); !errors.Is(err, ErrUnsupportedType) {
+		t.Errorf("nil object: %v, want ErrUnsupportedType", err)
+	}
+	dup := &Object{Members: []Member{{Key: "a", Value: "1"}, {Key: "sig", Value: "s"}, {Key: "a", Value: "2"}}}
+	if _, _, err := EncodeSplit(nil, dup, "sig"); !errors.Is(err, ErrDuplicateKey) {
+		t.Errorf("duplicate key: %v, want ErrDuplicateKey", err)
+	}
+}

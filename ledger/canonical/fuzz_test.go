@@ -118,3 +118,52 @@ func checkError(t *testing.T, data []byte, err error) {
 		t.Fatalf("error message unbounded or not UTF-8 (%d bytes): %q", len(msg), msg)
 	}
 }
+
+// FuzzEncodeSplit checks EncodeSplit against its definition: for every object Parse accepts
+// and every member name, the first result is Encode of the object and the second is Encode of
+// the object without that member (nil when it has none).
+func FuzzEncodeSplit(f *testing.F) {
+	for _, s := range []string{`{}`, `{"sig":1}`, `{"a":1,"sig":2}`, `{"sig":2,"z":1}`, `{"a":{"sig":1},"sig":[{"sig":2}]}`,
+		`{"b":1,"a":2,"sig":"x"}`, `{"a":{"sig":1}}`, envelope} {
+		f.Add([]byte(s), "sig")
+	}
+	f.Add([]byte(`{"\u00e9":1,"e":2}`), "\u00e9")
+	f.Fuzz(func(t *testing.T, data []byte, key string) {
+		v, err := Parse(data, Options{})
+		if err != nil {
+			return
+		}
+		o, ok := v.(*Object)
+		if !ok {
+			return
+		}
+		checkSplit(t, o, key)
+	})
+}
+
+// checkSplit compares EncodeSplit(o, key) with Encode(o) and Encode(o.Without(key)).
+func checkSplit(t *testing.T, o *Object, key string) {
+	t.Helper()
+	prefix := []byte("prefix")
+	full, without, err := EncodeSplit(bytes.Clone(prefix), o, key)
+	want, werr := Encode(o)
+	if (err != nil) != (werr != nil) {
+		t.Fatalf("EncodeSplit error %v, Encode error %v", err, werr)
+	}
+	if err != nil {
+		return
+	}
+	if !bytes.HasPrefix(full, prefix) || !bytes.Equal(full[len(prefix):], want) {
+		t.Fatalf("EncodeSplit full = %q, want %q after the prefix", full, want)
+	}
+	if _, has := o.Get(key); !has {
+		if without != nil {
+			t.Fatalf("no member %q, yet without = %q", key, without)
+		}
+		return
+	}
+	wantWithout, err := Encode(o.Without(key))
+	if err != nil || !bytes.Equal(without, wantWithout) {
+		t.Fatalf("EncodeSplit without %q = %q, want %q (%v)", key, without, wantWithout, err)
+	}
+}

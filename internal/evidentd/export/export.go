@@ -5,11 +5,12 @@
 package export
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"iter"
+	"sync"
 	"time"
 
 	"github.com/evident-log/evident/bundle"
@@ -137,14 +138,6 @@ func (x *Exporter) exportChain(ctx context.Context, bw *bundle.Writer, chain str
 		return bundle.ChainRef{}, false, err
 	}
 	dir := bundle.ChainDir(chain)
-	ew, err := bw.Create(bundle.EntriesFile(dir))
-	if err != nil {
-		return bundle.ChainRef{}, false, err
-	}
-	buf := bufio.NewWriterSize(ew, 1<<16)
-	enc := json.NewEncoder(buf)
-	var n uint64
-	var head ledger.Link
 	seals, err := x.c.Store.Seals(ctx, chain)
 	if err != nil {
 		return bundle.ChainRef{}, false, err
@@ -153,29 +146,12 @@ func (x *Exporter) exportChain(ctx context.Context, bw *bundle.Writer, chain str
 	if err != nil {
 		return bundle.ChainRef{}, false, err
 	}
-	for n < size {
-		es, err := x.c.Store.Entries(ctx, chain, store.Filter{From: n, Limit: pageSize})
-		if err != nil {
-			return bundle.ChainRef{}, false, err
-		}
-		if len(es) == 0 {
-			break
-		}
-		for _, e := range es {
-			if e.Seq >= size {
-				break
-			}
-			if err := enc.Encode(bundle.EntryLine{Seq: e.Seq, Prev: e.Prev, Link: e.Link, Arrival: ledger.Timestamp(e.Arrival), Record: e.Record, Meta: e.Meta}); err != nil {
-				return bundle.ChainRef{}, false, err
-			}
-			head = e.Link
-			if err := proofs.prover.Append(e.Link); err != nil { // the chain's root and the seal proofs
-				return bundle.ChainRef{}, false, err
-			}
-			n = e.Seq + 1
-		}
+	ew, err := bw.Create(bundle.EntriesFile(dir))
+	if err != nil {
+		return bundle.ChainRef{}, false, err
 	}
-	if err := buf.Flush(); err != nil {
+	n, head, err := writeEntries(ew, entryPages(ctx, x.c.Store, chain, size), proofs.prover)
+	if err != nil {
 		return bundle.ChainRef{}, false, err
 	}
 	wroteCP := false
@@ -205,4 +181,128 @@ func (x *Exporter) exportChain(ctx context.Context, bw *bundle.Writer, chain str
 		}
 	}
 	return ref, wroteCP, nil
+}
+
+// pageReaders is how many pages of a chain's entries are read at once while exporting it.
+const pageReaders = 2
+
+// entryPages yields chain's entries below size page by page, in order: page k holds seqs
+// [k·pageSize, (k+1)·pageSize). The pages are read by pageReaders goroutines, each one page
+// ahead, so that reading the store (the larger part of an export's work) runs on more than
+// one core and overlaps the writing (encoding, compression, hashing) of the page before.
+// Stopping early, or ctx ending, stops the readers. A short or empty page ends the
+// sequence; the caller checks the seqs it gets.
+func entryPages(ctx context.Context, st store.Store, chain string, size uint64) iter.Seq2[[]store.Entry, error] {
+	return func(yield func([]store.Entry, error) bool) {
+		parent := ctx
+		ctx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		defer cancel()
+		var out [pageReaders]chan page
+		for r := range out {
+			out[r] = make(chan page, 1)
+			wg.Go(func() { readPages(ctx, st, chain, size, uint64(r), out[r]) })
+		}
+		for k := 0; ; k++ {
+			p, ok := <-out[k%pageReaders]
+			if !ok {
+				if err := parent.Err(); err != nil {
+					yield(nil, err) // the readers stopped for ctx, not at the chain's end
+				}
+				return
+			}
+			if !yield(p.es, p.err) || p.err != nil || len(p.es) < pageSize {
+				return
+			}
+		}
+	}
+}
+
+// page is one read of entryPages.
+type page struct {
+	es  []store.Entry
+	err error
+}
+
+// readPages reads pages first, first+pageReaders, … of chain's entries below size into out,
+// and closes it after the last page, an error, a short page, or when ctx ends.
+func readPages(ctx context.Context, st store.Store, chain string, size, first uint64, out chan<- page) {
+	defer close(out)
+	for k := first; k*pageSize < size; k += pageReaders {
+		from := k * pageSize
+		es, err := st.Entries(ctx, chain, store.Filter{From: from, Limit: int(min(pageSize, size-from))})
+		if err != nil {
+			err = fmt.Errorf("entries of %q from %d: %w", chain, from, err)
+		}
+		select {
+		case out <- page{es: es, err: err}:
+		case <-ctx.Done():
+			return
+		}
+		if err != nil || len(es) < pageSize {
+			return
+		}
+	}
+}
+
+// lineWriter writes entry lines to w in chunks of about entriesBuffer bytes.
+type lineWriter struct {
+	w   io.Writer
+	buf []byte
+}
+
+// entriesBuffer is how many bytes of entry lines are gathered before they are written on.
+const entriesBuffer = 256 << 10
+
+func newLineWriter(w io.Writer) *lineWriter {
+	return &lineWriter{w: w, buf: make([]byte, 0, entriesBuffer+64<<10)}
+}
+
+// add appends the line of stored entry e.
+func (lw *lineWriter) add(e *store.Entry) error {
+	var err error
+	line := bundle.EntryLine{Seq: e.Seq, Prev: e.Prev, Link: e.Link, Arrival: ledger.Timestamp(e.Arrival), Record: e.Record, Meta: e.Meta}
+	if lw.buf, err = bundle.AppendEntryLine(lw.buf, &line); err != nil {
+		return fmt.Errorf("export: entry %d: %w", e.Seq, err)
+	}
+	if len(lw.buf) >= entriesBuffer {
+		return lw.flush()
+	}
+	return nil
+}
+
+// flush writes what add gathered.
+func (lw *lineWriter) flush() error {
+	_, err := lw.w.Write(lw.buf)
+	lw.buf = lw.buf[:0]
+	return err
+}
+
+// writeEntries writes the entries pages yields to w as entries.jsonl, feeding each link to
+// prover, and returns how many it wrote and the last link. The entries must follow one
+// another from seq 0.
+func writeEntries(w io.Writer, pages iter.Seq2[[]store.Entry, error], prover *ledger.Prover) (uint64, ledger.Link, error) {
+	var n uint64
+	var head ledger.Link
+	lw := newLineWriter(w)
+	for es, err := range pages {
+		if err != nil {
+			return 0, head, err
+		}
+		for i := range es {
+			e := &es[i]
+			if e.Seq != n {
+				return 0, head, fmt.Errorf("export: entry %d where %d was expected", e.Seq, n)
+			}
+			if err := lw.add(e); err != nil {
+				return 0, head, err
+			}
+			if err := prover.Append(e.Link); err != nil { // the chain's root and the seal proofs
+				return 0, head, err
+			}
+			head, n = e.Link, n+1
+		}
+	}
+	return n, head, lw.flush()
 }

@@ -1,9 +1,7 @@
 package export
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -157,15 +155,14 @@ func (x *Exporter) Slice(ctx context.Context, w io.Writer, chain string, sl Slic
 	if err != nil {
 		return err
 	}
-	buf := bufio.NewWriterSize(ew, 1<<16)
-	enc := json.NewEncoder(buf)
+	lw := newLineWriter(ew)
 	for _, q := range seqs {
 		e := picked[q]
-		if err := enc.Encode(bundle.EntryLine{Seq: e.Seq, Prev: e.Prev, Link: e.Link, Arrival: ledger.Timestamp(e.Arrival), Record: e.Record, Meta: e.Meta}); err != nil {
+		if err := lw.add(&e); err != nil {
 			return err
 		}
 	}
-	if err := buf.Flush(); err != nil {
+	if err := lw.flush(); err != nil {
 		return err
 	}
 	for _, q := range seqs {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/bundle"
@@ -42,8 +43,13 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 		}
 		reqs = append(reqs, ExportChain{Chain: id, Size: h.Size})
 	}
+	var entries uint64
+	for _, q := range reqs {
+		entries += q.Size
+	}
 	w.Header().Set("Content-Type", "application/zip")
 	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", bundle.ChainDir(chain)+".evident.zip"))
+	w.Header().Set(api.HeaderEntries, strconv.FormatUint(entries, 10))
 	if err := s.ex.Chains(r.Context(), w, reqs); err != nil {
 		// Headers are gone; the truncated zip fails to open, which the client notices.
 		s.c.Logger.Error("export failed", "chain", chain, "err", err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/ledger/canonical"
 )
 
 func FuzzParse(f *testing.F) {
@@ -73,8 +74,13 @@ func FuzzParse(f *testing.F) {
 			if r.Sig != nil && r.Sig.Tag() != r2.Sig.Tag() {
 				t.Fatal("signature changed")
 			}
-			if _, err := r.SigningInput(); err != nil {
+			si, err := r.SigningInput()
+			if err != nil {
 				t.Fatalf("SigningInput: %v", err)
+			}
+			// Cut from the encoding of Canonical, it is JCS(envelope − sig) all the same.
+			if want, err := canonical.Encode(r.Object.Without("sig")); err != nil || !bytes.Equal(si, want) {
+				t.Fatalf("SigningInput %q, JCS without sig %q (%v)", si, want, err)
 			}
 		}
 		// Admission must not panic either, whatever the record says.

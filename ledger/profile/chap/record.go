@@ -36,11 +36,19 @@ type Record struct {
 	// did not come as an audit entry (Entry).
 	Meta []byte
 	Seq  *uint64 // the audit entry's seq, nil when absent
+
+	// signingInput is JCS(Object − sig), cut from the same encoding as Canonical when the
+	// record has a sig member (SigningInput); nil otherwise.
+	signingInput []byte
 }
 
 // entryMeta are the members of a Coordinator audit entry that are metadata about the record,
 // not part of it: neither hashed nor signed.
 var entryMeta = []string{"seq", "arrived", "prev_hash"}
+
+// strictBase64 is standard base64 with padding that refuses non-zero trailing bits. It is
+// made once: Strict returns a new Encoding on every call.
+var strictBase64 = base64.StdEncoding.Strict()
 
 // Signature is a parsed CHAP signature tag "ed25519:<kid>:<base64>".
 type Signature struct {
@@ -59,10 +67,11 @@ func ParseSignature(tag string) (*Signature, error) {
 		return nil, errors.New(`signature tag must be "ed25519:<kid>:<base64>"`)
 	}
 	b64 := rest[i+1:]
-	v, err := base64.StdEncoding.Strict().DecodeString(b64)
+	v, err := strictBase64.DecodeString(b64)
 	// The decoder skips \r and \n even in strict mode: require the one canonical spelling,
 	// so a signature tag cannot be varied without invalidating it.
-	if err != nil || base64.StdEncoding.EncodeToString(v) != b64 {
+	var spelled [88]byte // a 64-byte signature in standard base64
+	if err != nil || string(base64.StdEncoding.AppendEncode(spelled[:0], v)) != b64 {
 		return nil, errors.New("signature value is not standard base64 with padding")
 	}
 	if len(v) != ed25519.SignatureSize {
@@ -83,7 +92,7 @@ func Parse(data []byte) (*Record, error) {
 	if err != nil {
 		return nil, ledger.CanonicalRefusal(err)
 	}
-	return FromValue(v)
+	return fromValue(v, len(data))
 }
 
 // ParseStored parses a record as stored (the envelope, or a refusal's {outcome, request})
@@ -117,11 +126,15 @@ func ParseStored(record, meta []byte) (*Record, error) {
 	} else {
 		entry.Members = append(entry.Members, canonical.Member{Key: "envelope", Value: obj})
 	}
-	return FromValue(entry)
+	return fromValue(entry, len(record))
 }
 
 // FromValue builds a record from an already parsed value (e.g. one element of a JSON array batch).
-func FromValue(v canonical.Value) (*Record, error) {
+func FromValue(v canonical.Value) (*Record, error) { return fromValue(v, 0) }
+
+// fromValue is FromValue for a value parsed from about size bytes: the canonical encoding
+// is sized from it.
+func fromValue(v canonical.Value, size int) (*Record, error) {
 	obj, ok := v.(*canonical.Object)
 	if !ok {
 		return nil, ledger.Refuse(ledger.CodeMalformed, "a CHAP record is a JSON object")
@@ -150,11 +163,13 @@ func FromValue(v canonical.Value) (*Record, error) {
 			return nil, err
 		}
 	}
-	c, err := canonical.Encode(r.Object)
+	// One encoding gives both what the link hashes and, for a signed envelope, what the
+	// signature covers (SigningInput).
+	c, si, err := canonical.EncodeSplit(make([]byte, 0, max(size, 256)), r.Object, "sig")
 	if err != nil {
 		return nil, ledger.Refuse(ledger.CodeMalformed, "canonical encoding: %v", err)
 	}
-	r.Canonical = c
+	r.Canonical, r.signingInput = c, si
 	return r, nil
 }
 
@@ -319,8 +334,13 @@ func (r *Record) parseEnvelope(obj *canonical.Object) error {
 // Entry reports whether the record came as a Coordinator audit entry (Meta).
 func (r *Record) Entry() bool { return r.Meta != nil }
 
-// SigningInput returns JCS(envelope − top-level sig): the bytes a CHAP signature covers.
+// SigningInput returns JCS(envelope − top-level sig): the bytes a CHAP signature covers. For
+// a record from Parse, ParseStored or FromValue it was cut from the encoding of Canonical
+// (canonical.EncodeSplit) and is shared: the caller must not modify it.
 func (r *Record) SigningInput() ([]byte, error) {
+	if r.signingInput != nil {
+		return r.signingInput, nil
+	}
 	return canonical.Encode(r.Object.Without("sig"))
 }
 
