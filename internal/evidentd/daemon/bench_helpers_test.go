@@ -19,6 +19,10 @@ import (
 // Coordinators that each send one envelope per request and wait for its 201 before the next.
 const singleClients = 64
 
+// parallelChains and parallelBatch shape the BatchParallel benchmarks: parallelChains
+// clients, one per chain, each posting JSON Lines batches of parallelBatch envelopes.
+const parallelChains, parallelBatch = 16, 500
+
 // singleChainsPath is the ingest path of the SingleConcurrent benchmarks, in the form
 // concurrentSingles takes: client c posts to chain wsp_single_<c>.
 const singleChainsPath = "/v1/chains/wsp_single_%d/entries"

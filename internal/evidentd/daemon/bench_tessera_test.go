@@ -268,9 +268,10 @@ func BenchmarkTesseraPOSIXBatch(b *testing.B) {
 }
 
 // BenchmarkTesseraPOSIXBatchParallel mirrors BenchmarkIngestHTTPBatchParallel on the
-// baseline: four clients, one per chain, post JSON Lines batches of 1000 envelopes at once.
+// baseline: parallelChains clients, one per chain, post JSON Lines batches of parallelBatch
+// envelopes at once.
 func BenchmarkTesseraPOSIXBatchParallel(b *testing.B) {
-	const batch, chains = 1000, 4
+	const batch, chains = parallelBatch, parallelChains
 	s := openStockTessera(b, batch*chains, time.Second)
 	per := (b.N + chains - 1) / chains
 	bodies := make([][][]byte, chains)

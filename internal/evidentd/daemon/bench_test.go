@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
@@ -58,9 +59,11 @@ func BenchmarkIngestHTTPSingle(b *testing.B) {
 	c := &http.Client{}
 	url := base + "/v1/chains/wsp_bench/entries"
 	b.ResetTimer()
+	cpu := testinfra.StartCPU()
 	for i := 0; i < b.N; i++ {
 		mustPost(b, c, url, "application/json", recs[i])
 	}
+	cpu.Report(b, b.N, "envelope")
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "envelopes/s")
 }
 
@@ -77,40 +80,43 @@ func BenchmarkIngestHTTPBatch(b *testing.B) {
 	c := &http.Client{}
 	url := base + "/v1/chains/wsp_bench/entries"
 	b.ResetTimer()
+	cpu := testinfra.StartCPU()
 	for i := 0; i < b.N; i++ {
 		mustPost(b, c, url, "application/jsonl", bodies[i])
 	}
+	cpu.Report(b, n, "envelope")
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "envelopes/s")
 }
 
-// BenchmarkIngestHTTPBatchParallel: four chains ingested concurrently, batches of 1000.
+// BenchmarkIngestHTTPBatchParallel: parallelChains chains ingested concurrently, one client
+// each, in JSON Lines batches of parallelBatch.
 func BenchmarkIngestHTTPBatchParallel(b *testing.B) {
-	const batch, chains = 1000, 4
+	const batch, chains = parallelBatch, parallelChains
 	_, base := benchDaemon(b, time.Second)
 	per := (b.N + chains - 1) / chains
 	bodies := make([][][]byte, chains)
-	for c := range chains {
-		recs := envelopes(b, fmt.Sprintf("wsp_bench_%d", c), per*batch)
-		for i := 0; i < per; i++ {
-			bodies[c] = append(bodies[c], bytes.Join(recs[i*batch:(i+1)*batch], []byte("\n")))
-		}
+	for c := range bodies {
+		bodies[c] = jsonlBodies(b, fmt.Sprintf("wsp_bench_%d", c), per, batch)
 	}
-	b.ResetTimer()
-	done := make(chan struct{})
-	for c := range chains {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			cl := &http.Client{}
-			url := fmt.Sprintf("%s/v1/chains/wsp_bench_%d/entries", base, c)
-			for _, body := range bodies[c] {
-				mustPost(b, cl, url, "application/jsonl", body)
-			}
-		}()
-	}
-	for range chains {
-		<-done
-	}
-	b.ReportMetric(float64(per*chains*batch)/b.Elapsed().Seconds(), "envelopes/s")
+	cpu := testinfra.StartCPU()
+	_, elapsed := runClients(b, base+"/v1/chains/wsp_bench_%d/entries", "application/jsonl", bodies)
+	cpu.Report(b, per*chains*batch, "envelope")
+	b.ReportMetric(float64(per*chains*batch)/elapsed.Seconds(), "envelopes/s")
+}
+
+// BenchmarkIngestHTTPSingleConcurrent: singleClients (64) Coordinators, each on its own
+// chain, send one signed envelope per request and wait for its 201 — durable — before the
+// next: what group commit is for. It reports envelopes/s and the p50 and p99 latency.
+func BenchmarkIngestHTTPSingleConcurrent(b *testing.B) {
+	_, base := benchDaemon(b, time.Second)
+	per := (b.N + singleClients - 1) / singleClients
+	bodies := singleBodies(b, singleClients, per)
+	cpu := testinfra.StartCPU()
+	perSec, p50, p99 := concurrentSingles(b, base+singleChainsPath, bodies)
+	cpu.Report(b, per*singleClients, "envelope")
+	b.ReportMetric(perSec, "envelopes/s")
+	b.ReportMetric(p50, "p50-ms")
+	b.ReportMetric(p99, "p99-ms")
 }
 
 // BenchmarkSealToReceipt: from POST /seal to the receipt in hand, at a 1 s checkpoint interval.

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
@@ -35,6 +36,8 @@ type groupCommit struct {
 	mu      sync.Mutex
 	queue   []*queued
 	running bool // a group is being committed; whoever queues now waits for a later one
+
+	groups, batches atomic.Uint64 // groups committed, and the batches they held
 }
 
 // queued is one caller's batch and where its outcome goes.
@@ -112,8 +115,20 @@ func (g *groupCommit) run(group []*queued) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), groupTimeout)
 	defer cancel()
+	g.groups.Add(1)
+	g.batches.Add(uint64(len(batches)))
 	errs := g.st.CommitGroup(ctx, batches)
 	for i, q := range live {
 		q.done <- errs[i]
 	}
+}
+
+// GroupCommits returns how many group commits the pipeline made and how many batches they
+// held in all (both 0 when its store commits each batch on its own): batches ÷ groups is the
+// number of callers that shared one transaction and one fsync, on average.
+func (p *Pipeline) GroupCommits() (groups, batches uint64) {
+	if p.group == nil {
+		return 0, 0
+	}
+	return p.group.groups.Load(), p.group.batches.Load()
 }

@@ -77,6 +77,18 @@ func (m *metrics) handler() http.Handler {
 // conflictRetries is the pipeline's count for the evident_conflict_retries_total counter.
 func (s *Server) conflictRetries() float64 { return float64(s.c.Pipeline.ConflictRetries()) }
 
+// groupCommitMetrics are the counters of the pipeline's group commits, read at each scrape.
+func (s *Server) groupCommitMetrics() []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "evident_group_commits_total",
+			Help: "Store transactions that committed ingested batches (group commit: one fsync each)."},
+			func() float64 { g, _ := s.c.Pipeline.GroupCommits(); return float64(g) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "evident_group_commit_batches_total",
+			Help: "Ingested batches those transactions held; over evident_group_commits_total, the callers per fsync."},
+			func() float64 { _, b := s.c.Pipeline.GroupCommits(); return float64(b) }),
+	}
+}
+
 // logSize is the log's size for the evident_log_size gauge; 0 while none is published.
 func (s *Server) logSize() float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -167,7 +167,7 @@ func New(c Config) *Server {
 	}
 	ex := export.New(export.Config{Pipeline: c.Pipeline, Store: c.Store, Service: c.Service, Keys: keys, COPNode: c.COPNode, Producer: c.Producer})
 	s := &Server{c: c, mux: http.NewServeMux(), ex: ex}
-	s.m = newMetrics(s.logSize, s.conflictRetries, c.Metrics...)
+	s.m = newMetrics(s.logSize, s.conflictRetries, append(s.groupCommitMetrics(), c.Metrics...)...)
 	s.scittDefaults()
 	for _, rt := range routes() {
 		if rt.when == nil || rt.when(s) {
