@@ -2,6 +2,8 @@ package ingest
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,8 +68,31 @@ func (g *groupCommit) commit(ctx context.Context, b store.Batch) error {
 				g.drain()
 			}()
 		}
+		return <-q.done
 	}
-	return <-q.done
+	select {
+	case err := <-q.done:
+		return err
+	case <-ctx.Done():
+		// Given up while queued: the batch leaves the queue unwritten. Once a group holds
+		// it, its outcome is waited for, so that the answer is what the store did.
+		if g.withdraw(q) {
+			return ctx.Err()
+		}
+		return <-q.done
+	}
+}
+
+// withdraw removes q from the queue and reports whether it was still there.
+func (g *groupCommit) withdraw(q *queued) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	i := slices.Index(g.queue, q)
+	if i < 0 {
+		return false
+	}
+	g.queue = slices.Delete(g.queue, i, i+1)
+	return true
 }
 
 // drain commits groups until the queue is empty.
@@ -91,14 +116,15 @@ func (g *groupCommit) take() []*queued {
 		g.running = false
 		return nil
 	}
-	group := make([]*queued, n)
-	copy(group, g.queue)
-	g.queue = append(g.queue[:0], g.queue[n:]...)
+	group := slices.Clone(g.queue[:n])
+	g.queue = slices.Delete(g.queue, 0, n) // clears the tail: no finished batch stays reachable
 	return group
 }
 
 // run commits one group and answers each of its callers. A caller that gave up before
-// the group began is answered with its context's error and its batch is not written.
+// the group began is answered with its context's error and its batch is not written. A
+// store that panics or answers for another number of batches fails the whole group, so that
+// no caller waits for ever.
 func (g *groupCommit) run(group []*queued) {
 	live := group[:0:0]
 	var batches []store.Batch
@@ -113,14 +139,38 @@ func (g *groupCommit) run(group []*queued) {
 	if len(live) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), groupTimeout)
-	defer cancel()
 	g.groups.Add(1)
 	g.batches.Add(uint64(len(batches)))
-	errs := g.st.CommitGroup(ctx, batches)
+	errs := g.commitGroup(live[0].ctx, batches)
 	for i, q := range live {
 		q.done <- errs[i]
 	}
+}
+
+// commitGroup runs the store's group commit under the group's own deadline, and returns
+// one outcome per batch whatever the store does.
+func (g *groupCommit) commitGroup(ctx context.Context, batches []store.Batch) (errs []error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), groupTimeout)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			errs = failAll(len(batches), fmt.Errorf("group commit of %d batches: panic: %v", len(batches), r))
+		}
+	}()
+	errs = g.st.CommitGroup(ctx, batches)
+	if len(errs) != len(batches) {
+		return failAll(len(batches), fmt.Errorf("group commit: the store answered for %d of %d batches", len(errs), len(batches)))
+	}
+	return errs
+}
+
+// failAll returns n copies of err.
+func failAll(n int, err error) []error {
+	errs := make([]error, n)
+	for i := range errs {
+		errs[i] = err
+	}
+	return errs
 }
 
 // GroupCommits returns how many group commits the pipeline made and how many batches they

@@ -142,3 +142,43 @@ func waitQueued(t *testing.T, p *Pipeline, n int) {
 	}
 	t.Fatalf("fewer than %d batches queued", n)
 }
+
+// panickyStore is the real SQLite store whose first group commit panics.
+type panickyStore struct {
+	*sqlite.Store
+	once sync.Once
+}
+
+func (s *panickyStore) CommitGroup(ctx context.Context, bs []store.Batch) []error {
+	s.once.Do(func() { panic("driver bug") })
+	return s.Store.CommitGroup(ctx, bs)
+}
+
+// TestGroupCommitStorePanics: a store that panics fails its group with an error instead of
+// leaving its callers waiting for ever, writes nothing of it, and the next commit works.
+func TestGroupCommitStorePanics(t *testing.T) {
+	ctx := context.Background()
+	ps := &panickyStore{Store: openStore(t, t.TempDir())}
+	p := newPipeline(t, ps, nil)
+	a := newMember("agent:a")
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Ingest(ctx, "wsp_a", "", [][]byte{a.join(t, "wsp_a")})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a group whose store panicked was acknowledged")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the caller of a panicking group commit still waits")
+	}
+	if _, err := ps.LoadChain(ctx, "wsp_a"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the failed group was written: %v", err)
+	}
+	if _, err := p.Ingest(ctx, "wsp_a", "", [][]byte{a.join(t, "wsp_a")}); err != nil {
+		t.Fatalf("after the panic: %v", err)
+	}
+	checkLinked(t, ps, "wsp_a", 1)
+}

@@ -80,7 +80,11 @@ func New(o Options) (*Pipeline, error) {
 	for _, pr := range o.Profiles {
 		p.profiles[pr.Name()] = pr
 	}
-	if gc, ok := o.Store.(store.GroupCommitter); ok {
+	// Group commit in one process only. Replicas of the distributed mode commit on their
+	// own: the database server already shares one log flush among concurrent transactions
+	// (InnoDB), and a group holding the rows of many chains would make every request of a
+	// replica wait behind one chain another replica holds.
+	if gc, ok := o.Store.(store.GroupCommitter); ok && !o.Shared {
 		p.group = &groupCommit{st: gc}
 	}
 	return p, nil

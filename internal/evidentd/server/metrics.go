@@ -81,10 +81,10 @@ func (s *Server) conflictRetries() float64 { return float64(s.c.Pipeline.Conflic
 func (s *Server) groupCommitMetrics() []prometheus.Collector {
 	return []prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "evident_group_commits_total",
-			Help: "Store transactions that committed ingested batches (group commit: one fsync each)."},
+			Help: "Group commits of ingest requests (one store transaction and one fsync each; a lone request is a group of one). Distributed replicas do not group: 0."},
 			func() float64 { g, _ := s.c.Pipeline.GroupCommits(); return float64(g) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "evident_group_commit_batches_total",
-			Help: "Ingested batches those transactions held; over evident_group_commits_total, the callers per fsync."},
+			Help: "Ingest requests the group commits held; over evident_group_commits_total, the requests per fsync."},
 			func() float64 { _, b := s.c.Pipeline.GroupCommits(); return float64(b) }),
 	}
 }

@@ -47,7 +47,7 @@ func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, es []store.Entry)
 	}
 	head := `INSERT INTO ` + s.d.Tables.Entries + ` (chain, seq, prev, link, arrival, record, record_id, method, sender, ts, signed)`
 	if err := s.insertRows(ctx, tx, head, cols, args, size); err != nil {
-		return fmt.Errorf("entries %d..%d: %w", es[0].Seq, es[len(es)-1].Seq, s.conflict(err))
+		return fmt.Errorf("%d entries from %q seq %d on: %w", len(es), es[0].Chain, es[0].Seq, s.conflict(err))
 	}
 	return nil
 }
