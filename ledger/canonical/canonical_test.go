@@ -698,3 +698,65 @@ func TestEncodeSplit(t *testing.T) {
 		t.Errorf("duplicate key: %v, want ErrDuplicateKey", err)
 	}
 }
+
+func TestParseCanonical(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		ok      bool
+		without string // "-" for nil
+	}{
+		{`{"a":1,"sig":"s"}`, true, `{"a":1}`},
+		{`{"sig":"s","z":1}`, true, `{"z":1}`},
+		{`{"sig":"s"}`, true, `{}`},
+		{`{"a":1,"sig":"s","z":[1,{"sig":2}]}`, true, `{"a":1,"z":[1,{"sig":2}]}`},
+		{`{"a":{"sig":1}}`, true, "-"},
+		{`[{"sig":1}]`, true, "-"},
+		{`{"a":"caf` + "\u00e9" + `","sig":"s"}`, true, `{"a":"caf` + "\u00e9" + `"}`},
+		{"{\"\ue000\":1,\"\U00010000\":2}", false, ""}, // UTF-8 byte order, not UTF-16 order
+		{"{\"\U00010000\":2,\"\ue000\":1}", true, "-"},
+		{`{"a":1, "sig":"s"}`, false, ""},
+		{` {"a":1}`, false, ""},
+		{`{"a":1}` + "\n", false, ""},
+		{`{"sig":"s","a":1}`, false, ""},
+		{`{"a":"\u0041"}`, false, ""},
+		{`{"a":"\n"}`, false, ""}, // the encoder's spelling too, but escapes are not compared
+		{`{"a":1.0}`, false, ""},
+		{`{"a":-0}`, false, ""},
+		{`{"a":1e2}`, false, ""},
+		{`{"a":10000000000000000000000}`, false, ""},
+		{`{"a":1e+22}`, true, "-"},
+	} {
+		v, c, ok, err := ParseCanonical([]byte(tc.in), Options{}, "sig")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.in, err)
+		}
+		if ok != tc.ok {
+			t.Errorf("%s: canonical %v, want %v", tc.in, ok, tc.ok)
+			continue
+		}
+		if !ok {
+			if c.Full != nil || c.Without != nil {
+				t.Errorf("%s: not canonical, yet Canon %q %q", tc.in, c.Full, c.Without)
+			}
+			continue
+		}
+		if enc, err := Encode(v); err != nil || string(enc) != tc.in || string(c.Full) != tc.in {
+			t.Errorf("%s: Full %s, Encode %s (%v)", tc.in, c.Full, enc, err)
+		}
+		if tc.without == "-" {
+			if c.Without != nil {
+				t.Errorf("%s: Without %s, want nil", tc.in, c.Without)
+			}
+		} else if string(c.Without) != tc.without {
+			t.Errorf("%s: Without %s, want %s", tc.in, c.Without, tc.without)
+		}
+	}
+	// Refusals are Parse's, whatever the input's form.
+	for _, in := range []string{`{"a":1,"a":2}`, `{"a":1`, `{"a":9007199254740992}`} {
+		_, _, _, err := ParseCanonical([]byte(in), CHAP, "sig")
+		_, werr := Parse([]byte(in), CHAP)
+		if err == nil || werr == nil || err.Error() != werr.Error() {
+			t.Errorf("%s: ParseCanonical %v, Parse %v", in, err, werr)
+		}
+	}
+}

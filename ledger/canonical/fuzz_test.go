@@ -167,3 +167,45 @@ func checkSplit(t *testing.T, o *Object, key string) {
 		t.Fatalf("EncodeSplit without %q = %q, want %q (%v)", key, without, wantWithout, err)
 	}
 }
+
+// FuzzParseCanonical checks ParseCanonical against Parse, Encode and EncodeSplit: it refuses
+// what Parse refuses, and whenever it reports input canonical, Canon.Full is Encode of the
+// value and Canon.Without is EncodeSplit's second result. Input without escapes that Encode
+// reproduces must be reported canonical, so the fast path is not merely never taken.
+func FuzzParseCanonical(f *testing.F) {
+	for _, s := range []string{`{}`, `{"sig":1}`, `{"a":1,"sig":2}`, `{"sig":2,"z":1}`, `{"a":{"sig":1},"sig":[{"sig":2}]}`,
+		`{"b":1,"a":2,"sig":"x"}`, `{"a":1, "sig":2}`, `{"a":1.0,"sig":2}`, `{"a":"\u0041","sig":2}`, `[{"sig":1}]`,
+		`"sig"`, `-0`, `1e2`, `{"\u00e9":1,"e":2}`, "{\"\ue000\":1,\"\U00010000\":2}", "{\"\U00010000\":2,\"\ue000\":1}", envelope} {
+		f.Add([]byte(s), "sig")
+	}
+	f.Fuzz(func(t *testing.T, data []byte, key string) {
+		v, c, ok, err := ParseCanonical(data, Options{}, key)
+		want, werr := Parse(data, Options{})
+		if (err == nil) != (werr == nil) || err != nil && err.Error() != werr.Error() {
+			t.Fatalf("ParseCanonical error %v, Parse error %v", err, werr)
+		}
+		if err != nil {
+			return
+		}
+		enc, eerr := Encode(want)
+		if eerr != nil {
+			t.Fatalf("Encode of a parsed value: %v", eerr)
+		}
+		if !ok {
+			if bytes.Equal(enc, data) && !bytes.ContainsRune(data, '\\') {
+				t.Fatalf("%q is its own encoding, yet not reported canonical", data)
+			}
+			return
+		}
+		if !bytes.Equal(c.Full, data) || !bytes.Equal(c.Full, enc) {
+			t.Fatalf("reported canonical: Full %q, input %q, Encode %q", c.Full, data, enc)
+		}
+		var wantWithout []byte
+		if o, isObj := v.(*Object); isObj && key != "" {
+			_, wantWithout, _ = EncodeSplit(nil, o, key)
+		}
+		if !bytes.Equal(c.Without, wantWithout) || (c.Without == nil) != (wantWithout == nil) {
+			t.Fatalf("Without %q = %q, EncodeSplit gives %q", key, c.Without, wantWithout)
+		}
+	})
+}

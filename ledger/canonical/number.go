@@ -72,8 +72,19 @@ func scanNumber(s string, i int) (np numParts, end int, ok bool) {
 	return np, i, true
 }
 
-// number parses the number at p.pos and returns its canonical form.
+// number parses the number at p.pos and returns its canonical form; a literal spelled
+// otherwise makes the input not canonical (ParseCanonical).
 func (p *parser) number() (Number, error) {
+	start := p.pos
+	n, err := p.numberValue()
+	if err == nil && string(n) != p.s[start:p.pos] {
+		p.canonical = false
+	}
+	return n, err
+}
+
+// numberValue parses the number at p.pos and returns its canonical form.
+func (p *parser) numberValue() (Number, error) {
 	start := p.pos
 	np, end, ok := scanNumber(p.s, start)
 	p.pos = end

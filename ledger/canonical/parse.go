@@ -16,7 +16,43 @@ func Parse(data []byte, opts Options) (Value, error) {
 	p := parserPool.Get().(*parser)
 	defer p.release()
 	p.reset(data, maxDepth, opts.SafeIntegersOnly)
+	return p.top()
+}
 
+// Canon is the canonical encoding of a value ParseCanonical read from input that was already
+// in canonical form, and beside it EncodeSplit's second result, without re-encoding anything.
+type Canon struct {
+	// Full is a copy of the input: byte for byte what Encode returns for the value.
+	Full []byte
+	// Without is Full less the outermost object's member named by the cut key and one comma,
+	// as EncodeSplit returns it; nil when there is no such member.
+	Without []byte
+}
+
+// ParseCanonical parses data as Parse does, refusing exactly what Parse refuses. When data is
+// already the RFC 8785 encoding of the value it returns ok and the encodings in c; otherwise
+// ok is false and the caller encodes the value as before. The parser decides this as it
+// reads, conservatively: any whitespace, any escape in a string, members out of canonical
+// order or a number not in its canonical spelling make ok false, so ok is never true for
+// bytes that Encode would write differently. cut names the outermost object's member that
+// c.Without leaves out ("" for none).
+func ParseCanonical(data []byte, opts Options, cut string) (v Value, c Canon, ok bool, err error) {
+	maxDepth, maxSize := opts.limits()
+	if len(data) > maxSize {
+		return nil, c, false, newError(ErrTooLarge, maxSize, "input is %d bytes, limit is %d", len(data), maxSize)
+	}
+	p := parserPool.Get().(*parser)
+	defer p.release()
+	p.reset(data, maxDepth, opts.SafeIntegersOnly)
+	p.cut.key = cut
+	if v, err = p.top(); err != nil || !p.canonical {
+		return v, c, false, err
+	}
+	return v, p.canon(data), true, nil
+}
+
+// top parses the one value the whole input holds.
+func (p *parser) top() (Value, error) {
 	v, err := p.value()
 	if err != nil {
 		return nil, err
@@ -26,6 +62,23 @@ func Parse(data []byte, opts Options) (Value, error) {
 		return nil, p.unexpected("after top-level value")
 	}
 	return v, nil
+}
+
+// canon returns the encodings of canonical input data: a copy of it and, when the cut member
+// was found, data less that member, in one allocation.
+func (p *parser) canon(data []byte) Canon {
+	if !p.cut.found {
+		return Canon{Full: append([]byte(nil), data...)}
+	}
+	start, end := p.cut.start, p.cut.end
+	if !p.cut.comma && data[end] == ',' {
+		end++ // the first member: the comma after it goes instead
+	}
+	buf := make([]byte, 0, 2*len(data)-(end-start))
+	buf = append(buf, data...)
+	buf = append(buf, data[:start]...)
+	buf = append(buf, data[end:]...)
+	return Canon{Full: buf[:len(data):len(data)], Without: buf[len(data):]}
 }
 
 // Canonicalize parses data under opts and returns its RFC 8785 encoding.
@@ -59,6 +112,11 @@ type parser struct {
 	maxDepth int
 	safeInts bool
 
+	// canonical stays true while everything read is in canonical form (ParseCanonical); cut
+	// locates the outermost object's member that Canon.Without leaves out.
+	canonical bool
+	cut       cutSpan
+
 	// Reused scratch.
 	members []Member // members of the objects being parsed, innermost last
 	values  []Value  // elements of the arrays being parsed, innermost last
@@ -81,6 +139,8 @@ func (p *parser) reset(data []byte, maxDepth int, safeInts bool) {
 	p.depth = 0
 	p.maxDepth = maxDepth
 	p.safeInts = safeInts
+	p.canonical = true
+	p.cut = cutSpan{}
 	p.objChunk = clamp(strings.Count(p.s, "{"), maxObjectChunk)
 	p.memberChunk = clamp(strings.Count(p.s, ":"), maxMemberChunk)
 	p.valueChunk = clamp(strings.Count(p.s, ",")+strings.Count(p.s, "["), maxValueChunk)
@@ -133,6 +193,7 @@ func (p *parser) skipSpace() {
 		switch p.s[p.pos] {
 		case ' ', '\t', '\n', '\r':
 			p.pos++
+			p.canonical = false // canonical JSON has no whitespace outside strings
 		default:
 			return
 		}
@@ -230,6 +291,9 @@ func (p *parser) object() (*Object, error) {
 			if err != nil {
 				return nil, err
 			}
+			if len(p.members) > start && compareKeys(p.members[len(p.members)-1].Key, key) >= 0 {
+				p.canonical = false // not in canonical order (or a duplicate, refused below)
+			}
 			if seen != nil {
 				if _, dup := seen[key]; dup {
 					return nil, newError(ErrDuplicateKey, keyOffset, "key %s", quote(key))
@@ -258,6 +322,9 @@ func (p *parser) object() (*Object, error) {
 			if err != nil {
 				return nil, err
 			}
+			if p.depth == 1 && p.cut.key != "" && key == p.cut.key && p.canonical {
+				p.noteCut(keyOffset, len(p.members) > start)
+			}
 			p.members = append(p.members, Member{Key: key, Value: v})
 			p.skipSpace()
 			if p.pos < len(p.s) && p.s[p.pos] == ',' {
@@ -285,6 +352,17 @@ func (p *parser) object() (*Object, error) {
 		p.members = p.members[:start]
 	}
 	return obj, nil
+}
+
+// noteCut records that the outermost object's member starting at keyOffset and ending at
+// p.pos is the one Canon.Without leaves out; in canonical input a member after the first is
+// preceded by its comma, which goes with it.
+func (p *parser) noteCut(keyOffset int, comma bool) {
+	start := keyOffset
+	if comma {
+		start--
+	}
+	p.cut.start, p.cut.end, p.cut.comma, p.cut.found = start, p.pos, comma, true
 }
 
 func (p *parser) array() (Value, error) {
@@ -365,6 +443,9 @@ func (p *parser) str() (string, error) {
 
 // strSlow continues str from the first backslash at i, unescaping into p.buf.
 func (p *parser) strSlow(begin, i int) (string, error) {
+	// RFC 8785 escapes some characters, but an escape is taken as not canonical rather
+	// than checked against the one spelling the encoder would choose.
+	p.canonical = false
 	s := p.s
 	buf := append(p.buf[:0], s[begin:i]...)
 	for i < len(s) {

@@ -62,6 +62,16 @@ func FuzzParse(f *testing.F) {
 		if !bytes.Equal(r2.Canonical, r.Canonical) {
 			t.Fatalf("canonical not a fixed point:\n%q\n%q", r.Canonical, r2.Canonical)
 		}
+		// Whether encoded or taken from input already in canonical form (r2 always is), the
+		// bytes a link hashes and a signature covers are JCS of the object and of it less sig.
+		for _, rec := range []*Record{r, r2} {
+			if want, err := canonical.Encode(rec.Object); err != nil || !bytes.Equal(rec.Canonical, want) {
+				t.Fatalf("Canonical %q, JCS of the object %q (%v)", rec.Canonical, want, err)
+			}
+			if si, err := rec.SigningInput(); !rec.Refusal && (err != nil || !bytes.Equal(si, must(canonical.Encode(rec.Object.Without("sig"))))) {
+				t.Fatalf("SigningInput %q (%v) is not JCS of the object less sig", si, err)
+			}
+		}
 		if r2.Refusal != r.Refusal || r2.Method != r.Method || r2.From != r.From || r2.Workspace != r.Workspace || r2.Entry() != r.Entry() ||
 			!bytes.Equal(r2.Meta, r.Meta) || (r.Seq == nil) != (r2.Seq == nil) || r.Seq != nil && *r.Seq != *r2.Seq {
 			t.Fatalf("re-parse changed fields: %+v vs %+v", r, r2)
@@ -87,4 +97,12 @@ func FuzzParse(f *testing.F) {
 		st, _ := Adapter{}.NewState(nil)
 		st.Admit(ledger.Position{Chain: r.Workspace}, data)
 	})
+}
+
+// must returns b, or nil when err is set (then no comparison with it can succeed).
+func must(b []byte, err error) []byte {
+	if err != nil {
+		return nil
+	}
+	return b
 }

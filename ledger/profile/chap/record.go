@@ -88,17 +88,35 @@ func (s *Signature) Tag() string {
 // Parse parses one submitted record (an envelope or a refusal) under CHAP canonical JSON.
 // Errors are *ledger.RecordError with a stable code.
 func Parse(data []byte) (*Record, error) {
-	v, err := canonical.Parse(data, canonical.CHAP)
+	v, c, ok, err := canonical.ParseCanonical(data, canonical.CHAP, "sig")
 	if err != nil {
 		return nil, ledger.CanonicalRefusal(err)
 	}
-	return fromValue(v, len(data))
+	return fromValue(v, len(data), encoded(v, c, ok))
+}
+
+// encoded returns the parsed object v with its encodings when its input was already in
+// canonical form (canonical.ParseCanonical), the zero preEncoded otherwise.
+func encoded(v canonical.Value, c canonical.Canon, ok bool) preEncoded {
+	o, isObj := v.(*canonical.Object)
+	if !ok || !isObj {
+		return preEncoded{}
+	}
+	return preEncoded{obj: o, Canon: c}
+}
+
+// preEncoded is an object's canonical encoding and its encoding without sig, known from the
+// parse (canonical.Canon): when the record's hashed object is that object, they are its
+// Canonical and signingInput without a second encoding. obj is nil when nothing is known.
+type preEncoded struct {
+	obj *canonical.Object
+	canonical.Canon
 }
 
 // ParseStored parses a record as stored (the envelope, or a refusal's {outcome, request})
 // together with the audit-entry metadata split off it at ingest (Record.Meta).
 func ParseStored(record, meta []byte) (*Record, error) {
-	v, err := canonical.Parse(record, canonical.CHAP)
+	v, c, canon, err := canonical.ParseCanonical(record, canonical.CHAP, "sig")
 	if err != nil {
 		return nil, ledger.CanonicalRefusal(err)
 	}
@@ -126,15 +144,15 @@ func ParseStored(record, meta []byte) (*Record, error) {
 	} else {
 		entry.Members = append(entry.Members, canonical.Member{Key: "envelope", Value: obj})
 	}
-	return fromValue(entry, len(record))
+	return fromValue(entry, len(record), encoded(obj, c, canon))
 }
 
 // FromValue builds a record from an already parsed value (e.g. one element of a JSON array batch).
-func FromValue(v canonical.Value) (*Record, error) { return fromValue(v, 0) }
+func FromValue(v canonical.Value) (*Record, error) { return fromValue(v, 0, preEncoded{}) }
 
 // fromValue is FromValue for a value parsed from about size bytes: the canonical encoding
-// is sized from it.
-func fromValue(v canonical.Value, size int) (*Record, error) {
+// is sized from it, or taken from pre when the record hashes the object pre was parsed as.
+func fromValue(v canonical.Value, size int, pre preEncoded) (*Record, error) {
 	obj, ok := v.(*canonical.Object)
 	if !ok {
 		return nil, ledger.Refuse(ledger.CodeMalformed, "a CHAP record is a JSON object")
@@ -162,6 +180,12 @@ func fromValue(v canonical.Value, size int) (*Record, error) {
 		if err := r.parseEnvelope(obj); err != nil {
 			return nil, err
 		}
+	}
+	if pre.obj != nil && r.Object == pre.obj {
+		// The stored bytes are already the object's canonical encoding: the parser proved
+		// them equal to what EncodeSplit below would write.
+		r.Canonical, r.signingInput = pre.Full, pre.Without
+		return r, nil
 	}
 	// One encoding gives both what the link hashes and, for a signed envelope, what the
 	// signature covers (SigningInput).
