@@ -2,12 +2,11 @@ package verifier_test
 
 import (
 	"context"
-	"crypto/ed25519"
 	"runtime"
 	"sync"
 	"testing"
 
-	"github.com/evident-log/evident/internal/testinfra"
+	"github.com/evident-log/evident/internal/benchutil"
 	"github.com/evident-log/evident/verifier"
 	"github.com/evident-log/evident/verifier/internal/testbundle"
 )
@@ -34,7 +33,7 @@ func BenchmarkVerify(b *testing.B) {
 	var ms runtime.MemStats
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := testinfra.StartCPU()
+	cpu := benchutil.StartCPU()
 	for b.Loop() {
 		rep, err := verifier.Verify(context.Background(), mustOpen(b, benchZip), verifier.Options{
 			Trust: testbundle.Trust(b), // pinned, or the verdict is at best not_evaluated
@@ -57,26 +56,4 @@ func BenchmarkVerify(b *testing.B) {
 // goroutines), reported as verifies/s. Run beside BenchmarkVerify, entries/s ÷ verifies/s is
 // the share of the machine's signature rate the whole offline verification reaches; so is
 // cpu-µs/verify ÷ cpu-µs/entry, the share of its CPU time, which a busy machine disturbs less.
-func BenchmarkVerifyEd25519AllCores(b *testing.B) {
-	pub, priv, err := ed25519.GenerateKey(nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	msg := make([]byte, 500)
-	for i := range msg {
-		msg[i] = byte('a' + i%26)
-	}
-	sig := ed25519.Sign(priv, msg)
-	b.ResetTimer()
-	cpu := testinfra.StartCPU()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if !ed25519.Verify(pub, msg, sig) {
-				b.Error("a valid signature did not verify")
-				return
-			}
-		}
-	})
-	cpu.Report(b, b.N, "verify")
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "verifies/s")
-}
+func BenchmarkVerifyEd25519AllCores(b *testing.B) { benchutil.VerifyEd25519AllCores(b) }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evident-log/evident/internal/testinfra"
+	"github.com/evident-log/evident/internal/benchutil"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
@@ -59,7 +59,7 @@ func BenchmarkIngestHTTPSingle(b *testing.B) {
 	c := &http.Client{}
 	url := base + "/v1/chains/wsp_bench/entries"
 	b.ResetTimer()
-	cpu := testinfra.StartCPU()
+	cpu := benchutil.StartCPU()
 	for i := 0; i < b.N; i++ {
 		mustPost(b, c, url, "application/json", recs[i])
 	}
@@ -80,7 +80,7 @@ func BenchmarkIngestHTTPBatch(b *testing.B) {
 	c := &http.Client{}
 	url := base + "/v1/chains/wsp_bench/entries"
 	b.ResetTimer()
-	cpu := testinfra.StartCPU()
+	cpu := benchutil.StartCPU()
 	for i := 0; i < b.N; i++ {
 		mustPost(b, c, url, "application/jsonl", bodies[i])
 	}
@@ -98,7 +98,7 @@ func BenchmarkIngestHTTPBatchParallel(b *testing.B) {
 	for c := range bodies {
 		bodies[c] = jsonlBodies(b, fmt.Sprintf("wsp_bench_%d", c), per, batch)
 	}
-	cpu := testinfra.StartCPU()
+	cpu := benchutil.StartCPU()
 	_, elapsed := runClients(b, base+"/v1/chains/wsp_bench_%d/entries", "application/jsonl", bodies)
 	cpu.Report(b, per*chains*batch, "envelope")
 	b.ReportMetric(float64(per*chains*batch)/elapsed.Seconds(), "envelopes/s")
@@ -111,7 +111,7 @@ func BenchmarkIngestHTTPSingleConcurrent(b *testing.B) {
 	_, base := benchDaemon(b, time.Second)
 	per := (b.N + singleClients - 1) / singleClients
 	bodies := singleBodies(b, singleClients, per)
-	cpu := testinfra.StartCPU()
+	cpu := benchutil.StartCPU()
 	perSec, p50, p99 := concurrentSingles(b, base+singleChainsPath, bodies)
 	cpu.Report(b, per*singleClients, "envelope")
 	b.ReportMetric(perSec, "envelopes/s")

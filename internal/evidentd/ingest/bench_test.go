@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/evident-log/evident/internal/testinfra"
+	"github.com/evident-log/evident/internal/benchutil"
 )
 
 // BenchmarkIngestBatch ingests batches of 500 signed CHAP envelopes into a real SQLite store:
@@ -35,7 +35,7 @@ func BenchmarkIngestBatch(b *testing.B) {
 		}
 	}
 	b.ResetTimer()
-	cpu := testinfra.StartCPU()
+	cpu := benchutil.StartCPU()
 	for _, recs := range batches {
 		if _, err := p.Ingest(ctx, "wsp_bench", "", recs); err != nil {
 			b.Fatal(err)
@@ -86,7 +86,7 @@ func BenchmarkIngestSingleConcurrent(b *testing.B) {
 		}
 	}
 	b.ResetTimer()
-	cpu := testinfra.StartCPU()
+	cpu := benchutil.StartCPU()
 	var wg sync.WaitGroup
 	errs := make(chan error, writers)
 	for w := range writers {

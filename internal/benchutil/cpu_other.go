@@ -1,6 +1,6 @@
 //go:build !unix
 
-package testinfra
+package benchutil
 
 import "time"
 
