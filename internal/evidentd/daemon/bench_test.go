@@ -108,7 +108,7 @@ func BenchmarkIngestHTTPBatchParallel(b *testing.B) {
 // chain, send one signed envelope per request and wait for its 201 — durable — before the
 // next: what group commit is for. It reports envelopes/s and the p50 and p99 latency.
 func BenchmarkIngestHTTPSingleConcurrent(b *testing.B) {
-	_, base := benchDaemon(b, time.Second)
+	d, base := benchDaemon(b, time.Second)
 	per := (b.N + singleClients - 1) / singleClients
 	bodies := singleBodies(b, singleClients, per)
 	cpu := benchutil.StartCPU()
@@ -117,6 +117,9 @@ func BenchmarkIngestHTTPSingleConcurrent(b *testing.B) {
 	b.ReportMetric(perSec, "envelopes/s")
 	b.ReportMetric(p50, "p50-ms")
 	b.ReportMetric(p99, "p99-ms")
+	if groups, batches := d.Pipeline().GroupCommits(); groups > 0 {
+		b.ReportMetric(float64(batches)/float64(groups), "requests/fsync")
+	}
 }
 
 // BenchmarkSealToReceipt: from POST /seal to the receipt in hand, at a 1 s checkpoint interval.

@@ -107,4 +107,7 @@ func BenchmarkIngestSingleConcurrent(b *testing.B) {
 	}
 	cpu.Report(b, per*writers, "envelope")
 	b.ReportMetric(float64(per*writers)/b.Elapsed().Seconds(), "envelopes/s")
+	if groups, batches := p.GroupCommits(); groups > 0 {
+		b.ReportMetric(float64(batches)/float64(groups), "requests/fsync")
+	}
 }

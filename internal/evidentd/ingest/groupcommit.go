@@ -67,10 +67,7 @@ func (g *groupCommit) commit(ctx context.Context, b store.Batch) error {
 		// its batch is durable however busy the service stays.
 		g.run(g.take())
 		if next := g.take(); next != nil {
-			go func() {
-				g.run(next)
-				g.drain()
-			}()
+			go g.drain(next)
 		}
 		return <-q.done
 	}
@@ -99,9 +96,9 @@ func (g *groupCommit) withdraw(q *queued) bool {
 	return true
 }
 
-// drain commits groups until the queue is empty.
-func (g *groupCommit) drain() {
-	for group := g.take(); group != nil; group = g.take() {
+// drain commits group, then the groups queued after it until the queue is empty.
+func (g *groupCommit) drain(group []*queued) {
+	for ; group != nil; group = g.take() {
 		g.run(group)
 	}
 }

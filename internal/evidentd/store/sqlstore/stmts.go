@@ -25,7 +25,7 @@ const maxKeptStatements = 128
 // stmts is the store's kept statements, prepared on the writer database. A statement is
 // prepared between transactions, never inside one: the embedded store's writer database
 // has one connection, which the transaction holds. Its first use runs unprepared and asks
-// for it (want); the writer prepares what was asked for once the transaction ends
+// for it (get); the writer prepares what was asked for once the transaction ends
 // (prepareWanted).
 type stmts struct {
 	mu     sync.Mutex
