@@ -5,6 +5,7 @@
 package export
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -246,38 +247,8 @@ func readPages(ctx context.Context, st store.Store, chain string, size, first ui
 	}
 }
 
-// lineWriter writes entry lines to w in chunks of about entriesBuffer bytes.
-type lineWriter struct {
-	w   io.Writer
-	buf []byte
-}
-
 // entriesBuffer is how many bytes of entry lines are gathered before they are written on.
 const entriesBuffer = 256 << 10
-
-func newLineWriter(w io.Writer) *lineWriter {
-	return &lineWriter{w: w, buf: make([]byte, 0, entriesBuffer+64<<10)}
-}
-
-// add appends the line of stored entry e.
-func (lw *lineWriter) add(e *store.Entry) error {
-	var err error
-	line := bundle.EntryLine{Seq: e.Seq, Prev: e.Prev, Link: e.Link, Arrival: ledger.Timestamp(e.Arrival), Record: e.Record, Meta: e.Meta}
-	if lw.buf, err = bundle.AppendEntryLine(lw.buf, &line); err != nil {
-		return fmt.Errorf("export: entry %d: %w", e.Seq, err)
-	}
-	if len(lw.buf) >= entriesBuffer {
-		return lw.flush()
-	}
-	return nil
-}
-
-// flush writes what add gathered.
-func (lw *lineWriter) flush() error {
-	_, err := lw.w.Write(lw.buf)
-	lw.buf = lw.buf[:0]
-	return err
-}
 
 // writeEntries writes the entries pages yields to w as entries.jsonl, feeding each link to
 // prover, and returns how many it wrote and the last link. The entries must follow one
@@ -285,7 +256,8 @@ func (lw *lineWriter) flush() error {
 func writeEntries(w io.Writer, pages iter.Seq2[[]store.Entry, error], prover *ledger.Prover) (uint64, ledger.Link, error) {
 	var n uint64
 	var head ledger.Link
-	lw := newLineWriter(w)
+	bw := bufio.NewWriterSize(w, entriesBuffer)
+	var line []byte
 	for es, err := range pages {
 		if err != nil {
 			return 0, head, err
@@ -295,7 +267,7 @@ func writeEntries(w io.Writer, pages iter.Seq2[[]store.Entry, error], prover *le
 			if e.Seq != n {
 				return 0, head, fmt.Errorf("export: entry %d where %d was expected", e.Seq, n)
 			}
-			if err := lw.add(e); err != nil {
+			if line, err = writeLine(bw, line, e); err != nil {
 				return 0, head, err
 			}
 			if err := prover.Append(e.Link); err != nil { // the chain's root and the seal proofs
@@ -304,5 +276,17 @@ func writeEntries(w io.Writer, pages iter.Seq2[[]store.Entry, error], prover *le
 			head, n = e.Link, n+1
 		}
 	}
-	return n, head, lw.flush()
+	return n, head, bw.Flush()
+}
+
+// writeLine writes the entry line of stored entry e to bw, built in buf, which it returns
+// for the next line.
+func writeLine(bw *bufio.Writer, buf []byte, e *store.Entry) ([]byte, error) {
+	buf, err := bundle.AppendEntryLine(buf[:0], &bundle.EntryLine{Seq: e.Seq, Prev: e.Prev, Link: e.Link,
+		Arrival: ledger.Timestamp(e.Arrival), Record: e.Record, Meta: e.Meta})
+	if err != nil {
+		return buf, fmt.Errorf("export: entry %d: %w", e.Seq, err)
+	}
+	_, err = bw.Write(buf)
+	return buf, err
 }

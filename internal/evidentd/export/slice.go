@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -155,14 +156,15 @@ func (x *Exporter) Slice(ctx context.Context, w io.Writer, chain string, sl Slic
 	if err != nil {
 		return err
 	}
-	lw := newLineWriter(ew)
+	lines := bufio.NewWriterSize(ew, entriesBuffer)
+	var line []byte
 	for _, q := range seqs {
 		e := picked[q]
-		if err := lw.add(&e); err != nil {
+		if line, err = writeLine(lines, line, &e); err != nil {
 			return err
 		}
 	}
-	if err := lw.flush(); err != nil {
+	if err := lines.Flush(); err != nil {
 		return err
 	}
 	for _, q := range seqs {
