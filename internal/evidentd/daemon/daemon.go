@@ -23,6 +23,7 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/scitt"
 	"github.com/evident-log/evident/internal/evidentd/server"
 	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/internal/evidentd/store/journal"
 	"github.com/evident-log/evident/internal/evidentd/store/sqlite"
 	"github.com/evident-log/evident/ledger/profile"
 	"github.com/evident-log/evident/tilelog"
@@ -151,7 +152,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	if cfg.Distributed != nil {
 		st, err = cfg.Distributed.openStore(ctx)
 	} else {
-		st, err = sqlite.Open(ctx, filepath.Join(cfg.Data, "ledger.db"))
+		st, err = sqlite.OpenJournaled(ctx, filepath.Join(cfg.Data, "ledger.db"), filepath.Join(cfg.Data, "journal"), journal.Options{Logger: cfg.Logger})
 	}
 	if err != nil {
 		l.Close(context.Background())

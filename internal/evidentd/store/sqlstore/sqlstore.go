@@ -308,11 +308,7 @@ func (s *Store) CommitGroup(ctx context.Context, batches []store.Batch) []error 
 		errs[0] = s.Commit(ctx, batches[0].Chain, batches[0].PrevSize, batches[0].Entries)
 		return errs
 	}
-	order := make([]int, len(batches))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return strings.Compare(batches[a].Chain.ID, batches[b].Chain.ID) })
+	order := chainOrder(batches)
 	if s.tx(ctx, func(tx *sql.Tx) error { return s.commitWhole(ctx, tx, batches, order) }) == nil {
 		return errs
 	}
@@ -339,6 +335,25 @@ func (s *Store) CommitGroup(ctx context.Context, batches []store.Batch) []error 
 		}
 	}
 	return errs
+}
+
+// CommitAll commits every batch in one transaction, the chains in the order of their ids:
+// all of them, or none and an error. Two batches must not name the same chain.
+func (s *Store) CommitAll(ctx context.Context, batches []store.Batch) error {
+	if err := s.tx(ctx, func(tx *sql.Tx) error { return s.commitWhole(ctx, tx, batches, chainOrder(batches)) }); err != nil {
+		return fmt.Errorf("commit of %d chains: %w", len(batches), err)
+	}
+	return nil
+}
+
+// chainOrder returns the indexes of batches in the order of their chains' ids.
+func chainOrder(batches []store.Batch) []int {
+	order := make([]int, len(batches))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(batches[a].Chain.ID, batches[b].Chain.ID) })
+	return order
 }
 
 // commitWhole writes every batch inside tx, chains in the given order, entries together.
@@ -368,6 +383,39 @@ func (s *Store) FindLink(ctx context.Context, chain string, l ledger.Link) (uint
 		return 0, false, fmt.Errorf("find link: %w", err)
 	}
 	return seq, true, nil
+}
+
+// FindLinks returns, for those of links already used in chain, the seq of each.
+func (s *Store) FindLinks(ctx context.Context, chain string, links []ledger.Link) (map[ledger.Link]uint64, error) {
+	out := map[ledger.Link]uint64{}
+	for len(links) > 0 {
+		n := min(inChunk, len(links))
+		args := make([]any, 0, n+1)
+		args = append(args, chain)
+		for _, l := range links[:n] {
+			args = append(args, l[:])
+		}
+		links = links[n:]
+		rows, err := s.r.QueryContext(ctx, `SELECT link, seq FROM `+s.d.Tables.Entries+` WHERE chain=? AND link IN `+placeholders(n), args...)
+		if err != nil {
+			return nil, fmt.Errorf("find links: %w", err)
+		}
+		for rows.Next() {
+			var l []byte
+			var seq uint64
+			if err := rows.Scan(&l, &seq); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("find links: %w", err)
+			}
+			var k ledger.Link
+			copy(k[:], l)
+			out[k] = seq
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("find links: %w", err)
+		}
+	}
+	return out, nil
 }
 
 // FindRecordIDs implements store.Store.

@@ -1,0 +1,687 @@
+// Package journal puts a write-ahead journal of entries in front of a ledger store, so
+// that a commit costs one append and one fsync of a file instead of a database
+// transaction that touches a page of every index of every chain it writes.
+//
+// Ledger.CommitGroup checks each batch as the store would (the chain's size, its links and
+// record ids unused), appends the group to the journal (log.go, one frame) and fsyncs it:
+// the batches are then durable, and every read of the Ledger sees them. A background
+// indexer folds the journaled frames into the store behind, many at a time, in one
+// transaction each. After a crash, Open folds in whatever the journal holds that the store
+// does not (a frame is applied at most once: a chain's size in the store says which of its
+// batches it holds), then deletes the journal's old segments.
+//
+// The Ledger must be the only writer of its store: one process, one Ledger. Open takes an
+// exclusive lock on the journal's directory to make sure of it.
+package journal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/ledger"
+)
+
+// Inner is the store behind the journal.
+type Inner interface {
+	store.Store
+	// CommitAll commits every batch in one transaction: all of them, or none and an error.
+	CommitAll(ctx context.Context, batches []store.Batch) error
+	// FindLinks returns, for those of links already used in chain, the seq of each.
+	FindLinks(ctx context.Context, chain string, links []ledger.Link) (map[ledger.Link]uint64, error)
+}
+
+// Options tune a Ledger; the zero value is the default.
+type Options struct {
+	// SegmentBytes is the size from which the journal starts a new segment file (default
+	// 64 MiB). A segment is deleted once the store holds all of it.
+	SegmentBytes int64
+	// MaxPending bounds the entries journaled but not yet in the store (default 65,536):
+	// past it, commits wait for the indexer.
+	MaxPending int
+	// Gather is how long the indexer lets frames gather before folding them in, unless
+	// ApplyEntries of them are waiting already (default 20 ms).
+	Gather time.Duration
+	// ApplyEntries bounds the entries of one store transaction of the indexer (default
+	// 8,192).
+	ApplyEntries int
+	// Logger receives the indexer's errors (default slog.Default()).
+	Logger *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.SegmentBytes <= 0 {
+		o.SegmentBytes = 64 << 20
+	}
+	if o.MaxPending <= 0 {
+		o.MaxPending = 1 << 16
+	}
+	if o.Gather <= 0 {
+		o.Gather = 20 * time.Millisecond
+	}
+	if o.ApplyEntries <= 0 {
+		o.ApplyEntries = 8192
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Ledger is a store.Store whose commits go to the journal first. Its methods other than
+// those of store.Store and store.GroupCommitter are the inner store's.
+type Ledger struct {
+	inner Inner
+	log   *Log
+	lock  func() error // releases the directory lock
+	o     Options
+
+	// mu orders commits and seals: the checks, the append and the overlay's update of one
+	// group happen before those of the next.
+	mu sync.Mutex
+
+	// The overlay: what the journal holds and the store does not yet.
+	ov      sync.RWMutex
+	frames  []pending
+	chains  map[string]*overlaid
+	entries int // entries in frames
+
+	// applyMu is held while frames are folded into the store.
+	applyMu  sync.Mutex
+	applied  uint64 // the last frame the store holds
+	applyErr error  // the indexer's last failure, until it succeeds
+
+	kick   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// pending is a journaled frame the store does not hold yet.
+type pending struct {
+	n       uint64
+	payload []byte
+	entries int
+}
+
+// overlaid is a chain as the journal left it.
+type overlaid struct {
+	rec       store.ChainRecord
+	frame     uint64 // the last frame that wrote it
+	innerSize uint64 // its size in the store when it entered the overlay (0: absent)
+	links     map[ledger.Link]at
+	ids       map[string]at
+}
+
+type at struct{ seq, frame uint64 }
+
+var (
+	_ store.Store          = (*Ledger)(nil)
+	_ store.GroupCommitter = (*Ledger)(nil)
+)
+
+// Open opens the journal in dir (creating it) in front of inner, folds into inner what the
+// journal holds that inner does not, and starts the indexer.
+func Open(ctx context.Context, dir string, inner Inner, o Options) (*Ledger, error) {
+	o.defaults()
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	log, payloads, err := openLog(dir, o.SegmentBytes)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	l := &Ledger{inner: inner, log: log, lock: unlock, o: o, chains: map[string]*overlaid{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	if err := l.recover(ctx, payloads); err != nil {
+		log.Close()
+		unlock()
+		return nil, err
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
+	go l.index(bg)
+	return l, nil
+}
+
+// recover folds the batches of payloads (the journal's frames, in order) that inner does
+// not hold into it, then deletes the segments they were in.
+func (l *Ledger) recover(ctx context.Context, payloads [][]byte) error {
+	if len(payloads) == 0 {
+		return nil
+	}
+	sizes := map[string]uint64{}
+	var todo []store.Batch
+	for i, p := range payloads {
+		batches, err := decode(p)
+		if err != nil {
+			return fmt.Errorf("journal frame %d: %w", i+1, err)
+		}
+		for _, b := range batches {
+			id := b.Chain.ID
+			size, ok := sizes[id]
+			if !ok {
+				c, err := l.inner.LoadChain(ctx, id)
+				switch {
+				case errors.Is(err, store.ErrNotFound):
+				case err != nil:
+					return fmt.Errorf("journal recovery: %w", err)
+				default:
+					size = c.Size
+				}
+			}
+			switch {
+			case b.Chain.Size <= size:
+				// The store holds this batch already.
+			case b.PrevSize == size:
+				todo = append(todo, b)
+				size = b.Chain.Size
+			default:
+				return fmt.Errorf("journal frame %d: chain %q goes from size %d, but the store holds it at %d: %w", i+1, id, b.PrevSize, size, ErrCorrupt)
+			}
+			sizes[id] = size
+		}
+	}
+	for len(todo) > 0 {
+		n, count := 0, 0
+		for n < len(todo) && (n == 0 || count < l.o.ApplyEntries) {
+			count += len(todo[n].Entries)
+			n++
+		}
+		if err := l.inner.CommitAll(ctx, merge(todo[:n])); err != nil {
+			return fmt.Errorf("journal recovery: %w", err)
+		}
+		todo = todo[n:]
+	}
+	l.applied = l.log.Frames()
+	return l.log.Release(l.applied)
+}
+
+// merge joins the batches of each chain (in order, each from where the one before left
+// the chain) into one batch per chain.
+func merge(batches []store.Batch) []store.Batch {
+	at := map[string]int{}
+	var out []store.Batch
+	for _, b := range batches {
+		i, ok := at[b.Chain.ID]
+		if !ok {
+			at[b.Chain.ID] = len(out)
+			out = append(out, store.Batch{Chain: b.Chain, PrevSize: b.PrevSize, Entries: b.Entries})
+			continue
+		}
+		out[i].Chain = b.Chain
+		out[i].Entries = append(slices.Clip(out[i].Entries), b.Entries...)
+	}
+	return out
+}
+
+// Commit implements store.Store.
+func (l *Ledger) Commit(ctx context.Context, c *store.ChainRecord, prevSize uint64, entries []store.Entry) error {
+	return l.CommitGroup(ctx, []store.Batch{{Chain: c, PrevSize: prevSize, Entries: entries}})[0]
+}
+
+// CommitGroup implements store.GroupCommitter: the batches that pass the store's checks
+// are appended to the journal as one frame, durably, and the others refused.
+func (l *Ledger) CommitGroup(ctx context.Context, batches []store.Batch) []error {
+	errs := make([]error, len(batches))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.room(ctx); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	var ok []store.Batch
+	var sizes []uint64
+	seen := map[string]bool{}
+	for i, b := range batches {
+		id := b.Chain.ID
+		var err error
+		var innerSize uint64
+		switch {
+		case seen[id]:
+			err = fmt.Errorf("chain %q twice in one group: %w", id, store.ErrConflict)
+		case len(b.Entries) == 0:
+			// No entry to journal: the chain's state alone, written through.
+			if err = l.flush(ctx); err == nil {
+				err = l.inner.Commit(ctx, b.Chain, b.PrevSize, nil)
+			}
+		default:
+			innerSize, err = l.check(ctx, b)
+		}
+		if err != nil {
+			errs[i] = fmt.Errorf("commit chain %q: %w", id, err)
+			continue
+		}
+		if len(b.Entries) > 0 {
+			seen[id] = true
+			ok = append(ok, b)
+			sizes = append(sizes, innerSize)
+		}
+	}
+	if len(ok) == 0 {
+		return errs
+	}
+	payload := encode(nil, ok)
+	n, err := l.log.Append(payload)
+	if err != nil {
+		for i := range batches {
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("commit chain %q: %w", batches[i].Chain.ID, err)
+			}
+		}
+		return errs
+	}
+	l.overlay(n, payload, ok, sizes)
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+	return errs
+}
+
+// room waits, folding frames into the store itself, while more than MaxPending entries are
+// journaled and not yet in the store.
+func (l *Ledger) room(ctx context.Context) error {
+	l.ov.RLock()
+	full := l.entries > l.o.MaxPending
+	l.ov.RUnlock()
+	if !full {
+		return nil
+	}
+	return l.flush(ctx)
+}
+
+// check returns nil when b may be committed: its chain is at b.PrevSize (absent when 0),
+// its entries' seqs are past that and distinct, and its links and record ids unused in the
+// chain. It returns the chain's size in the inner store.
+func (l *Ledger) check(ctx context.Context, b store.Batch) (uint64, error) {
+	id := b.Chain.ID
+	l.ov.RLock()
+	oc := l.chains[id]
+	var size, innerSize uint64
+	exists := oc != nil
+	if exists {
+		size, innerSize = oc.rec.Size, oc.innerSize
+	}
+	l.ov.RUnlock()
+	if !exists {
+		c, err := l.inner.LoadChain(ctx, id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return 0, err
+		default:
+			exists, size, innerSize = true, c.Size, c.Size
+		}
+	}
+	switch {
+	case !exists && b.PrevSize != 0:
+		return 0, fmt.Errorf("chain %q absent, expected at size %d: %w", id, b.PrevSize, store.ErrConflict)
+	case size != b.PrevSize:
+		return 0, fmt.Errorf("chain %q at size %d, expected %d: %w", id, size, b.PrevSize, store.ErrConflict)
+	}
+	links := make(map[ledger.Link]bool, len(b.Entries))
+	seqs := make(map[uint64]bool, len(b.Entries))
+	var rids []string
+	for _, e := range b.Entries {
+		if e.Chain != id {
+			return 0, fmt.Errorf("an entry of chain %q in the batch of %q", e.Chain, id)
+		}
+		if e.Seq < b.PrevSize || seqs[e.Seq] {
+			return 0, fmt.Errorf("chain %q: seq %d taken: %w", id, e.Seq, store.ErrConflict)
+		}
+		if links[e.Link] {
+			return 0, fmt.Errorf("chain %q: link %s twice in the batch: %w", id, e.Link, store.ErrConflict)
+		}
+		seqs[e.Seq], links[e.Link] = true, true
+		if e.RecordID != "" {
+			rids = append(rids, e.RecordID)
+		}
+	}
+	if len(rids) > 1 {
+		sorted := slices.Sorted(slices.Values(rids))
+		for i := 1; i < len(sorted); i++ {
+			if sorted[i] == sorted[i-1] {
+				return 0, fmt.Errorf("chain %q: record id %.80q twice in the batch: %w", id, sorted[i], store.ErrConflict)
+			}
+		}
+	}
+	if oc != nil {
+		l.ov.RLock()
+		for lk := range links {
+			if p, taken := oc.links[lk]; taken {
+				l.ov.RUnlock()
+				return 0, fmt.Errorf("chain %q: link %s taken at seq %d: %w", id, lk, p.seq, store.ErrConflict)
+			}
+		}
+		for _, rid := range rids {
+			if p, taken := oc.ids[rid]; taken {
+				l.ov.RUnlock()
+				return 0, fmt.Errorf("chain %q: record id %.80q used at seq %d: %w", id, rid, p.seq, store.ErrConflict)
+			}
+		}
+		l.ov.RUnlock()
+	}
+	if innerSize == 0 {
+		return innerSize, nil
+	}
+	used, err := l.inner.FindLinks(ctx, id, slices.Collect(maps.Keys(links)))
+	if err != nil {
+		return 0, err
+	}
+	for lk, seq := range used {
+		return 0, fmt.Errorf("chain %q: link %s taken at seq %d: %w", id, lk, seq, store.ErrConflict)
+	}
+	if len(rids) > 0 {
+		usedIDs, err := l.inner.FindRecordIDs(ctx, id, rids)
+		if err != nil {
+			return 0, err
+		}
+		for rid, seq := range usedIDs {
+			return 0, fmt.Errorf("chain %q: record id %.80q used at seq %d: %w", id, rid, seq, store.ErrConflict)
+		}
+	}
+	return innerSize, nil
+}
+
+// overlay makes frame n (its payload, of batches; sizes[i] is batches[i]'s chain's size in
+// the store) visible to reads.
+func (l *Ledger) overlay(n uint64, payload []byte, batches []store.Batch, sizes []uint64) {
+	l.ov.Lock()
+	defer l.ov.Unlock()
+	count := 0
+	for i, b := range batches {
+		oc := l.chains[b.Chain.ID]
+		if oc == nil {
+			oc = &overlaid{innerSize: sizes[i], links: map[ledger.Link]at{}, ids: map[string]at{}}
+			l.chains[b.Chain.ID] = oc
+		}
+		oc.rec = *b.Chain
+		oc.rec.Tree, oc.rec.State = bytes.Clone(b.Chain.Tree), bytes.Clone(b.Chain.State)
+		if oc.rec.Created.IsZero() {
+			oc.rec.Created = time.Now().UTC()
+		}
+		oc.frame = n
+		for _, e := range b.Entries {
+			oc.links[e.Link] = at{e.Seq, n}
+			if e.RecordID != "" {
+				oc.ids[e.RecordID] = at{e.Seq, n}
+			}
+		}
+		count += len(b.Entries)
+	}
+	l.frames = append(l.frames, pending{n: n, payload: payload, entries: count})
+	l.entries += count
+}
+
+// index is the indexer: it folds journaled frames into the store until ctx ends.
+func (l *Ledger) index(ctx context.Context) {
+	defer close(l.done)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.kick:
+		}
+		l.ov.RLock()
+		enough := l.entries >= l.o.ApplyEntries
+		l.ov.RUnlock()
+		if !enough {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(l.o.Gather):
+			}
+		}
+		for pause := 100 * time.Millisecond; ; pause = min(2*pause, 5*time.Second) {
+			err := l.flush(ctx)
+			if err == nil || ctx.Err() != nil {
+				break
+			}
+			l.o.Logger.Error("journal: folding entries into the store failed; retrying", "err", err, "retry_in", pause)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(pause):
+			}
+		}
+	}
+}
+
+// flush folds every frame journaled before it was called into the store.
+func (l *Ledger) flush(ctx context.Context) error {
+	target := l.log.Frames()
+	l.applyMu.Lock()
+	defer l.applyMu.Unlock()
+	for l.applied < target {
+		if err := l.applyNext(ctx, target); err != nil {
+			l.applyErr = err
+			return err
+		}
+	}
+	l.applyErr = nil
+	return nil
+}
+
+// applyNext folds the next frames, up to ApplyEntries entries of them and none past frame
+// target, into the store in one transaction. The caller holds applyMu.
+func (l *Ledger) applyNext(ctx context.Context, target uint64) error {
+	l.ov.RLock()
+	var take []pending
+	count := 0
+	for _, f := range l.frames {
+		if f.n > target || (len(take) > 0 && count+f.entries > l.o.ApplyEntries) {
+			break
+		}
+		take = append(take, f)
+		count += f.entries
+	}
+	l.ov.RUnlock()
+	if len(take) == 0 {
+		return fmt.Errorf("journal: frames up to %d are neither applied nor pending", target)
+	}
+	var all []store.Batch
+	for _, f := range take {
+		bs, err := decode(f.payload)
+		if err != nil {
+			return fmt.Errorf("journal frame %d: %w", f.n, err)
+		}
+		all = append(all, bs...)
+	}
+	if err := l.inner.CommitAll(ctx, merge(all)); err != nil {
+		return fmt.Errorf("journal: folding frames %d to %d into the store: %w", take[0].n, take[len(take)-1].n, err)
+	}
+	last := take[len(take)-1].n
+	l.ov.Lock()
+	l.frames = l.frames[len(take):]
+	if len(l.frames) == 0 {
+		l.frames = nil
+	}
+	l.entries -= count
+	for _, b := range all {
+		oc := l.chains[b.Chain.ID]
+		if oc == nil {
+			continue
+		}
+		if oc.frame <= last {
+			delete(l.chains, b.Chain.ID)
+			continue
+		}
+		for _, e := range b.Entries {
+			if p, ok := oc.links[e.Link]; ok && p.frame <= last {
+				delete(oc.links, e.Link)
+			}
+			if p, ok := oc.ids[e.RecordID]; ok && p.frame <= last {
+				delete(oc.ids, e.RecordID)
+			}
+		}
+		oc.innerSize = b.Chain.Size
+	}
+	l.ov.Unlock()
+	l.applied = last
+	if err := l.log.Release(last); err != nil {
+		l.o.Logger.Warn("journal: deleting folded segments", "err", err)
+	}
+	return nil
+}
+
+// LoadChain implements store.Store.
+func (l *Ledger) LoadChain(ctx context.Context, id string) (*store.ChainRecord, error) {
+	l.ov.RLock()
+	oc := l.chains[id]
+	var rec store.ChainRecord
+	if oc != nil {
+		rec = oc.rec
+	}
+	l.ov.RUnlock()
+	if oc != nil {
+		return &rec, nil
+	}
+	return l.inner.LoadChain(ctx, id)
+}
+
+// FindLink implements store.Store.
+func (l *Ledger) FindLink(ctx context.Context, chain string, lk ledger.Link) (uint64, bool, error) {
+	l.ov.RLock()
+	var p at
+	var ok bool
+	if oc := l.chains[chain]; oc != nil {
+		p, ok = oc.links[lk]
+	}
+	l.ov.RUnlock()
+	if ok {
+		return p.seq, true, nil
+	}
+	return l.inner.FindLink(ctx, chain, lk)
+}
+
+// FindRecordIDs implements store.Store.
+func (l *Ledger) FindRecordIDs(ctx context.Context, chain string, ids []string) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	var rest []string
+	l.ov.RLock()
+	oc := l.chains[chain]
+	for _, id := range ids {
+		if oc != nil {
+			if p, ok := oc.ids[id]; ok {
+				out[id] = p.seq
+				continue
+			}
+		}
+		rest = append(rest, id)
+	}
+	l.ov.RUnlock()
+	if len(rest) == 0 {
+		return out, nil
+	}
+	used, err := l.inner.FindRecordIDs(ctx, chain, rest)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(out, used)
+	return out, nil
+}
+
+// Entries implements store.Store: the journal is folded into the store, then the store
+// answers.
+func (l *Ledger) Entries(ctx context.Context, chain string, f store.Filter) ([]store.Entry, error) {
+	if err := l.flush(ctx); err != nil {
+		return nil, err
+	}
+	return l.inner.Entries(ctx, chain, f)
+}
+
+// Chains implements store.Store.
+func (l *Ledger) Chains(ctx context.Context) ([]string, error) {
+	if err := l.flush(ctx); err != nil {
+		return nil, err
+	}
+	return l.inner.Chains(ctx)
+}
+
+// ListChains implements store.Store.
+func (l *Ledger) ListChains(ctx context.Context, after string, limit int) ([]store.ChainRecord, error) {
+	if err := l.flush(ctx); err != nil {
+		return nil, err
+	}
+	return l.inner.ListChains(ctx, after, limit)
+}
+
+// AddSeal implements store.Store: the chain's journaled entries are folded into the store
+// first, so that the seal's chain state is written after them.
+func (l *Ledger) AddSeal(ctx context.Context, c *store.ChainRecord, s *store.Seal) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.flush(ctx); err != nil {
+		return fmt.Errorf("add seal %s/%d: %w", s.Chain, s.N, err)
+	}
+	return l.inner.AddSeal(ctx, c, s)
+}
+
+// CompleteSeal implements store.Store.
+func (l *Ledger) CompleteSeal(ctx context.Context, chain string, n, logIndex uint64, checkpoint, receipt []byte) (*store.Seal, error) {
+	return l.inner.CompleteSeal(ctx, chain, n, logIndex, checkpoint, receipt)
+}
+
+// Seals implements store.Store.
+func (l *Ledger) Seals(ctx context.Context, chain string) ([]store.Seal, error) {
+	return l.inner.Seals(ctx, chain)
+}
+
+// PendingSeals implements store.Store.
+func (l *Ledger) PendingSeals(ctx context.Context) ([]store.Seal, error) {
+	return l.inner.PendingSeals(ctx)
+}
+
+// RecordFork implements store.Store.
+func (l *Ledger) RecordFork(ctx context.Context, f *store.Fork) error {
+	return l.inner.RecordFork(ctx, f)
+}
+
+// Forks implements store.Store.
+func (l *Ledger) Forks(ctx context.Context, chain string) ([]store.Fork, error) {
+	return l.inner.Forks(ctx, chain)
+}
+
+// PutEvidenceHead implements store.Store.
+func (l *Ledger) PutEvidenceHead(ctx context.Context, h *store.EvidenceHead) error {
+	return l.inner.PutEvidenceHead(ctx, h)
+}
+
+// EvidenceHead implements store.Store.
+func (l *Ledger) EvidenceHead(ctx context.Context, chain string) (*store.EvidenceHead, error) {
+	return l.inner.EvidenceHead(ctx, chain)
+}
+
+// Pending returns the entries journaled and not yet folded into the store.
+func (l *Ledger) Pending() int {
+	l.ov.RLock()
+	defer l.ov.RUnlock()
+	return l.entries
+}
+
+// Close stops the indexer, folds the whole journal into the store, and closes the journal
+// and the store. When the journal cannot be folded in, it stays on disk for the next Open.
+func (l *Ledger) Close() error {
+	l.closeOnce.Do(func() {
+		l.cancel()
+		<-l.done
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		l.closeErr = errors.Join(l.flush(ctx), l.log.Close(), l.inner.Close(), l.lock())
+	})
+	return l.closeErr
+}
