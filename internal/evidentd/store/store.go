@@ -166,3 +166,15 @@ type GroupCommitter interface {
 	// durable on return. Two batches must not name the same chain.
 	CommitGroup(ctx context.Context, batches []Batch) (errs []error)
 }
+
+// ChainLink is a link of a chain, for lookups over several chains at once.
+type ChainLink struct {
+	Chain string
+	Link  ledger.Link
+}
+
+// ChainRecordID is a record id of a chain, for lookups over several chains at once.
+type ChainRecordID struct {
+	Chain string
+	ID    string
+}

@@ -34,8 +34,11 @@ type Inner interface {
 	store.Store
 	// CommitAll commits every batch in one transaction: all of them, or none and an error.
 	CommitAll(ctx context.Context, batches []store.Batch) error
-	// FindLinks returns, for those of links already used in chain, the seq of each.
-	FindLinks(ctx context.Context, chain string, links []ledger.Link) (map[ledger.Link]uint64, error)
+	// UsedLinks returns, of keys, those whose chain holds the link, with the seq holding it.
+	UsedLinks(ctx context.Context, keys []store.ChainLink) (map[store.ChainLink]uint64, error)
+	// UsedRecordIDs returns, of keys, those whose chain holds an entry with the record id,
+	// with that entry's seq.
+	UsedRecordIDs(ctx context.Context, keys []store.ChainRecordID) (map[store.ChainRecordID]uint64, error)
 }
 
 // Options tune a Ledger; the zero value is the default.
@@ -47,7 +50,8 @@ type Options struct {
 	// past it, commits wait for the indexer.
 	MaxPending int
 	// Gather is how long the indexer lets frames gather before folding them in, unless
-	// ApplyEntries of them are waiting already (default 20 ms).
+	// ApplyEntries of them are waiting already (default 250 ms). The longer, the more
+	// entries of a chain share the pages one store transaction writes.
 	Gather time.Duration
 	// ApplyEntries bounds the entries of one store transaction of the indexer (default
 	// 8,192).
@@ -64,7 +68,7 @@ func (o *Options) defaults() {
 		o.MaxPending = 1 << 16
 	}
 	if o.Gather <= 0 {
-		o.Gather = 20 * time.Millisecond
+		o.Gather = 250 * time.Millisecond
 	}
 	if o.ApplyEntries <= 0 {
 		o.ApplyEntries = 8192
@@ -92,6 +96,8 @@ type Ledger struct {
 	chains  map[string]*overlaid
 	entries int // entries in frames
 
+	sizes sizeCache // the sizes of chains the overlay no longer holds; under mu
+
 	// applyMu is held while frames are folded into the store.
 	applyMu  sync.Mutex
 	applied  uint64 // the last frame the store holds
@@ -103,6 +109,25 @@ type Ledger struct {
 
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// sizeCache remembers chains' sizes, so that a commit need not read its chain from the
+// store: the Ledger is its store's only writer, so what it wrote last is what the store
+// holds. It forgets everything when it holds maxCachedSizes chains.
+type sizeCache map[string]uint64
+
+const maxCachedSizes = 1 << 16
+
+func (c *sizeCache) get(id string) (uint64, bool) {
+	v, ok := (*c)[id]
+	return v, ok
+}
+
+func (c *sizeCache) put(id string, size uint64) {
+	if *c == nil || len(*c) >= maxCachedSizes {
+		*c = sizeCache{}
+	}
+	(*c)[id] = size
 }
 
 // pending is a journaled frame the store does not hold yet.
@@ -241,48 +266,66 @@ func (l *Ledger) CommitGroup(ctx context.Context, batches []store.Batch) []error
 		}
 		return errs
 	}
-	var ok []store.Batch
-	var sizes []uint64
-	seen := map[string]bool{}
+	// Each batch on its own, then what the store holds of all of them, in one lookup.
+	var ok []int
+	inner := make([]uint64, len(batches)) // the chain's size in the store
+	seen := map[string]int{}
 	for i, b := range batches {
 		id := b.Chain.ID
 		var err error
-		var innerSize uint64
-		switch {
-		case seen[id]:
+		if _, twice := seen[id]; twice {
 			err = fmt.Errorf("chain %q twice in one group: %w", id, store.ErrConflict)
-		case len(b.Entries) == 0:
+		} else if len(b.Entries) == 0 {
 			// No entry to journal: the chain's state alone, written through.
 			if err = l.flush(ctx); err == nil {
 				err = l.inner.Commit(ctx, b.Chain, b.PrevSize, nil)
 			}
-		default:
-			innerSize, err = l.check(ctx, b)
+			if err == nil {
+				l.sizes.put(id, b.Chain.Size)
+			}
+		} else {
+			inner[i], err = l.check(ctx, b)
 		}
 		if err != nil {
 			errs[i] = fmt.Errorf("commit chain %q: %w", id, err)
 			continue
 		}
 		if len(b.Entries) > 0 {
-			seen[id] = true
-			ok = append(ok, b)
-			sizes = append(sizes, innerSize)
+			seen[id] = i
+			ok = append(ok, i)
 		}
 	}
-	if len(ok) == 0 {
+	if err := l.checkStored(ctx, batches, ok, inner, errs); err != nil {
+		for _, i := range ok {
+			errs[i] = fmt.Errorf("commit chain %q: %w", batches[i].Chain.ID, err)
+		}
 		return errs
 	}
-	payload := encode(nil, ok)
+	var good []store.Batch
+	var sizes []uint64
+	for _, i := range ok {
+		if errs[i] == nil {
+			good = append(good, batches[i])
+			sizes = append(sizes, inner[i])
+		}
+	}
+	if len(good) == 0 {
+		return errs
+	}
+	payload := encode(nil, good)
 	n, err := l.log.Append(payload)
 	if err != nil {
-		for i := range batches {
+		for _, i := range ok {
 			if errs[i] == nil {
 				errs[i] = fmt.Errorf("commit chain %q: %w", batches[i].Chain.ID, err)
 			}
 		}
 		return errs
 	}
-	l.overlay(n, payload, ok, sizes)
+	l.overlay(n, payload, good, sizes)
+	for _, b := range good {
+		l.sizes.put(b.Chain.ID, b.Chain.Size)
+	}
 	select {
 	case l.kick <- struct{}{}:
 	default:
@@ -302,9 +345,10 @@ func (l *Ledger) room(ctx context.Context) error {
 	return l.flush(ctx)
 }
 
-// check returns nil when b may be committed: its chain is at b.PrevSize (absent when 0),
-// its entries' seqs are past that and distinct, and its links and record ids unused in the
-// chain. It returns the chain's size in the inner store.
+// check returns nil when b may be committed as far as the chain's size, the batch itself
+// and the overlay tell: the chain is at b.PrevSize (absent when 0), the entries' seqs are
+// past that and distinct, their links and record ids distinct and not in the overlay. It
+// returns the chain's size in the inner store, whose entries checkStored looks at.
 func (l *Ledger) check(ctx context.Context, b store.Batch) (uint64, error) {
 	id := b.Chain.ID
 	l.ov.RLock()
@@ -316,6 +360,10 @@ func (l *Ledger) check(ctx context.Context, b store.Batch) (uint64, error) {
 	}
 	l.ov.RUnlock()
 	if !exists {
+		size, exists = l.sizes.get(id)
+		innerSize = size
+	}
+	if !exists {
 		c, err := l.inner.LoadChain(ctx, id)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
@@ -323,6 +371,7 @@ func (l *Ledger) check(ctx context.Context, b store.Batch) (uint64, error) {
 			return 0, err
 		default:
 			exists, size, innerSize = true, c.Size, c.Size
+			l.sizes.put(id, c.Size)
 		}
 	}
 	switch {
@@ -333,66 +382,83 @@ func (l *Ledger) check(ctx context.Context, b store.Batch) (uint64, error) {
 	}
 	links := make(map[ledger.Link]bool, len(b.Entries))
 	seqs := make(map[uint64]bool, len(b.Entries))
-	var rids []string
+	rids := make(map[string]bool)
 	for _, e := range b.Entries {
-		if e.Chain != id {
+		switch {
+		case e.Chain != id:
 			return 0, fmt.Errorf("an entry of chain %q in the batch of %q", e.Chain, id)
-		}
-		if e.Seq < b.PrevSize || seqs[e.Seq] {
+		case e.Seq < b.PrevSize || seqs[e.Seq]:
 			return 0, fmt.Errorf("chain %q: seq %d taken: %w", id, e.Seq, store.ErrConflict)
-		}
-		if links[e.Link] {
+		case links[e.Link]:
 			return 0, fmt.Errorf("chain %q: link %s twice in the batch: %w", id, e.Link, store.ErrConflict)
+		case e.RecordID != "" && rids[e.RecordID]:
+			return 0, fmt.Errorf("chain %q: record id %.80q twice in the batch: %w", id, e.RecordID, store.ErrConflict)
 		}
 		seqs[e.Seq], links[e.Link] = true, true
 		if e.RecordID != "" {
-			rids = append(rids, e.RecordID)
+			rids[e.RecordID] = true
 		}
 	}
-	if len(rids) > 1 {
-		sorted := slices.Sorted(slices.Values(rids))
-		for i := 1; i < len(sorted); i++ {
-			if sorted[i] == sorted[i-1] {
-				return 0, fmt.Errorf("chain %q: record id %.80q twice in the batch: %w", id, sorted[i], store.ErrConflict)
-			}
-		}
-	}
-	if oc != nil {
-		l.ov.RLock()
-		for lk := range links {
-			if p, taken := oc.links[lk]; taken {
-				l.ov.RUnlock()
-				return 0, fmt.Errorf("chain %q: link %s taken at seq %d: %w", id, lk, p.seq, store.ErrConflict)
-			}
-		}
-		for _, rid := range rids {
-			if p, taken := oc.ids[rid]; taken {
-				l.ov.RUnlock()
-				return 0, fmt.Errorf("chain %q: record id %.80q used at seq %d: %w", id, rid, p.seq, store.ErrConflict)
-			}
-		}
-		l.ov.RUnlock()
-	}
-	if innerSize == 0 {
+	if oc == nil {
 		return innerSize, nil
 	}
-	used, err := l.inner.FindLinks(ctx, id, slices.Collect(maps.Keys(links)))
-	if err != nil {
-		return 0, err
-	}
-	for lk, seq := range used {
-		return 0, fmt.Errorf("chain %q: link %s taken at seq %d: %w", id, lk, seq, store.ErrConflict)
-	}
-	if len(rids) > 0 {
-		usedIDs, err := l.inner.FindRecordIDs(ctx, id, rids)
-		if err != nil {
-			return 0, err
+	l.ov.RLock()
+	defer l.ov.RUnlock()
+	for _, e := range b.Entries {
+		if p, taken := oc.links[e.Link]; taken {
+			return 0, fmt.Errorf("chain %q: link %s taken at seq %d: %w", id, e.Link, p.seq, store.ErrConflict)
 		}
-		for rid, seq := range usedIDs {
-			return 0, fmt.Errorf("chain %q: record id %.80q used at seq %d: %w", id, rid, seq, store.ErrConflict)
+		if p, taken := oc.ids[e.RecordID]; taken && e.RecordID != "" {
+			return 0, fmt.Errorf("chain %q: record id %.80q used at seq %d: %w", id, e.RecordID, p.seq, store.ErrConflict)
 		}
 	}
 	return innerSize, nil
+}
+
+// checkStored refuses (in errs) those of batches[ok...] whose links or record ids the
+// inner store holds for their chain, looking all of them up at once; inner[i] is the size
+// of batches[i]'s chain in the store (0: nothing to look up). An error is the lookup's.
+func (l *Ledger) checkStored(ctx context.Context, batches []store.Batch, ok []int, inner []uint64, errs []error) error {
+	var links []store.ChainLink
+	var ids []store.ChainRecordID
+	of := map[string]int{}
+	for _, i := range ok {
+		if inner[i] == 0 {
+			continue
+		}
+		b := batches[i]
+		of[b.Chain.ID] = i
+		for _, e := range b.Entries {
+			links = append(links, store.ChainLink{Chain: b.Chain.ID, Link: e.Link})
+			if e.RecordID != "" {
+				ids = append(ids, store.ChainRecordID{Chain: b.Chain.ID, ID: e.RecordID})
+			}
+		}
+	}
+	refuse := func(chain string, err error) {
+		if i := of[chain]; errs[i] == nil {
+			errs[i] = fmt.Errorf("commit chain %q: %w", chain, err)
+		}
+	}
+	if len(links) > 0 {
+		used, err := l.inner.UsedLinks(ctx, links)
+		if err != nil {
+			return err
+		}
+		for k, seq := range used {
+			refuse(k.Chain, fmt.Errorf("chain %q: link %s taken at seq %d: %w", k.Chain, k.Link, seq, store.ErrConflict))
+		}
+	}
+	if len(ids) > 0 {
+		used, err := l.inner.UsedRecordIDs(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for k, seq := range used {
+			refuse(k.Chain, fmt.Errorf("chain %q: record id %.80q used at seq %d: %w", k.Chain, k.ID, seq, store.ErrConflict))
+		}
+	}
+	return nil
 }
 
 // overlay makes frame n (its payload, of batches; sizes[i] is batches[i]'s chain's size in

@@ -75,9 +75,10 @@ type Dialect struct {
 // Store is the ledger store on one SQL database.
 type Store struct {
 	d     Dialect
-	w     *sql.DB // writes (and the reads of write transactions)
-	r     *sql.DB // reads
-	stmts stmts   // kept statements (Dialect.KeepStatements)
+	w     *sql.DB   // writes (and the reads of write transactions)
+	r     *sql.DB   // reads
+	stmts stmts     // kept statements (Dialect.KeepStatements)
+	reads readStmts // kept statements of r (used.go)
 }
 
 // New returns the store on the tables of d, writing through w and reading through r
@@ -97,6 +98,7 @@ var (
 // Close closes the database handles.
 func (s *Store) Close() error {
 	s.stmts.close()
+	s.reads.close()
 	if s.r == s.w {
 		return s.w.Close()
 	}
@@ -383,39 +385,6 @@ func (s *Store) FindLink(ctx context.Context, chain string, l ledger.Link) (uint
 		return 0, false, fmt.Errorf("find link: %w", err)
 	}
 	return seq, true, nil
-}
-
-// FindLinks returns, for those of links already used in chain, the seq of each.
-func (s *Store) FindLinks(ctx context.Context, chain string, links []ledger.Link) (map[ledger.Link]uint64, error) {
-	out := map[ledger.Link]uint64{}
-	for len(links) > 0 {
-		n := min(inChunk, len(links))
-		args := make([]any, 0, n+1)
-		args = append(args, chain)
-		for _, l := range links[:n] {
-			args = append(args, l[:])
-		}
-		links = links[n:]
-		rows, err := s.r.QueryContext(ctx, `SELECT link, seq FROM `+s.d.Tables.Entries+` WHERE chain=? AND link IN `+placeholders(n), args...)
-		if err != nil {
-			return nil, fmt.Errorf("find links: %w", err)
-		}
-		for rows.Next() {
-			var l []byte
-			var seq uint64
-			if err := rows.Scan(&l, &seq); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("find links: %w", err)
-			}
-			var k ledger.Link
-			copy(k[:], l)
-			out[k] = seq
-		}
-		if err := rows.Close(); err != nil {
-			return nil, fmt.Errorf("find links: %w", err)
-		}
-	}
-	return out, nil
 }
 
 // FindRecordIDs implements store.Store.

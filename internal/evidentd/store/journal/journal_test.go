@@ -1,0 +1,386 @@
+package journal_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/internal/evidentd/store/journal"
+	"github.com/evident-log/evident/internal/evidentd/store/sqlite"
+	"github.com/evident-log/evident/ledger"
+)
+
+var t0 = time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+
+// batch returns the batch adding n entries to chain, which holds size entries ending at
+// head.
+func batch(chain string, size uint64, head ledger.Link, n int) store.Batch {
+	var es []store.Entry
+	prev := head
+	for i := range n {
+		seq := size + uint64(i)
+		rec := fmt.Appendf(nil, `{"chain":%q,"seq":%d}`, chain, seq)
+		l := ledger.NextLink(rec, prev)
+		e := store.Entry{Chain: chain, Seq: seq, Prev: prev, Link: l, Arrival: t0.Add(time.Duration(seq) * time.Millisecond), Record: rec,
+			RecordID: fmt.Sprintf("%s-%d", chain, seq), Method: "task.update", Sender: "s", Signed: true,
+			Attrs: map[string][]string{"task_id": {fmt.Sprintf("t%d", seq%3)}, "outcome": {"accepted"}}}
+		if seq%2 == 0 {
+			e.Meta = fmt.Appendf(nil, `{"seq":%d}`, seq)
+			e.TS = t0.Add(time.Duration(seq) * time.Second)
+		}
+		es = append(es, e)
+		prev = l
+	}
+	return store.Batch{Chain: &store.ChainRecord{ID: chain, Profile: "chap/0.3", Size: size + uint64(n), Head: prev, Tree: []byte(`{}`), State: []byte(`{}`)},
+		PrevSize: size, Entries: es}
+}
+
+// open opens the journal in dir/journal in front of the SQLite store dir/ledger.db.
+func open(t *testing.T, dir string, o journal.Options) *journal.Ledger {
+	t.Helper()
+	inner, err := sqlite.Open(context.Background(), filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := journal.Open(context.Background(), filepath.Join(dir, "journal"), inner, o)
+	if err != nil {
+		inner.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+// noFold keeps the indexer from folding anything in while a test runs.
+var noFold = journal.Options{Gather: time.Hour}
+
+// segments lists the segment files of dir/journal.
+func segments(t *testing.T, dir string) []string {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "journal", "*.seg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// checkChain fails t unless s holds chain at size with head, its entries linked in order.
+func checkChain(t *testing.T, s store.Store, chain string, size uint64, head ledger.Link) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := s.LoadChain(ctx, chain)
+	if err != nil || c.Size != size || c.Head != head {
+		t.Fatalf("chain %s: %+v, %v; want size %d", chain, c, err, size)
+	}
+	es, err := s.Entries(ctx, chain, store.Filter{})
+	if err != nil || uint64(len(es)) != size {
+		t.Fatalf("chain %s: %d entries, %v; want %d", chain, len(es), err, size)
+	}
+	prev := ledger.Genesis
+	for i, e := range es {
+		if e.Seq != uint64(i) || e.Prev != prev || e.Link != ledger.NextLink(e.Record, prev) {
+			t.Fatalf("chain %s entry %d: seq %d, not linked", chain, i, e.Seq)
+		}
+		prev = e.Link
+	}
+}
+
+// TestCrashRecovery: batches journaled and never folded into the store (the process killed
+// first) are in the store after the next Open, and the journal's segments are gone.
+func TestCrashRecovery(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l := open(t, dir, journal.Options{Gather: time.Hour, SegmentBytes: 2 << 10})
+	heads := map[string]ledger.Link{"a": ledger.Genesis, "b": ledger.Genesis, "c": ledger.Genesis}
+	sizes := map[string]uint64{}
+	for round := range 6 {
+		var group []store.Batch
+		for _, id := range []string{"a", "b", "c"} {
+			group = append(group, batch(id, sizes[id], heads[id], 1+round%3))
+		}
+		for i, err := range l.CommitGroup(ctx, group) {
+			if err != nil {
+				t.Fatalf("round %d batch %d: %v", round, i, err)
+			}
+		}
+		for _, b := range group {
+			heads[b.Chain.ID], sizes[b.Chain.ID] = b.Chain.Head, b.Chain.Size
+		}
+		if round == 2 {
+			// Fold half of it in, so that recovery finds some batches held and some not.
+			if _, err := l.Entries(ctx, "a", store.Filter{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if l.Pending() == 0 {
+		t.Fatal("nothing pending: the test would not test recovery")
+	}
+	if n := len(segments(t, dir)); n < 2 {
+		t.Fatalf("%d segments; want several (2 KiB each)", n)
+	}
+	l.Crash()
+
+	// The store alone does not hold the journaled batches...
+	inner, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := inner.LoadChain(ctx, "a"); err != nil || c.Size >= sizes["a"] {
+		t.Fatalf("the store holds chain a at %v (%v) before recovery; want less than %d", c, err, sizes["a"])
+	}
+	inner.Close()
+	// ... and the store with its journal does, in the store itself.
+	l2 := open(t, dir, noFold)
+	if got := l2.Pending(); got != 0 {
+		t.Errorf("%d entries pending after recovery", got)
+	}
+	for id, head := range heads {
+		checkChain(t, l2, id, sizes[id], head)
+	}
+	if n := len(segments(t, dir)); n != 1 {
+		t.Errorf("%d segments after recovery, want only the new one", n)
+	}
+	// Commits go on where the chains are.
+	b := batch("a", sizes["a"], heads["a"], 2)
+	if err := l2.Commit(ctx, b.Chain, b.PrevSize, b.Entries); err != nil {
+		t.Fatal(err)
+	}
+	checkChain(t, l2, "a", b.Chain.Size, b.Chain.Head)
+}
+
+// TestTornFrameIgnored: a frame cut short at the end of the last segment (a crash during
+// its append, which never returned) is ignored, and every frame before it is recovered.
+func TestTornFrameIgnored(t *testing.T) {
+	ctx := context.Background()
+	for name, tail := range map[string]func(frame []byte) []byte{
+		"header cut":  func(f []byte) []byte { return f[:5] },
+		"payload cut": func(f []byte) []byte { return f[:len(f)-3] },
+		"zeros":       func(f []byte) []byte { return make([]byte, len(f)) },
+		"bad sum":     func(f []byte) []byte { g := slices.Clone(f); g[len(g)-1] ^= 1; return g },
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			l := open(t, dir, noFold)
+			b := batch("a", 0, ledger.Genesis, 3)
+			if err := l.Commit(ctx, b.Chain, 0, b.Entries); err != nil {
+				t.Fatal(err)
+			}
+			l.Crash()
+			segs := segments(t, dir)
+			f, err := os.OpenFile(segs[len(segs)-1], os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			next := batch("a", 3, b.Chain.Head, 2)
+			if _, err := f.Write(tail(frame(journal.Encode(nil, []store.Batch{next})))); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			l2 := open(t, dir, noFold)
+			checkChain(t, l2, "a", 3, b.Chain.Head)
+		})
+	}
+}
+
+// frame returns payload framed as the journal writes it.
+func frame(payload []byte) []byte {
+	f := binary.LittleEndian.AppendUint32(nil, uint32(len(payload)))
+	f = binary.LittleEndian.AppendUint32(f, crc32.Checksum(payload, crc32.MakeTable(crc32.Castagnoli)))
+	return append(f, payload...)
+}
+
+// TestReadSegment: what a segment's bytes give, and which damage is corruption.
+func TestReadSegment(t *testing.T) {
+	p1, p2 := []byte("one"), []byte("second")
+	good := append(append([]byte(journal.SegmentMagic), frame(p1)...), frame(p2)...)
+	bad := slices.Clone(good)
+	bad[len(journal.SegmentMagic)+8] ^= 1 // the first payload's first byte
+	for _, tc := range []struct {
+		name    string
+		data    []byte
+		last    bool
+		want    [][]byte
+		corrupt bool
+	}{
+		{"two frames", good, false, [][]byte{p1, p2}, false},
+		{"empty last segment", nil, true, nil, false},
+		{"zeroed last segment", make([]byte, 8), true, nil, false},
+		{"empty earlier segment", nil, false, nil, true},
+		{"not a segment", []byte("hello, world"), true, nil, true},
+		{"torn header, last", good[:len(good)-len(p2)-4], true, [][]byte{p1}, false},
+		{"torn header, earlier", good[:len(good)-len(p2)-4], false, nil, true},
+		{"torn payload, last", good[:len(good)-1], true, [][]byte{p1}, false},
+		{"a damaged frame before a good one", bad, true, nil, true},
+		{"zero tail, last", append(slices.Clone(good), make([]byte, 40)...), true, [][]byte{p1, p2}, false},
+		{"zero tail, earlier", append(slices.Clone(good), make([]byte, 40)...), false, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := journal.ReadSegment(tc.data, tc.last)
+			if tc.corrupt {
+				if !errors.Is(err, journal.ErrCorrupt) {
+					t.Fatalf("got %q, %v; want ErrCorrupt", got, err)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestCorruptSegmentRefused: a damaged frame that is not a torn tail stops Open with
+// ErrCorrupt instead of dropping acknowledged entries.
+func TestCorruptSegmentRefused(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l := open(t, dir, noFold)
+	for i := range 2 {
+		b := batch("a", uint64(2*i), ledger.Genesis, 2)
+		if i == 1 {
+			c, _ := l.LoadChain(ctx, "a")
+			b = batch("a", 2, c.Head, 2)
+		}
+		if err := l.Commit(ctx, b.Chain, b.PrevSize, b.Entries); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Crash()
+	segs := segments(t, dir)
+	data, err := os.ReadFile(segs[len(segs)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(journal.SegmentMagic)+20] ^= 0xff // inside the first frame's payload
+	if err := os.WriteFile(segs[len(segs)-1], data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inner, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	if _, err := journal.Open(ctx, filepath.Join(dir, "journal"), inner, noFold); !errors.Is(err, journal.ErrCorrupt) {
+		t.Fatalf("Open: %v, want ErrCorrupt", err)
+	}
+}
+
+// TestOneLedgerPerJournal: a second Open of a journal in use fails with ErrLocked.
+func TestOneLedgerPerJournal(t *testing.T) {
+	dir := t.TempDir()
+	open(t, dir, noFold)
+	inner, err := sqlite.Open(context.Background(), filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	if _, err := journal.Open(context.Background(), filepath.Join(dir, "journal"), inner, noFold); !errors.Is(err, journal.ErrLocked) {
+		t.Fatalf("second Open: %v, want ErrLocked", err)
+	}
+}
+
+// TestIndexerFoldsAndReleases: the indexer folds journaled entries into the store by
+// itself and deletes the segments it has folded.
+func TestIndexerFoldsAndReleases(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l := open(t, dir, journal.Options{Gather: time.Millisecond, SegmentBytes: 1 << 10})
+	var size uint64
+	head := ledger.Genesis
+	for range 40 {
+		b := batch("a", size, head, 2)
+		if err := l.Commit(ctx, b.Chain, size, b.Entries); err != nil {
+			t.Fatal(err)
+		}
+		size, head = b.Chain.Size, b.Chain.Head
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for l.Pending() > 0 || len(segments(t, dir)) > 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 20 s: %d entries pending, %d segments", l.Pending(), len(segments(t, dir)))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	inner, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inner.Close()
+	checkChain(t, inner, "a", size, head)
+}
+
+// TestCodecRoundTrip: a group's batches come back from their payload as they went in.
+func TestCodecRoundTrip(t *testing.T) {
+	a, b := batch("a", 0, ledger.Genesis, 3), batch("b", 7, ledger.Link{1}, 2)
+	a.Chain.Closed, a.Chain.LastSeal, a.Chain.SealedSize, a.Chain.Created = true, "s1", 2, t0
+	b.Entries[0].Meta = []byte{} // empty, not absent
+	b.Entries[1].Attrs = nil
+	in := []store.Batch{a, b}
+	got, err := journal.Decode(journal.Encode(nil, in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, in) {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", got, in)
+	}
+	for n := range len(journal.Encode(nil, in)) {
+		if _, err := journal.Decode(journal.Encode(nil, in)[:n]); !errors.Is(err, journal.ErrCorrupt) {
+			t.Fatalf("payload cut to %d bytes: %v, want ErrCorrupt", n, err)
+		}
+	}
+}
+
+// FuzzDecode: any payload decodes to batches that encode and decode to themselves, or is
+// refused with ErrCorrupt; nothing panics or allocates what the payload cannot hold.
+func FuzzDecode(f *testing.F) {
+	f.Add(journal.Encode(nil, []store.Batch{batch("a", 0, ledger.Genesis, 2)}))
+	f.Add(journal.Encode(nil, []store.Batch{batch("a", 3, ledger.Link{9}, 1), batch("bb", 0, ledger.Genesis, 1)}))
+	f.Add([]byte{1, 0})
+	f.Fuzz(func(t *testing.T, p []byte) {
+		got, err := journal.Decode(p)
+		if err != nil {
+			if !errors.Is(err, journal.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap ErrCorrupt", err)
+			}
+			return
+		}
+		again, err := journal.Decode(journal.Encode(nil, got))
+		if err != nil || !reflect.DeepEqual(again, got) {
+			t.Fatalf("re-encoded: %v\n got %+v\nwant %+v", err, again, got)
+		}
+	})
+}
+
+// FuzzReadSegment: any segment bytes give frames or an error wrapping ErrCorrupt, and never
+// a frame whose checksum fails.
+func FuzzReadSegment(f *testing.F) {
+	f.Add(append([]byte(journal.SegmentMagic), frame([]byte("abc"))...), true)
+	f.Add(append([]byte(journal.SegmentMagic), frame([]byte("abc"))[:6]...), true)
+	f.Add([]byte(journal.SegmentMagic), false)
+	f.Fuzz(func(t *testing.T, data []byte, last bool) {
+		got, err := journal.ReadSegment(data, last)
+		if err != nil {
+			if !errors.Is(err, journal.ErrCorrupt) {
+				t.Fatalf("error %v does not wrap ErrCorrupt", err)
+			}
+			return
+		}
+		off := len(journal.SegmentMagic)
+		for _, p := range got {
+			if !slices.Equal(frame(p), data[off:off+8+len(p)]) {
+				t.Fatalf("frame at %d is not the bytes read", off)
+			}
+			off += 8 + len(p)
+		}
+	})
+}

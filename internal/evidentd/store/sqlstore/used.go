@@ -1,0 +1,141 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/bits"
+	"strings"
+	"sync"
+
+	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/ledger"
+)
+
+// maxUsedKeys is the most keys one lookup statement of UsedLinks and UsedRecordIDs holds.
+const maxUsedKeys = 256
+
+// UsedLinks returns, of keys (over any chains), those whose chain holds the link, each with
+// the seq holding it. One statement looks up to maxUsedKeys keys up.
+func (s *Store) UsedLinks(ctx context.Context, keys []store.ChainLink) (map[store.ChainLink]uint64, error) {
+	out := map[store.ChainLink]uint64{}
+	args := make([]any, 0, 2*min(len(keys), maxUsedKeys))
+	for len(keys) > 0 {
+		n := min(len(keys), maxUsedKeys)
+		args = args[:0]
+		for _, k := range keys[:n] {
+			args = append(args, k.Chain, k.Link[:])
+		}
+		keys = keys[n:]
+		err := s.lookup(ctx, "link", args, func(rows *sql.Rows) error {
+			var k store.ChainLink
+			var link []byte
+			var seq uint64
+			if err := rows.Scan(&k.Chain, &link, &seq); err != nil {
+				return err
+			}
+			if len(link) != len(ledger.Link{}) {
+				return fmt.Errorf("a stored link of %d bytes", len(link))
+			}
+			copy(k.Link[:], link)
+			out[k] = seq
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("used links: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// UsedRecordIDs returns, of keys (over any chains), those whose chain holds an entry with
+// the record id, each with the seq of that entry.
+func (s *Store) UsedRecordIDs(ctx context.Context, keys []store.ChainRecordID) (map[store.ChainRecordID]uint64, error) {
+	out := map[store.ChainRecordID]uint64{}
+	args := make([]any, 0, 2*min(len(keys), maxUsedKeys))
+	for len(keys) > 0 {
+		n := min(len(keys), maxUsedKeys)
+		args = args[:0]
+		for _, k := range keys[:n] {
+			args = append(args, k.Chain, k.ID)
+		}
+		keys = keys[n:]
+		err := s.lookup(ctx, "record_id", args, func(rows *sql.Rows) error {
+			var k store.ChainRecordID
+			var seq uint64
+			if err := rows.Scan(&k.Chain, &k.ID, &seq); err != nil {
+				return err
+			}
+			out[k] = seq
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("used record ids: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// lookup runs "SELECT chain, col, seq FROM entries WHERE (chain=? AND col=?) OR …" for
+// the (chain, value) pairs of args, calling scan for each row. The number of terms is
+// rounded up to a power of two (the last pair repeated), so that a bounded set of
+// statements, prepared once and kept, serves every lookup.
+func (s *Store) lookup(ctx context.Context, col string, args []any, scan func(*sql.Rows) error) error {
+	pairs := len(args) / 2
+	terms := 1 << bits.Len(uint(pairs-1))
+	for len(args) < 2*terms {
+		args = append(args, args[len(args)-2], args[len(args)-1])
+	}
+	term := `(chain=? AND ` + col + `=?)`
+	q := `SELECT chain, ` + col + `, seq FROM ` + s.d.Tables.Entries + ` WHERE ` + term + strings.Repeat(` OR `+term, terms-1)
+	st, err := s.reads.get(ctx, s.r, q)
+	if err != nil {
+		return err
+	}
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// readStmts is the store's kept statements on its reader database (database/sql prepares
+// a statement of a *sql.DB again on each connection it runs on).
+type readStmts struct {
+	mu   sync.Mutex
+	kept map[string]*sql.Stmt
+}
+
+// get returns the kept statement of q on db, preparing it at first use.
+func (c *readStmts) get(ctx context.Context, db *sql.DB, q string) (*sql.Stmt, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.kept[q]; ok {
+		return st, nil
+	}
+	st, err := db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if c.kept == nil {
+		c.kept = map[string]*sql.Stmt{}
+	}
+	c.kept[q] = st
+	return st, nil
+}
+
+// close closes every kept statement.
+func (c *readStmts) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.kept {
+		st.Close()
+	}
+	c.kept = nil
+}
