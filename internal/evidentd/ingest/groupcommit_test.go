@@ -72,7 +72,7 @@ func TestGroupCommitManyChains(t *testing.T) {
 // heldStore is the real SQLite store, whose first group commit waits until release is
 // closed: what lets a test queue batches behind a group in progress.
 type heldStore struct {
-	*sqlite.Store
+	*sqlite.Journaled
 	entered chan struct{}
 	release chan struct{}
 	once    sync.Once
@@ -83,7 +83,7 @@ func (h *heldStore) CommitGroup(ctx context.Context, bs []store.Batch) []error {
 		close(h.entered)
 		<-h.release
 	})
-	return h.Store.CommitGroup(ctx, bs)
+	return h.Journaled.CommitGroup(ctx, bs)
 }
 
 // TestGroupCommitCanceledWhileQueued: a caller that gives up while its batch waits behind
@@ -91,7 +91,7 @@ func (h *heldStore) CommitGroup(ctx context.Context, bs []store.Batch) []error {
 // written; the batch queued beside it is committed.
 func TestGroupCommitCanceledWhileQueued(t *testing.T) {
 	ctx := context.Background()
-	hs := &heldStore{Store: openStore(t, t.TempDir()), entered: make(chan struct{}), release: make(chan struct{})}
+	hs := &heldStore{Journaled: openStore(t, t.TempDir()), entered: make(chan struct{}), release: make(chan struct{})}
 	p := newPipeline(t, hs, nil)
 	a, b, c := newMember("agent:a"), newMember("agent:b"), newMember("agent:c")
 	first := make(chan error, 1)
@@ -145,20 +145,20 @@ func waitQueued(t *testing.T, p *Pipeline, n int) {
 
 // panickyStore is the real SQLite store whose first group commit panics.
 type panickyStore struct {
-	*sqlite.Store
+	*sqlite.Journaled
 	once sync.Once
 }
 
 func (s *panickyStore) CommitGroup(ctx context.Context, bs []store.Batch) []error {
 	s.once.Do(func() { panic("driver bug") })
-	return s.Store.CommitGroup(ctx, bs)
+	return s.Journaled.CommitGroup(ctx, bs)
 }
 
 // TestGroupCommitStorePanics: a store that panics fails its group with an error instead of
 // leaving its callers waiting for ever, writes nothing of it, and the next commit works.
 func TestGroupCommitStorePanics(t *testing.T) {
 	ctx := context.Background()
-	ps := &panickyStore{Store: openStore(t, t.TempDir())}
+	ps := &panickyStore{Journaled: openStore(t, t.TempDir())}
 	p := newPipeline(t, ps, nil)
 	a := newMember("agent:a")
 	done := make(chan error, 1)

@@ -384,3 +384,44 @@ func FuzzReadSegment(f *testing.F) {
 		}
 	})
 }
+
+// TestRecordIDUsedAfterLookup: a record id looked up as unused, then used by a commit, is
+// refused to the next commits of its chain, from the journal and from the store alike.
+func TestRecordIDUsedAfterLookup(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l := open(t, dir, noFold)
+	b := batch("a", 0, ledger.Genesis, 2)
+	if err := l.Commit(ctx, b.Chain, 0, b.Entries); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Entries(ctx, "a", store.Filter{}); err != nil { // fold: the store holds the chain
+		t.Fatal(err)
+	}
+	used, err := l.FindRecordIDs(ctx, "a", []string{"x"})
+	if err != nil || len(used) != 0 {
+		t.Fatalf("lookup of an unused id: %v, %v", used, err)
+	}
+	size, head := b.Chain.Size, b.Chain.Head
+	next := func(id string) store.Batch {
+		n := batch("a", size, head, 1)
+		n.Entries[0].RecordID = id
+		return n
+	}
+	first := next("x")
+	if err := l.Commit(ctx, first.Chain, size, first.Entries); err != nil {
+		t.Fatal(err)
+	}
+	size, head = first.Chain.Size, first.Chain.Head
+	again := next("x")
+	if err := l.Commit(ctx, again.Chain, size, again.Entries); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("id reused while journaled: %v, want ErrConflict", err)
+	}
+	if _, err := l.Entries(ctx, "a", store.Filter{}); err != nil { // fold again
+		t.Fatal(err)
+	}
+	if err := l.Commit(ctx, again.Chain, size, again.Entries); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("id reused once in the store: %v, want ErrConflict", err)
+	}
+	checkChain(t, l, "a", size, head)
+}

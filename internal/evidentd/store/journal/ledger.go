@@ -95,8 +95,10 @@ type Ledger struct {
 	frames  []pending
 	chains  map[string]*overlaid
 	entries int // entries in frames
-
-	sizes sizeCache // the sizes of chains the overlay no longer holds; under mu
+	// Under ov too: the sizes of chains the overlay no longer holds, and record ids known
+	// to be unused in a chain at a size.
+	sizes  sizeCache
+	absent absentCache
 
 	// applyMu is held while frames are folded into the store.
 	applyMu  sync.Mutex
@@ -128,6 +130,20 @@ func (c *sizeCache) put(id string, size uint64) {
 		*c = sizeCache{}
 	}
 	(*c)[id] = size
+}
+
+// absentCache remembers record ids that a lookup found unused in a chain, with the chain's
+// size then: a record id becomes used only by a commit to its chain, which makes the chain
+// longer, so while the chain has that size the id is still unused and a commit need not look
+// it up again (the ingest pipeline looks a batch's first id up just before committing it).
+// It forgets everything when it holds maxCachedSizes ids.
+type absentCache map[store.ChainRecordID]uint64
+
+func (c *absentCache) put(k store.ChainRecordID, size uint64) {
+	if *c == nil || len(*c) >= maxCachedSizes {
+		*c = absentCache{}
+	}
+	(*c)[k] = size
 }
 
 // pending is a journaled frame the store does not hold yet.
@@ -236,6 +252,7 @@ func (l *Ledger) recover(ctx context.Context, payloads [][]byte) error {
 func merge(batches []store.Batch) []store.Batch {
 	at := map[string]int{}
 	var out []store.Batch
+	owned := map[int]bool{}
 	for _, b := range batches {
 		i, ok := at[b.Chain.ID]
 		if !ok {
@@ -243,8 +260,13 @@ func merge(batches []store.Batch) []store.Batch {
 			out = append(out, store.Batch{Chain: b.Chain, PrevSize: b.PrevSize, Entries: b.Entries})
 			continue
 		}
+		if !owned[i] {
+			// The first batch's entries are the caller's: copy them before appending.
+			out[i].Entries = slices.Clone(out[i].Entries)
+			owned[i] = true
+		}
 		out[i].Chain = b.Chain
-		out[i].Entries = append(slices.Clip(out[i].Entries), b.Entries...)
+		out[i].Entries = append(out[i].Entries, b.Entries...)
 	}
 	return out
 }
@@ -281,7 +303,9 @@ func (l *Ledger) CommitGroup(ctx context.Context, batches []store.Batch) []error
 				err = l.inner.Commit(ctx, b.Chain, b.PrevSize, nil)
 			}
 			if err == nil {
+				l.ov.Lock()
 				l.sizes.put(id, b.Chain.Size)
+				l.ov.Unlock()
 			}
 		} else {
 			inner[i], err = l.check(ctx, b)
@@ -323,9 +347,6 @@ func (l *Ledger) CommitGroup(ctx context.Context, batches []store.Batch) []error
 		return errs
 	}
 	l.overlay(n, payload, good, sizes)
-	for _, b := range good {
-		l.sizes.put(b.Chain.ID, b.Chain.Size)
-	}
 	select {
 	case l.kick <- struct{}{}:
 	default:
@@ -357,12 +378,11 @@ func (l *Ledger) check(ctx context.Context, b store.Batch) (uint64, error) {
 	exists := oc != nil
 	if exists {
 		size, innerSize = oc.rec.Size, oc.innerSize
-	}
-	l.ov.RUnlock()
-	if !exists {
+	} else {
 		size, exists = l.sizes.get(id)
 		innerSize = size
 	}
+	l.ov.RUnlock()
 	if !exists {
 		c, err := l.inner.LoadChain(ctx, id)
 		switch {
@@ -371,7 +391,9 @@ func (l *Ledger) check(ctx context.Context, b store.Batch) (uint64, error) {
 			return 0, err
 		default:
 			exists, size, innerSize = true, c.Size, c.Size
+			l.ov.Lock()
 			l.sizes.put(id, c.Size)
+			l.ov.Unlock()
 		}
 	}
 	switch {
@@ -422,6 +444,7 @@ func (l *Ledger) checkStored(ctx context.Context, batches []store.Batch, ok []in
 	var links []store.ChainLink
 	var ids []store.ChainRecordID
 	of := map[string]int{}
+	l.ov.RLock()
 	for _, i := range ok {
 		if inner[i] == 0 {
 			continue
@@ -430,11 +453,16 @@ func (l *Ledger) checkStored(ctx context.Context, batches []store.Batch, ok []in
 		of[b.Chain.ID] = i
 		for _, e := range b.Entries {
 			links = append(links, store.ChainLink{Chain: b.Chain.ID, Link: e.Link})
-			if e.RecordID != "" {
-				ids = append(ids, store.ChainRecordID{Chain: b.Chain.ID, ID: e.RecordID})
+			if e.RecordID == "" {
+				continue
+			}
+			k := store.ChainRecordID{Chain: b.Chain.ID, ID: e.RecordID}
+			if size, ok := l.absent[k]; !ok || size != b.PrevSize {
+				ids = append(ids, k)
 			}
 		}
 	}
+	l.ov.RUnlock()
 	refuse := func(chain string, err error) {
 		if i := of[chain]; errs[i] == nil {
 			errs[i] = fmt.Errorf("commit chain %q: %w", chain, err)
@@ -486,6 +514,7 @@ func (l *Ledger) overlay(n uint64, payload []byte, batches []store.Batch, sizes 
 			}
 		}
 		count += len(b.Entries)
+		l.sizes.put(b.Chain.ID, b.Chain.Size)
 	}
 	l.frames = append(l.frames, pending{n: n, payload: payload, entries: count})
 	l.entries += count
@@ -638,6 +667,14 @@ func (l *Ledger) FindRecordIDs(ctx context.Context, chain string, ids []string) 
 	var rest []string
 	l.ov.RLock()
 	oc := l.chains[chain]
+	// The chain's size before anything is looked up (absentCache).
+	var size uint64
+	known := oc != nil
+	if known {
+		size = oc.rec.Size
+	} else {
+		size, known = l.sizes.get(chain)
+	}
 	for _, id := range ids {
 		if oc != nil {
 			if p, ok := oc.ids[id]; ok {
@@ -656,6 +693,15 @@ func (l *Ledger) FindRecordIDs(ctx context.Context, chain string, ids []string) 
 		return nil, err
 	}
 	maps.Copy(out, used)
+	if known {
+		l.ov.Lock()
+		for _, id := range rest {
+			if _, ok := used[id]; !ok {
+				l.absent.put(store.ChainRecordID{Chain: chain, ID: id}, size)
+			}
+		}
+		l.ov.Unlock()
+	}
 	return out, nil
 }
 

@@ -72,11 +72,14 @@ func conflict(err error) error {
 // Open opens (creating if needed) the database file at path.
 func Open(ctx context.Context, path string) (*Store, error) {
 	q := url.Values{}
-	for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)", "foreign_keys(1)"} {
+	for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)", "foreign_keys(1)", "temp_store(MEMORY)"} {
 		q.Add("_pragma", p)
 	}
 	dsn := "file:" + path + "?" + q.Encode()
-	w, err := sql.Open("sqlite", dsn+"&_txlock=immediate")
+	// The writer's page cache holds a large transaction's dirty pages (32 MiB; SQLite's
+	// default of 2 MiB spilled them to the WAL in the middle of the journal's folds), and
+	// statement journals are kept in memory (temp_store) instead of temporary files.
+	w, err := sql.Open("sqlite", dsn+"&_pragma="+url.QueryEscape("cache_size(-32768)")+"&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("open ledger store: %w", err)
 	}
@@ -95,6 +98,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open ledger store readers: %w", err)
 	}
 	r.SetMaxOpenConns(4)
+	r.SetMaxIdleConns(4) // keep them: a new connection opens the file again and prepares every kept statement anew
 	return &Store{Store: sqlstore.New(dialect(), w, r), w: w}, nil
 }
 

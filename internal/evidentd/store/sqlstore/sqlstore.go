@@ -376,45 +376,28 @@ func (s *Store) commitWhole(ctx context.Context, tx *sql.Tx, batches []store.Bat
 
 // FindLink implements store.Store.
 func (s *Store) FindLink(ctx context.Context, chain string, l ledger.Link) (uint64, bool, error) {
-	var seq uint64
-	err := s.r.QueryRowContext(ctx, `SELECT seq FROM `+s.d.Tables.Entries+` WHERE chain=? AND link=?`, chain, l[:]).Scan(&seq)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, false, nil
-	}
+	k := store.ChainLink{Chain: chain, Link: l}
+	used, err := s.UsedLinks(ctx, []store.ChainLink{k})
 	if err != nil {
 		return 0, false, fmt.Errorf("find link: %w", err)
 	}
-	return seq, true, nil
+	seq, ok := used[k]
+	return seq, ok, nil
 }
 
 // FindRecordIDs implements store.Store.
 func (s *Store) FindRecordIDs(ctx context.Context, chain string, ids []string) (map[string]uint64, error) {
-	out := map[string]uint64{}
-	for len(ids) > 0 {
-		n := min(inChunk, len(ids))
-		part := ids[:n]
-		ids = ids[n:]
-		args := make([]any, 0, n+1)
-		args = append(args, chain)
-		for _, id := range part {
-			args = append(args, id)
-		}
-		rows, err := s.r.QueryContext(ctx, `SELECT record_id, seq FROM `+s.d.Tables.Entries+` WHERE chain=? AND record_id IN `+placeholders(n), args...)
-		if err != nil {
-			return nil, fmt.Errorf("find record ids: %w", err)
-		}
-		for rows.Next() {
-			var id string
-			var seq uint64
-			if err := rows.Scan(&id, &seq); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("find record ids: %w", err)
-			}
-			out[id] = seq
-		}
-		if err := rows.Close(); err != nil {
-			return nil, fmt.Errorf("find record ids: %w", err)
-		}
+	keys := make([]store.ChainRecordID, len(ids))
+	for i, id := range ids {
+		keys[i] = store.ChainRecordID{Chain: chain, ID: id}
+	}
+	used, err := s.UsedRecordIDs(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("find record ids: %w", err)
+	}
+	out := make(map[string]uint64, len(used))
+	for k, seq := range used {
+		out[k.ID] = seq
 	}
 	return out, nil
 }
