@@ -169,6 +169,22 @@ func TestKillNineLosesNothing(t *testing.T) {
 		t.Fatalf("only %d envelopes acknowledged before the kill: the test proves nothing", n)
 	}
 	t.Logf("%d envelopes acknowledged before SIGKILL", n)
+	// They went through the entry journal, which the restart folds into the database
+	// where the database does not hold them yet.
+	segs, err := filepath.Glob(filepath.Join(data, "journal", "*.seg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var journaled int64
+	for _, seg := range segs {
+		if fi, err := os.Stat(seg); err == nil {
+			journaled += fi.Size()
+		}
+	}
+	if journaled <= int64(len(segs))*8 { // 8: a segment's header
+		t.Fatalf("the journal holds %d bytes in %d segments after %d acknowledged envelopes", journaled, len(segs), n)
+	}
+	t.Logf("journal at the kill: %d bytes in %d segments", journaled, len(segs))
 
 	cmd = startEvidentd(t, bin, data, addr)
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()

@@ -193,7 +193,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	}
 	d.handler = server.New(server.Config{Pipeline: p, Store: st, Service: svc, Tokens: cfg.Tokens, ClientCerts: cfg.ClientCA != "", MaxBody: cfg.MaxBody, MaxBatch: cfg.MaxBatch,
 		Producer: buildinfo.Read().Program("evidentd"), Logger: cfg.Logger, SCITT: sc, COPNode: copNode, AccessLog: cfg.AccessLog,
-		Metrics: []prometheus.Collector{refused.Collector()}})
+		Metrics: append([]prometheus.Collector{refused.Collector()}, journalMetrics(st)...)})
 	bg, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
 	go func() {
@@ -218,6 +218,18 @@ func openClaims(ctx context.Context, st store.Store, single bool) (store.Claims,
 		}
 	}
 	return claims, nil
+}
+
+// journalMetrics returns the metrics of the store's entry journal, when it has one.
+func journalMetrics(st store.Store) []prometheus.Collector {
+	j, ok := st.(interface{ Pending() int })
+	if !ok {
+		return nil
+	}
+	return []prometheus.Collector{prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "evident_journal_pending_entries",
+		Help: "Entries durable in the journal and not yet folded into the ledger database.",
+	}, func() float64 { return float64(j.Pending()) })}
 }
 
 // Handler returns the HTTP API.

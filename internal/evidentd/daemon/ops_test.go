@@ -199,6 +199,9 @@ func TestMetricsAndAccessLog(t *testing.T) {
 			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
 		}
 	}
+	if got, ok := samples["evident_journal_pending_entries"]; !ok || got < 0 || got > float64(len(b.Records())) {
+		t.Errorf("evident_journal_pending_entries = %v (present %v), want 0 to %d", got, ok, len(b.Records()))
+	}
 	sum := samples[h+`_sum{code="2xx",method="GET",route="GET /v1/chains/{chain}"}`]
 	inf := samples[h+`_bucket{code="2xx",method="GET",route="GET /v1/chains/{chain}",le="+Inf"}`]
 	if sum <= 0 || sum > 30 || inf != 3 {
