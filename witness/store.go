@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/evident-log/evident/internal/durable"
 	"github.com/evident-log/evident/misbehaviour"
@@ -35,8 +34,8 @@ import (
 // Store does no locking of its own between goroutines: Witness serialises each origin's
 // check-and-update under a per-origin mutex; the LOCK file excludes a second process.
 type Store struct {
-	dir  string
-	lock *os.File
+	dir    string
+	unlock func() error // releases the LOCK file's flock; nil once closed
 }
 
 // ErrLocked is returned by OpenStore when another process holds the state directory.
@@ -47,26 +46,25 @@ func OpenStore(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("witness: state directory: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_RDWR|os.O_CREATE, 0o600)
+	unlock, err := durable.Lock(filepath.Join(dir, "LOCK"), 0o600)
+	if errors.Is(err, durable.ErrLocked) {
+		return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("witness: state lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%w: %s: %v", ErrLocked, dir, err)
-	}
-	s := &Store{dir: dir, lock: f}
+	s := &Store{dir: dir, unlock: unlock}
 	s.removeTemps()
 	return s, nil
 }
 
 // Close releases the lock.
 func (s *Store) Close() error {
-	if s.lock == nil {
+	if s.unlock == nil {
 		return nil
 	}
-	err := s.lock.Close() // closing the descriptor drops the flock
-	s.lock = nil
+	err := s.unlock()
+	s.unlock = nil
 	return err
 }
 

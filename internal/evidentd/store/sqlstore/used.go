@@ -16,34 +16,29 @@ import (
 const maxUsedKeys = 256
 
 // UsedLinks returns, of keys (over any chains), those whose chain holds the link, each with
-// the seq holding it. One statement looks up to maxUsedKeys keys up.
+// the seq holding it.
 func (s *Store) UsedLinks(ctx context.Context, keys []store.ChainLink) (map[store.ChainLink]uint64, error) {
 	out := map[store.ChainLink]uint64{}
-	args := make([]any, 0, 2*min(len(keys), maxUsedKeys))
-	for len(keys) > 0 {
-		n := min(len(keys), maxUsedKeys)
-		args = args[:0]
-		for _, k := range keys[:n] {
-			args = append(args, k.Chain, k.Link[:])
+	args := make([]any, 0, 2*len(keys))
+	for _, k := range keys {
+		args = append(args, k.Chain, k.Link[:])
+	}
+	err := s.lookup(ctx, "link", args, func(rows *sql.Rows) error {
+		var k store.ChainLink
+		var link []byte
+		var seq uint64
+		if err := rows.Scan(&k.Chain, &link, &seq); err != nil {
+			return err
 		}
-		keys = keys[n:]
-		err := s.lookup(ctx, "link", args, func(rows *sql.Rows) error {
-			var k store.ChainLink
-			var link []byte
-			var seq uint64
-			if err := rows.Scan(&k.Chain, &link, &seq); err != nil {
-				return err
-			}
-			if len(link) != len(ledger.Link{}) {
-				return fmt.Errorf("a stored link of %d bytes", len(link))
-			}
-			copy(k.Link[:], link)
-			out[k] = seq
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("used links: %w", err)
+		if len(link) != len(ledger.Link{}) {
+			return fmt.Errorf("a stored link of %d bytes", len(link))
 		}
+		copy(k.Link[:], link)
+		out[k] = seq
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("used links: %w", err)
 	}
 	return out, nil
 }
@@ -52,37 +47,43 @@ func (s *Store) UsedLinks(ctx context.Context, keys []store.ChainLink) (map[stor
 // the record id, each with the seq of that entry.
 func (s *Store) UsedRecordIDs(ctx context.Context, keys []store.ChainRecordID) (map[store.ChainRecordID]uint64, error) {
 	out := map[store.ChainRecordID]uint64{}
-	args := make([]any, 0, 2*min(len(keys), maxUsedKeys))
-	for len(keys) > 0 {
-		n := min(len(keys), maxUsedKeys)
-		args = args[:0]
-		for _, k := range keys[:n] {
-			args = append(args, k.Chain, k.ID)
+	args := make([]any, 0, 2*len(keys))
+	for _, k := range keys {
+		args = append(args, k.Chain, k.ID)
+	}
+	err := s.lookup(ctx, "record_id", args, func(rows *sql.Rows) error {
+		var k store.ChainRecordID
+		var seq uint64
+		if err := rows.Scan(&k.Chain, &k.ID, &seq); err != nil {
+			return err
 		}
-		keys = keys[n:]
-		err := s.lookup(ctx, "record_id", args, func(rows *sql.Rows) error {
-			var k store.ChainRecordID
-			var seq uint64
-			if err := rows.Scan(&k.Chain, &k.ID, &seq); err != nil {
-				return err
-			}
-			out[k] = seq
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("used record ids: %w", err)
-		}
+		out[k] = seq
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("used record ids: %w", err)
 	}
 	return out, nil
 }
 
 // lookup runs "SELECT chain, col, seq FROM entries WHERE (chain=? AND col=?) OR …" for
-// the (chain, value) pairs of args, calling scan for each row. The number of terms is
-// rounded up to a power of two (the last pair repeated), so that a bounded set of
-// statements, prepared once and kept, serves every lookup.
+// the (chain, value) pairs of args, maxUsedKeys pairs a statement, calling scan for each
+// row. The terms of a statement are rounded up to a power of two (its last pair repeated),
+// so that a bounded set of statements, prepared once and kept, serves every lookup.
 func (s *Store) lookup(ctx context.Context, col string, args []any, scan func(*sql.Rows) error) error {
-	pairs := len(args) / 2
-	terms := 1 << bits.Len(uint(pairs-1))
+	for len(args) > 0 {
+		n := min(len(args), 2*maxUsedKeys)
+		if err := s.lookupChunk(ctx, col, args[:n:n], scan); err != nil {
+			return err
+		}
+		args = args[n:]
+	}
+	return nil
+}
+
+// lookupChunk is one statement of lookup.
+func (s *Store) lookupChunk(ctx context.Context, col string, args []any, scan func(*sql.Rows) error) error {
+	terms := 1 << bits.Len(uint(len(args)/2-1))
 	for len(args) < 2*terms {
 		args = append(args, args[len(args)-2], args[len(args)-1])
 	}
