@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -194,46 +195,56 @@ func TestTornFrameIgnored(t *testing.T) {
 
 // frame returns payload framed as the journal writes it.
 func frame(payload []byte) []byte {
+	t := crc32.MakeTable(crc32.Castagnoli)
 	f := binary.LittleEndian.AppendUint32(nil, uint32(len(payload)))
-	f = binary.LittleEndian.AppendUint32(f, crc32.Checksum(payload, crc32.MakeTable(crc32.Castagnoli)))
+	f = binary.LittleEndian.AppendUint32(f, crc32.Checksum(f, t))
+	f = binary.LittleEndian.AppendUint32(f, crc32.Checksum(payload, t))
 	return append(f, payload...)
 }
 
-// TestReadSegment: what a segment's bytes give, and which damage is corruption.
+// TestReadSegment: what a segment's bytes give, where its good frames end, and which
+// damage is corruption.
 func TestReadSegment(t *testing.T) {
-	p1, p2 := []byte("one"), []byte("second")
-	good := append(append([]byte(journal.SegmentMagic), frame(p1)...), frame(p2)...)
-	bad := slices.Clone(good)
-	bad[len(journal.SegmentMagic)+8] ^= 1 // the first payload's first byte
+	p1, p2, p3 := []byte("one"), []byte("second"), []byte("third one")
+	m := len(journal.SegmentMagic)
+	good := slices.Concat([]byte(journal.SegmentMagic), frame(p1), frame(p2))
+	end1 := m + 12 + len(p1) // where the first frame ends
+	three := slices.Concat(good, frame(p3))
+	flip := func(b []byte, at int) []byte { b = slices.Clone(b); b[at] ^= 1; return b }
 	for _, tc := range []struct {
 		name    string
 		data    []byte
 		last    bool
 		want    [][]byte
+		end     int
 		corrupt bool
 	}{
-		{"two frames", good, false, [][]byte{p1, p2}, false},
-		{"empty last segment", nil, true, nil, false},
-		{"zeroed last segment", make([]byte, 8), true, nil, false},
-		{"empty earlier segment", nil, false, nil, true},
-		{"not a segment", []byte("hello, world"), true, nil, true},
-		{"torn header, last", good[:len(good)-len(p2)-4], true, [][]byte{p1}, false},
-		{"torn header, earlier", good[:len(good)-len(p2)-4], false, nil, true},
-		{"torn payload, last", good[:len(good)-1], true, [][]byte{p1}, false},
-		{"a damaged frame before a good one", bad, true, nil, true},
-		{"zero tail, last", append(slices.Clone(good), make([]byte, 40)...), true, [][]byte{p1, p2}, false},
-		{"zero tail, earlier", append(slices.Clone(good), make([]byte, 40)...), false, nil, true},
+		{"two frames", good, false, [][]byte{p1, p2}, len(good), false},
+		{"empty last segment", nil, true, nil, 0, false},
+		{"zeroed last segment", make([]byte, 8), true, nil, 0, false},
+		{"half a header, last segment", []byte(journal.SegmentMagic[:3]), true, nil, 0, false},
+		{"empty earlier segment", nil, false, nil, 0, true},
+		{"not a segment", []byte("hello, world"), true, nil, 0, true},
+		{"torn header, last", good[:end1+5], true, [][]byte{p1}, end1, false},
+		{"torn header, earlier", good[:end1+5], false, nil, 0, true},
+		{"torn payload, last", good[:len(good)-1], true, [][]byte{p1}, end1, false},
+		{"zero tail, last", slices.Concat(good, make([]byte, 40)), true, [][]byte{p1, p2}, len(good), false},
+		{"zero tail, earlier", slices.Concat(good, make([]byte, 40)), false, nil, 0, true},
+		{"a damaged payload before a good frame", flip(good, m+12), true, nil, 0, true},
+		{"a damaged length before good frames", flip(three, end1), true, nil, 0, true},
+		{"a damaged payload sum before a good frame", flip(three, end1+8), true, nil, 0, true},
+		{"a damaged last frame, last segment (a torn write looks the same)", flip(good, end1+12), true, [][]byte{p1}, end1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := journal.ReadSegment(tc.data, tc.last)
+			got, end, err := journal.ReadSegment(tc.data, tc.last)
 			if tc.corrupt {
 				if !errors.Is(err, journal.ErrCorrupt) {
 					t.Fatalf("got %q, %v; want ErrCorrupt", got, err)
 				}
 				return
 			}
-			if err != nil || !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			if err != nil || !reflect.DeepEqual(got, tc.want) || end != tc.end {
+				t.Fatalf("got %q ending at %d, %v; want %q ending at %d", got, end, err, tc.want, tc.end)
 			}
 		})
 	}
@@ -366,9 +377,10 @@ func FuzzDecode(f *testing.F) {
 func FuzzReadSegment(f *testing.F) {
 	f.Add(append([]byte(journal.SegmentMagic), frame([]byte("abc"))...), true)
 	f.Add(append([]byte(journal.SegmentMagic), frame([]byte("abc"))[:6]...), true)
+	f.Add(slices.Concat([]byte(journal.SegmentMagic), frame([]byte("abc")), frame([]byte("de"))), false)
 	f.Add([]byte(journal.SegmentMagic), false)
 	f.Fuzz(func(t *testing.T, data []byte, last bool) {
-		got, err := journal.ReadSegment(data, last)
+		got, end, err := journal.ReadSegment(data, last)
 		if err != nil {
 			if !errors.Is(err, journal.ErrCorrupt) {
 				t.Fatalf("error %v does not wrap ErrCorrupt", err)
@@ -376,11 +388,17 @@ func FuzzReadSegment(f *testing.F) {
 			return
 		}
 		off := len(journal.SegmentMagic)
+		if len(got) == 0 && end == 0 {
+			return // an empty segment
+		}
 		for _, p := range got {
-			if !slices.Equal(frame(p), data[off:off+8+len(p)]) {
+			if !slices.Equal(frame(p), data[off:off+12+len(p)]) {
 				t.Fatalf("frame at %d is not the bytes read", off)
 			}
-			off += 8 + len(p)
+			off += 12 + len(p)
+		}
+		if end != off {
+			t.Fatalf("the frames end at %d, ReadSegment says %d", off, end)
 		}
 	})
 }
@@ -424,4 +442,177 @@ func TestRecordIDUsedAfterLookup(t *testing.T) {
 		t.Fatalf("id reused once in the store: %v, want ErrConflict", err)
 	}
 	checkChain(t, l, "a", size, head)
+}
+
+// TestIDReusedAfterFoldInGroup: a record id the store holds is refused even when a fold in
+// the middle of a group (a batch without entries folds the journal first) took its chain
+// out of the overlay between the checks of two groups.
+func TestIDReusedAfterFoldInGroup(t *testing.T) {
+	ctx := context.Background()
+	l := open(t, t.TempDir(), noFold)
+	b1 := batch("c", 0, ledger.Genesis, 1) // record id "c-0"
+	if err := l.Commit(ctx, b1.Chain, 0, b1.Entries); err != nil {
+		t.Fatal(err)
+	}
+	b2 := batch("c", 1, b1.Chain.Head, 1)
+	d := &store.ChainRecord{ID: "d", Profile: "chap/0.3", Tree: []byte(`{}`), State: []byte(`{}`)}
+	for i, err := range l.CommitGroup(ctx, []store.Batch{b2, {Chain: d}}) {
+		if err != nil {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+	}
+	b3 := batch("c", 2, b2.Chain.Head, 1)
+	b3.Entries[0].RecordID = "c-0"
+	if err := l.Commit(ctx, b3.Chain, 2, b3.Entries); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("reused id after a fold: %v, want ErrConflict", err)
+	}
+	checkChain(t, l, "c", 2, b2.Chain.Head)
+	if _, err := l.LoadChain(ctx, "d"); err != nil {
+		t.Fatalf("chain d, committed without entries: %v", err)
+	}
+}
+
+// TestBatchShapeRefused: a batch whose entries are not the chain's next ones, or whose
+// chain size does not count them, is refused and nothing of it is kept.
+func TestBatchShapeRefused(t *testing.T) {
+	ctx := context.Background()
+	l := open(t, t.TempDir(), noFold)
+	b := batch("a", 0, ledger.Genesis, 3)
+	for name, bad := range map[string]func(store.Batch) store.Batch{
+		"size not counting the entries": func(b store.Batch) store.Batch {
+			c := *b.Chain
+			c.Size = 1
+			b.Chain = &c
+			return b
+		},
+		"a gap in the seqs": func(b store.Batch) store.Batch {
+			b.Entries = slices.Clone(b.Entries)
+			b.Entries[2].Seq = 5
+			return b
+		},
+		"seqs not from the chain's size": func(b store.Batch) store.Batch {
+			b.Entries = slices.Clone(b.Entries)
+			for i := range b.Entries {
+				b.Entries[i].Seq++
+			}
+			return b
+		},
+	} {
+		x := bad(b)
+		if err := l.Commit(ctx, x.Chain, x.PrevSize, x.Entries); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := l.LoadChain(ctx, "a"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("chain a after refused batches: %v, want ErrNotFound", err)
+	}
+	if err := l.Commit(ctx, b.Chain, 0, b.Entries); err != nil {
+		t.Fatal(err)
+	}
+	checkChain(t, l, "a", 3, b.Chain.Head)
+}
+
+// TestReadsWhileCommitting: reads that fold the journal while commits go on never fail
+// and always see at least what was acknowledged before them.
+func TestReadsWhileCommitting(t *testing.T) {
+	ctx := context.Background()
+	l := open(t, t.TempDir(), journal.Options{Gather: time.Millisecond})
+	var acked atomic.Uint64
+	done := make(chan error, 1)
+	go func() {
+		size, head := uint64(0), ledger.Genesis
+		for range 300 {
+			b := batch("a", size, head, 1)
+			if err := l.Commit(ctx, b.Chain, size, b.Entries); err != nil {
+				done <- err
+				return
+			}
+			size, head = b.Chain.Size, b.Chain.Head
+			acked.Store(size)
+		}
+		done <- nil
+	}()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			return
+		default:
+		}
+		before := acked.Load()
+		es, err := l.Entries(ctx, "a", store.Filter{})
+		if err != nil {
+			t.Fatalf("Entries while committing: %v", err)
+		}
+		if uint64(len(es)) < before {
+			t.Fatalf("Entries gave %d entries, %d were acknowledged before", len(es), before)
+		}
+	}
+}
+
+// flaky is an inner store whose next fold fails: before writing anything (failBefore) or
+// after writing it all (failAfter, as an error reported after a commit that reached the
+// disk).
+type flaky struct {
+	*sqlite.Store
+	failBefore, failAfter atomic.Bool
+}
+
+func (f *flaky) CommitAll(ctx context.Context, batches []store.Batch) error {
+	if f.failBefore.CompareAndSwap(true, false) {
+		return errors.New("injected: disk on fire")
+	}
+	err := f.Store.CommitAll(ctx, batches)
+	if err == nil && f.failAfter.CompareAndSwap(true, false) {
+		return errors.New("injected: error after the commit")
+	}
+	return err
+}
+
+// TestFoldFailures: a fold that fails is retried until it succeeds, also when the failed
+// one reached the store (the retry folds only what the store lacks); a recovery that fails
+// leaves the journal to the next Open, which recovers it.
+func TestFoldFailures(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	inner, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &flaky{Store: inner}
+	l, err := journal.Open(ctx, filepath.Join(dir, "journal"), f, noFold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := batch("a", 0, ledger.Genesis, 2)
+	if err := l.Commit(ctx, b.Chain, 0, b.Entries); err != nil {
+		t.Fatal(err)
+	}
+	f.failAfter.Store(true)
+	if _, err := l.Entries(ctx, "a", store.Filter{}); err == nil {
+		t.Fatal("the injected fold failure did not reach the reader")
+	}
+	checkChain(t, l, "a", 2, b.Chain.Head) // the retry finds the store holding it
+	b2 := batch("a", 2, b.Chain.Head, 2)
+	if err := l.Commit(ctx, b2.Chain, 2, b2.Entries); err != nil {
+		t.Fatal(err)
+	}
+	l.Crash()
+	inner.Close()
+
+	// Recovery that fails, then one that works: the journal is recovered whole.
+	inner, err = sqlite.Open(ctx, filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f = &flaky{Store: inner}
+	f.failBefore.Store(true)
+	if _, err := journal.Open(ctx, filepath.Join(dir, "journal"), f, noFold); err == nil {
+		t.Fatal("Open with a failing store succeeded")
+	}
+	l2 := open(t, dir, noFold)
+	inner.Close()
+	checkChain(t, l2, "a", 4, b2.Chain.Head)
 }

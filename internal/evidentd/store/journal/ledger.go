@@ -46,9 +46,11 @@ type Options struct {
 	// SegmentBytes is the size from which the journal starts a new segment file (default
 	// 64 MiB). A segment is deleted once the store holds all of it.
 	SegmentBytes int64
-	// MaxPending bounds the entries journaled but not yet in the store (default 65,536):
-	// past it, commits wait for the indexer.
-	MaxPending int
+	// MaxPending and MaxPendingBytes bound the entries journaled but not yet in the store,
+	// in number (default 65,536) and in the bytes of their frames (default 256 MiB): past
+	// either, commits wait for them to be folded in.
+	MaxPending      int
+	MaxPendingBytes int
 	// Gather is how long the indexer lets frames gather before folding them in, unless
 	// ApplyEntries of them are waiting already (default 250 ms). The longer, the more
 	// entries of a chain share the pages one store transaction writes.
@@ -66,6 +68,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxPending <= 0 {
 		o.MaxPending = 1 << 16
+	}
+	if o.MaxPendingBytes <= 0 {
+		o.MaxPendingBytes = 256 << 20
 	}
 	if o.Gather <= 0 {
 		o.Gather = 250 * time.Millisecond
@@ -95,15 +100,16 @@ type Ledger struct {
 	frames  []pending
 	chains  map[string]*overlaid
 	entries int // entries in frames
+	bytes   int // bytes of their payloads
 	// Under ov too: the sizes of chains the overlay no longer holds, and record ids known
 	// to be unused in a chain at a size.
 	sizes  sizeCache
 	absent absentCache
 
 	// applyMu is held while frames are folded into the store.
-	applyMu  sync.Mutex
-	applied  uint64 // the last frame the store holds
-	applyErr error  // the indexer's last failure, until it succeeds
+	applyMu sync.Mutex
+	applied uint64 // the last frame the store holds
+	failed  bool   // the last fold failed: the store may hold it nonetheless
 
 	kick   chan struct{}
 	cancel context.CancelFunc
@@ -155,11 +161,10 @@ type pending struct {
 
 // overlaid is a chain as the journal left it.
 type overlaid struct {
-	rec       store.ChainRecord
-	frame     uint64 // the last frame that wrote it
-	innerSize uint64 // its size in the store when it entered the overlay (0: absent)
-	links     map[ledger.Link]at
-	ids       map[string]at
+	rec   store.ChainRecord
+	frame uint64 // the last frame that wrote it
+	links map[ledger.Link]at
+	ids   map[string]at
 }
 
 type at struct{ seq, frame uint64 }
@@ -177,13 +182,20 @@ func Open(ctx context.Context, dir string, inner Inner, o Options) (*Ledger, err
 	if err != nil {
 		return nil, err
 	}
-	log, payloads, err := openLog(dir, o.SegmentBytes)
+	log, payloads, torn, err := openLog(dir, o.SegmentBytes)
 	if err != nil {
 		unlock()
 		return nil, err
 	}
+	if torn > 0 {
+		o.Logger.Warn("journal: cut off a torn frame (an append a crash interrupted, never acknowledged)", "bytes", torn)
+	}
 	l := &Ledger{inner: inner, log: log, lock: unlock, o: o, chains: map[string]*overlaid{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
-	if err := l.recover(ctx, payloads); err != nil {
+	err = l.recover(ctx, payloads)
+	if err == nil {
+		err = log.start()
+	}
+	if err != nil {
 		log.Close()
 		unlock()
 		return nil, err
@@ -200,37 +212,17 @@ func (l *Ledger) recover(ctx context.Context, payloads [][]byte) error {
 	if len(payloads) == 0 {
 		return nil
 	}
-	sizes := map[string]uint64{}
-	var todo []store.Batch
+	var all []store.Batch
 	for i, p := range payloads {
 		batches, err := decode(p)
 		if err != nil {
 			return fmt.Errorf("journal frame %d: %w", i+1, err)
 		}
-		for _, b := range batches {
-			id := b.Chain.ID
-			size, ok := sizes[id]
-			if !ok {
-				c, err := l.inner.LoadChain(ctx, id)
-				switch {
-				case errors.Is(err, store.ErrNotFound):
-				case err != nil:
-					return fmt.Errorf("journal recovery: %w", err)
-				default:
-					size = c.Size
-				}
-			}
-			switch {
-			case b.Chain.Size <= size:
-				// The store holds this batch already.
-			case b.PrevSize == size:
-				todo = append(todo, b)
-				size = b.Chain.Size
-			default:
-				return fmt.Errorf("journal frame %d: chain %q goes from size %d, but the store holds it at %d: %w", i+1, id, b.PrevSize, size, ErrCorrupt)
-			}
-			sizes[id] = size
-		}
+		all = append(all, batches...)
+	}
+	todo, err := l.unheld(ctx, all)
+	if err != nil {
+		return fmt.Errorf("journal recovery: %w", err)
 	}
 	for len(todo) > 0 {
 		n, count := 0, 0
@@ -245,6 +237,39 @@ func (l *Ledger) recover(ctx context.Context, payloads [][]byte) error {
 	}
 	l.applied = l.log.Frames()
 	return l.log.Release(l.applied)
+}
+
+// unheld returns those of batches (in commit order, several of a chain each going on from
+// the one before) that the store does not hold: a chain's size in the store says which of
+// its batches it holds, since a fold writes batches whole and in order.
+func (l *Ledger) unheld(ctx context.Context, batches []store.Batch) ([]store.Batch, error) {
+	sizes := map[string]uint64{}
+	var out []store.Batch
+	for _, b := range batches {
+		id := b.Chain.ID
+		size, ok := sizes[id]
+		if !ok {
+			c, err := l.inner.LoadChain(ctx, id)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+			case err != nil:
+				return nil, err
+			default:
+				size = c.Size
+			}
+		}
+		switch {
+		case b.Chain.Size <= size:
+			// The store holds this batch already.
+		case b.PrevSize == size:
+			out = append(out, b)
+			size = b.Chain.Size
+		default:
+			return nil, fmt.Errorf("chain %q goes from size %d in the journal, but the store holds it at %d: %w", id, b.PrevSize, size, ErrCorrupt)
+		}
+		sizes[id] = size
+	}
+	return out, nil
 }
 
 // merge joins the batches of each chain (in order, each from where the one before left
@@ -290,7 +315,6 @@ func (l *Ledger) CommitGroup(ctx context.Context, batches []store.Batch) []error
 	}
 	// Each batch on its own, then what the store holds of all of them, in one lookup.
 	var ok []int
-	inner := make([]uint64, len(batches)) // the chain's size in the store
 	seen := map[string]int{}
 	for i, b := range batches {
 		id := b.Chain.ID
@@ -308,7 +332,7 @@ func (l *Ledger) CommitGroup(ctx context.Context, batches []store.Batch) []error
 				l.ov.Unlock()
 			}
 		} else {
-			inner[i], err = l.check(ctx, b)
+			err = l.check(ctx, b)
 		}
 		if err != nil {
 			errs[i] = fmt.Errorf("commit chain %q: %w", id, err)
@@ -319,18 +343,16 @@ func (l *Ledger) CommitGroup(ctx context.Context, batches []store.Batch) []error
 			ok = append(ok, i)
 		}
 	}
-	if err := l.checkStored(ctx, batches, ok, inner, errs); err != nil {
+	if err := l.checkStored(ctx, batches, ok, errs); err != nil {
 		for _, i := range ok {
 			errs[i] = fmt.Errorf("commit chain %q: %w", batches[i].Chain.ID, err)
 		}
 		return errs
 	}
 	var good []store.Batch
-	var sizes []uint64
 	for _, i := range ok {
 		if errs[i] == nil {
 			good = append(good, batches[i])
-			sizes = append(sizes, inner[i])
 		}
 	}
 	if len(good) == 0 {
@@ -346,7 +368,7 @@ func (l *Ledger) CommitGroup(ctx context.Context, batches []store.Batch) []error
 		}
 		return errs
 	}
-	l.overlay(n, payload, good, sizes)
+	l.overlay(n, payload, good)
 	select {
 	case l.kick <- struct{}{}:
 	default:
@@ -358,7 +380,7 @@ func (l *Ledger) CommitGroup(ctx context.Context, batches []store.Batch) []error
 // journaled and not yet in the store.
 func (l *Ledger) room(ctx context.Context) error {
 	l.ov.RLock()
-	full := l.entries > l.o.MaxPending
+	full := l.entries > l.o.MaxPending || l.bytes > l.o.MaxPendingBytes
 	l.ov.RUnlock()
 	if !full {
 		return nil
@@ -367,20 +389,19 @@ func (l *Ledger) room(ctx context.Context) error {
 }
 
 // check returns nil when b may be committed as far as the chain's size, the batch itself
-// and the overlay tell: the chain is at b.PrevSize (absent when 0), the entries' seqs are
-// past that and distinct, their links and record ids distinct and not in the overlay. It
-// returns the chain's size in the inner store, whose entries checkStored looks at.
-func (l *Ledger) check(ctx context.Context, b store.Batch) (uint64, error) {
+// and the overlay tell: the chain is at b.PrevSize (absent when 0), the batch's entries are
+// its next ones (seqs from b.PrevSize on, b.Chain.Size after them), their links and record
+// ids distinct and not in the overlay. What the store holds is checkStored's.
+func (l *Ledger) check(ctx context.Context, b store.Batch) error {
 	id := b.Chain.ID
 	l.ov.RLock()
 	oc := l.chains[id]
-	var size, innerSize uint64
+	var size uint64
 	exists := oc != nil
 	if exists {
-		size, innerSize = oc.rec.Size, oc.innerSize
+		size = oc.rec.Size
 	} else {
 		size, exists = l.sizes.get(id)
-		innerSize = size
 	}
 	l.ov.RUnlock()
 	if !exists {
@@ -388,9 +409,9 @@ func (l *Ledger) check(ctx context.Context, b store.Batch) (uint64, error) {
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 		case err != nil:
-			return 0, err
+			return err
 		default:
-			exists, size, innerSize = true, c.Size, c.Size
+			exists, size = true, c.Size
 			l.ov.Lock()
 			l.sizes.put(id, c.Size)
 			l.ov.Unlock()
@@ -398,58 +419,64 @@ func (l *Ledger) check(ctx context.Context, b store.Batch) (uint64, error) {
 	}
 	switch {
 	case !exists && b.PrevSize != 0:
-		return 0, fmt.Errorf("chain %q absent, expected at size %d: %w", id, b.PrevSize, store.ErrConflict)
+		return fmt.Errorf("chain %q absent, expected at size %d: %w", id, b.PrevSize, store.ErrConflict)
 	case size != b.PrevSize:
-		return 0, fmt.Errorf("chain %q at size %d, expected %d: %w", id, size, b.PrevSize, store.ErrConflict)
+		return fmt.Errorf("chain %q at size %d, expected %d: %w", id, size, b.PrevSize, store.ErrConflict)
+	}
+	if want := b.PrevSize + uint64(len(b.Entries)); b.Chain.Size != want {
+		return fmt.Errorf("chain %q: %d entries from size %d make size %d, not %d", id, len(b.Entries), b.PrevSize, want, b.Chain.Size)
 	}
 	links := make(map[ledger.Link]bool, len(b.Entries))
-	seqs := make(map[uint64]bool, len(b.Entries))
 	rids := make(map[string]bool)
-	for _, e := range b.Entries {
+	for i, e := range b.Entries {
 		switch {
 		case e.Chain != id:
-			return 0, fmt.Errorf("an entry of chain %q in the batch of %q", e.Chain, id)
-		case e.Seq < b.PrevSize || seqs[e.Seq]:
-			return 0, fmt.Errorf("chain %q: seq %d taken: %w", id, e.Seq, store.ErrConflict)
+			return fmt.Errorf("an entry of chain %q in the batch of %q", e.Chain, id)
+		case e.Seq != b.PrevSize+uint64(i):
+			return fmt.Errorf("chain %q: entry %d of the batch has seq %d, want %d: %w", id, i, e.Seq, b.PrevSize+uint64(i), store.ErrConflict)
 		case links[e.Link]:
-			return 0, fmt.Errorf("chain %q: link %s twice in the batch: %w", id, e.Link, store.ErrConflict)
+			return fmt.Errorf("chain %q: link %s twice in the batch: %w", id, e.Link, store.ErrConflict)
 		case e.RecordID != "" && rids[e.RecordID]:
-			return 0, fmt.Errorf("chain %q: record id %.80q twice in the batch: %w", id, e.RecordID, store.ErrConflict)
+			return fmt.Errorf("chain %q: record id %.80q twice in the batch: %w", id, e.RecordID, store.ErrConflict)
 		}
-		seqs[e.Seq], links[e.Link] = true, true
+		links[e.Link] = true
 		if e.RecordID != "" {
 			rids[e.RecordID] = true
 		}
 	}
-	if oc == nil {
-		return innerSize, nil
-	}
 	l.ov.RLock()
 	defer l.ov.RUnlock()
+	oc = l.chains[id] // a fold may have taken it out since: then the store holds it
+	if oc == nil {
+		return nil
+	}
 	for _, e := range b.Entries {
 		if p, taken := oc.links[e.Link]; taken {
-			return 0, fmt.Errorf("chain %q: link %s taken at seq %d: %w", id, e.Link, p.seq, store.ErrConflict)
+			return fmt.Errorf("chain %q: link %s taken at seq %d: %w", id, e.Link, p.seq, store.ErrConflict)
 		}
 		if p, taken := oc.ids[e.RecordID]; taken && e.RecordID != "" {
-			return 0, fmt.Errorf("chain %q: record id %.80q used at seq %d: %w", id, e.RecordID, p.seq, store.ErrConflict)
+			return fmt.Errorf("chain %q: record id %.80q used at seq %d: %w", id, e.RecordID, p.seq, store.ErrConflict)
 		}
 	}
-	return innerSize, nil
+	return nil
 }
 
 // checkStored refuses (in errs) those of batches[ok...] whose links or record ids the
-// inner store holds for their chain, looking all of them up at once; inner[i] is the size
-// of batches[i]'s chain in the store (0: nothing to look up). An error is the lookup's.
-func (l *Ledger) checkStored(ctx context.Context, batches []store.Batch, ok []int, inner []uint64, errs []error) error {
+// inner store holds for their chain, looking all of them up at once. It runs after check:
+// an entry that a fold moves from the overlay to the store in between is in the store by
+// now. A chain without entries (b.PrevSize 0) has none to look up; neither has a record
+// id a lookup found unused at the chain's present size (absentCache). An error is the
+// lookup's.
+func (l *Ledger) checkStored(ctx context.Context, batches []store.Batch, ok []int, errs []error) error {
 	var links []store.ChainLink
 	var ids []store.ChainRecordID
 	of := map[string]int{}
 	l.ov.RLock()
 	for _, i := range ok {
-		if inner[i] == 0 {
+		b := batches[i]
+		if b.PrevSize == 0 {
 			continue
 		}
-		b := batches[i]
 		of[b.Chain.ID] = i
 		for _, e := range b.Entries {
 			links = append(links, store.ChainLink{Chain: b.Chain.ID, Link: e.Link})
@@ -489,16 +516,15 @@ func (l *Ledger) checkStored(ctx context.Context, batches []store.Batch, ok []in
 	return nil
 }
 
-// overlay makes frame n (its payload, of batches; sizes[i] is batches[i]'s chain's size in
-// the store) visible to reads.
-func (l *Ledger) overlay(n uint64, payload []byte, batches []store.Batch, sizes []uint64) {
+// overlay makes frame n (its payload, of batches) visible to reads.
+func (l *Ledger) overlay(n uint64, payload []byte, batches []store.Batch) {
 	l.ov.Lock()
 	defer l.ov.Unlock()
 	count := 0
-	for i, b := range batches {
+	for _, b := range batches {
 		oc := l.chains[b.Chain.ID]
 		if oc == nil {
-			oc = &overlaid{innerSize: sizes[i], links: map[ledger.Link]at{}, ids: map[string]at{}}
+			oc = &overlaid{links: map[ledger.Link]at{}, ids: map[string]at{}}
 			l.chains[b.Chain.ID] = oc
 		}
 		oc.rec = *b.Chain
@@ -518,6 +544,7 @@ func (l *Ledger) overlay(n uint64, payload []byte, batches []store.Batch, sizes 
 	}
 	l.frames = append(l.frames, pending{n: n, payload: payload, entries: count})
 	l.entries += count
+	l.bytes += len(payload)
 }
 
 // index is the indexer: it folds journaled frames into the store until ctx ends.
@@ -554,20 +581,32 @@ func (l *Ledger) index(ctx context.Context) {
 	}
 }
 
-// flush folds every frame journaled before it was called into the store.
+// flush folds every frame acknowledged before it was called into the store. The fold is
+// shared by every caller waiting on it, so the caller's cancellation does not stop it; it
+// runs under a deadline of its own.
 func (l *Ledger) flush(ctx context.Context) error {
-	target := l.log.Frames()
+	l.ov.RLock()
+	var target uint64
+	if n := len(l.frames); n > 0 {
+		target = l.frames[n-1].n
+	}
+	l.ov.RUnlock()
 	l.applyMu.Lock()
 	defer l.applyMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), foldTimeout)
+	defer cancel()
 	for l.applied < target {
 		if err := l.applyNext(ctx, target); err != nil {
-			l.applyErr = err
+			l.failed = true
 			return err
 		}
+		l.failed = false
 	}
-	l.applyErr = nil
 	return nil
 }
+
+// foldTimeout bounds one flush.
+const foldTimeout = 5 * time.Minute
 
 // applyNext folds the next frames, up to ApplyEntries entries of them and none past frame
 // target, into the store in one transaction. The caller holds applyMu.
@@ -594,8 +633,19 @@ func (l *Ledger) applyNext(ctx context.Context, target uint64) error {
 		}
 		all = append(all, bs...)
 	}
-	if err := l.inner.CommitAll(ctx, merge(all)); err != nil {
-		return fmt.Errorf("journal: folding frames %d to %d into the store: %w", take[0].n, take[len(take)-1].n, err)
+	todo := all
+	if l.failed {
+		// The failed fold may have reached the store nonetheless (an error after its
+		// commit): fold only what the store does not hold.
+		var err error
+		if todo, err = l.unheld(ctx, all); err != nil {
+			return fmt.Errorf("journal: folding frames %d to %d into the store: %w", take[0].n, take[len(take)-1].n, err)
+		}
+	}
+	if len(todo) > 0 {
+		if err := l.inner.CommitAll(ctx, merge(todo)); err != nil {
+			return fmt.Errorf("journal: folding frames %d to %d into the store: %w", take[0].n, take[len(take)-1].n, err)
+		}
 	}
 	last := take[len(take)-1].n
 	l.ov.Lock()
@@ -604,6 +654,9 @@ func (l *Ledger) applyNext(ctx context.Context, target uint64) error {
 		l.frames = nil
 	}
 	l.entries -= count
+	for _, f := range take {
+		l.bytes -= len(f.payload)
+	}
 	for _, b := range all {
 		oc := l.chains[b.Chain.ID]
 		if oc == nil {
@@ -621,7 +674,6 @@ func (l *Ledger) applyNext(ctx context.Context, target uint64) error {
 				delete(oc.ids, e.RecordID)
 			}
 		}
-		oc.innerSize = b.Chain.Size
 	}
 	l.ov.Unlock()
 	l.applied = last
@@ -638,6 +690,7 @@ func (l *Ledger) LoadChain(ctx context.Context, id string) (*store.ChainRecord, 
 	var rec store.ChainRecord
 	if oc != nil {
 		rec = oc.rec
+		rec.Tree, rec.State = bytes.Clone(rec.Tree), bytes.Clone(rec.State)
 	}
 	l.ov.RUnlock()
 	if oc != nil {

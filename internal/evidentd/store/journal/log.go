@@ -18,12 +18,13 @@ import (
 
 // The journal's files are segments in one directory, named by a number that grows with
 // each new segment (segmentName). A segment begins with segmentMagic; then come frames,
-// each a header of the payload's length and its CRC-32C (Castagnoli), both 4-byte little
-// endian, and the payload. A frame is appended with one write and fsynced before Append
-// returns; a segment is closed (never written again) once it holds segmentBytes.
+// each a 12-byte header — the payload's length, the CRC-32C (Castagnoli) of those 4 bytes,
+// the CRC-32C of the payload, all little endian — and the payload. A frame is appended with
+// one write and fsynced before Append returns; a segment is closed (never written again)
+// once it holds segmentBytes.
 const (
 	segmentMagic = "EVJRNL1\n"
-	frameHeader  = 8
+	frameHeader  = 12
 	// maxFrame bounds a frame's payload: a group commit holds at most a few thousand
 	// records, each far below it.
 	maxFrame = 1 << 30
@@ -37,7 +38,7 @@ func segmentName(n uint64) string { return fmt.Sprintf("%016d.seg", n) }
 // segment is a segment file of the log.
 type segment struct {
 	n    uint64
-	last uint64 // number of the last frame it holds (0: none yet)
+	last uint64 // number of the last frame it holds (its first frame's less one when none)
 }
 
 // Log is the append-only file of the journal: frames, numbered from 1 in the order they
@@ -47,29 +48,29 @@ type Log struct {
 	segmentBytes int64
 
 	mu     sync.Mutex
-	f      *os.File  // the segment frames are appended to
+	f      *os.File  // the segment frames are appended to; nil until start
 	size   int64     // its size
-	segs   []segment // every segment on disk, the last one f's
+	segs   []segment // every segment on disk, the last one f's once started
 	frames uint64    // number of the last frame appended
 	broken error     // a failed write or fsync: the file's state is unknown, appends stop
 	buf    []byte
 }
 
 // openLog reads the segments in dir (creating dir when absent) and returns the payloads
-// of their frames in order, then a Log that appends to a new segment after them.
+// of their frames in order, the bytes of a torn tail it cut off, and a Log that appends
+// after them once started (start).
 //
-// Only the last segment may end in a torn frame — one whose header or payload stops at the
-// end of the file, or a tail of zeros — which a crash during its Append leaves (that
-// Append never returned, so nothing in it was acknowledged); it is ignored. Any other
-// frame that does not check is corruption of acknowledged data, and an error wrapping
-// ErrCorrupt.
-func openLog(dir string, segmentBytes int64) (*Log, [][]byte, error) {
+// Only the last segment may end in a torn frame: a frame that does not check, after which
+// no frame checks — what a crash during its Append leaves (that Append never returned, so
+// nothing in it was acknowledged). It is cut off the file. Any other frame that does not
+// check is corruption of acknowledged data, and an error wrapping ErrCorrupt.
+func openLog(dir string, segmentBytes int64) (l *Log, payloads [][]byte, torn int, err error) {
 	if err := durable.Mkdir(dir, 0o755); err != nil {
-		return nil, nil, fmt.Errorf("journal directory: %w", err)
+		return nil, nil, 0, fmt.Errorf("journal directory: %w", err)
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("journal directory: %w", err)
+		return nil, nil, 0, fmt.Errorf("journal directory: %w", err)
 	}
 	var nums []uint64
 	for _, e := range ents {
@@ -79,99 +80,157 @@ func openLog(dir string, segmentBytes int64) (*Log, [][]byte, error) {
 		}
 		n, err := strconv.ParseUint(name, 10, 64)
 		if err != nil || segmentName(n) != e.Name() {
-			return nil, nil, fmt.Errorf("journal directory holds %q, which is not a segment name", e.Name())
+			return nil, nil, 0, fmt.Errorf("journal directory holds %q, which is not a segment name", e.Name())
 		}
 		nums = append(nums, n)
 	}
 	slices.Sort(nums)
-	l := &Log{dir: dir, segmentBytes: segmentBytes}
-	var payloads [][]byte
+	l = &Log{dir: dir, segmentBytes: segmentBytes}
 	for i, n := range nums {
-		data, err := os.ReadFile(filepath.Join(dir, segmentName(n)))
+		path := filepath.Join(dir, segmentName(n))
+		data, err := os.ReadFile(path)
 		if err != nil {
-			return nil, nil, fmt.Errorf("journal segment: %w", err)
+			return nil, nil, 0, fmt.Errorf("journal segment: %w", err)
 		}
-		ps, err := readSegment(data, i == len(nums)-1)
+		last := i == len(nums)-1
+		ps, end, err := readSegment(data, last)
 		if err != nil {
-			return nil, nil, fmt.Errorf("journal segment %s: %w", segmentName(n), err)
+			return nil, nil, 0, fmt.Errorf("journal segment %s: %w", segmentName(n), err)
+		}
+		if end < len(data) {
+			if err := cutTail(path, end); err != nil {
+				return nil, nil, 0, err
+			}
+			torn = len(data) - end
 		}
 		payloads = append(payloads, ps...)
 		l.frames += uint64(len(ps))
 		l.segs = append(l.segs, segment{n: n, last: l.frames})
 	}
-	next := uint64(1)
-	if len(nums) > 0 {
-		next = nums[len(nums)-1] + 1
-	}
-	if err := l.create(next); err != nil {
-		return nil, nil, err
-	}
-	return l, payloads, nil
+	return l, payloads, torn, nil
 }
 
-// readSegment returns the payloads of the frames of a segment's bytes; last says whether it
-// is the log's last segment, the only one that may end in a torn frame.
-func readSegment(data []byte, last bool) ([][]byte, error) {
-	if len(data) < len(segmentMagic) || string(data[:len(segmentMagic)]) != segmentMagic {
-		if last && allZero(data) {
-			return nil, nil // created, its first write lost in a crash
+// cutTail truncates the segment at path to its first end bytes, durably. A segment left
+// without its whole header is removed.
+func cutTail(path string, end int) error {
+	if end < len(segmentMagic) {
+		if err := os.Remove(path); err != nil {
+			return fmt.Errorf("journal: removing a torn segment: %w", err)
 		}
-		return nil, fmt.Errorf("%w: not a journal segment", ErrCorrupt)
+		return durable.SyncDir(filepath.Dir(path))
 	}
-	var out [][]byte
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("journal: cutting a torn frame: %w", err)
+	}
+	defer f.Close()
+	if err := f.Truncate(int64(end)); err != nil {
+		return fmt.Errorf("journal: cutting a torn frame: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("journal: cutting a torn frame: %w", err)
+	}
+	return nil
+}
+
+// readSegment returns the payloads of the frames of a segment's bytes and where the last
+// of them ends; last says whether it is the log's last segment, the only one that may end
+// in a torn frame (which end then leaves out).
+func readSegment(data []byte, last bool) (payloads [][]byte, end int, err error) {
+	if len(data) < len(segmentMagic) || string(data[:len(segmentMagic)]) != segmentMagic {
+		if last && bytes.HasPrefix([]byte(segmentMagic), data) || last && allZero(data) {
+			return nil, 0, nil // created, its first write lost in a crash
+		}
+		return nil, 0, fmt.Errorf("%w: not a journal segment", ErrCorrupt)
+	}
 	off := len(segmentMagic)
 	for off < len(data) {
-		rest := data[off:]
-		if len(rest) >= frameHeader {
-			n := binary.LittleEndian.Uint32(rest)
-			sum := binary.LittleEndian.Uint32(rest[4:])
-			if n > 0 && n <= maxFrame && uint64(n) <= uint64(len(rest)-frameHeader) {
-				p := rest[frameHeader : frameHeader+int(n)]
-				if crc32.Checksum(p, castagnoli) == sum {
-					out = append(out, p[:len(p):len(p)])
-					off += frameHeader + int(n)
-					continue
-				}
-				if last && frameHeader+int(n) == len(rest) {
-					return out, nil // torn: its payload was not all written
-				}
+		p, ok := frameAt(data[off:])
+		if !ok {
+			if last && !anyFrameAfter(data, off+1) {
+				return payloads, off, nil // torn
 			}
-			if last && (uint64(n) > uint64(len(rest)-frameHeader) || allZero(rest)) {
-				return out, nil // torn
-			}
-		} else if last {
-			return out, nil // torn header
+			return nil, 0, fmt.Errorf("%w: bad frame at byte %d", ErrCorrupt, off)
 		}
-		return nil, fmt.Errorf("%w: bad frame at byte %d", ErrCorrupt, off)
+		payloads = append(payloads, p)
+		off += frameHeader + len(p)
 	}
-	return out, nil
+	return payloads, off, nil
+}
+
+// frameAt returns the payload of the frame b begins with, if a whole frame that checks is
+// there.
+func frameAt(b []byte) ([]byte, bool) {
+	if len(b) < frameHeader {
+		return nil, false
+	}
+	n := binary.LittleEndian.Uint32(b)
+	if crc32.Checksum(b[:4], castagnoli) != binary.LittleEndian.Uint32(b[4:]) || n == 0 || n > maxFrame || uint64(n) > uint64(len(b)-frameHeader) {
+		return nil, false
+	}
+	p := b[frameHeader : frameHeader+int(n)]
+	if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(b[8:]) {
+		return nil, false
+	}
+	return p[:n:n], true
+}
+
+// anyFrameAfter reports whether a frame that checks begins anywhere in data from byte
+// from on: if so, a bad frame before it is not a torn tail, since frames are fsynced one
+// after the other.
+func anyFrameAfter(data []byte, from int) bool {
+	for i := from; i+frameHeader <= len(data); i++ {
+		if _, ok := frameAt(data[i:]); ok {
+			return true
+		}
+	}
+	return false
 }
 
 func allZero(b []byte) bool { return len(bytes.Trim(b, "\x00")) == 0 }
 
-// create starts segment n and makes it the one appended to.
+// start begins a new segment after those on disk, which the log appends to from now on.
+func (l *Log) start() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	next := uint64(1)
+	if len(l.segs) > 0 {
+		next = l.segs[len(l.segs)-1].n + 1
+	}
+	return l.create(next)
+}
+
+// create starts segment n and makes it the one appended to. A failure leaves the log
+// broken: the file may exist, half written.
 func (l *Log) create(n uint64) error {
 	path := filepath.Join(l.dir, segmentName(n))
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	err := func() error {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write([]byte(segmentMagic)); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
+		if err := durable.SyncDir(l.dir); err != nil {
+			f.Close()
+			return err
+		}
+		if l.f != nil {
+			l.f.Close()
+		}
+		l.f, l.size = f, int64(len(segmentMagic))
+		return nil
+	}()
 	if err != nil {
-		return fmt.Errorf("journal segment: %w", err)
+		l.broken = fmt.Errorf("journal: starting segment %s failed, no more appends until restart: %w", segmentName(n), err)
+		return l.broken
 	}
-	if _, err := f.Write([]byte(segmentMagic)); err != nil {
-		f.Close()
-		return fmt.Errorf("journal segment %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("journal segment %s: %w", path, err)
-	}
-	if err := durable.SyncDir(l.dir); err != nil {
-		f.Close()
-		return fmt.Errorf("journal directory: %w", err)
-	}
-	if l.f != nil {
-		l.f.Close()
-	}
-	l.f, l.size = f, int64(len(segmentMagic))
 	l.segs = append(l.segs, segment{n: n, last: l.frames})
 	return nil
 }
@@ -187,12 +246,16 @@ func (l *Log) Append(payload []byte) (uint64, error) {
 	if l.broken != nil {
 		return 0, l.broken
 	}
+	if l.f == nil {
+		return 0, errors.New("journal: not started")
+	}
 	if l.size >= l.segmentBytes {
 		if err := l.create(l.segs[len(l.segs)-1].n + 1); err != nil {
 			return 0, err
 		}
 	}
 	l.buf = binary.LittleEndian.AppendUint32(l.buf[:0], uint32(len(payload)))
+	l.buf = binary.LittleEndian.AppendUint32(l.buf, crc32.Checksum(l.buf[:4], castagnoli))
 	l.buf = binary.LittleEndian.AppendUint32(l.buf, crc32.Checksum(payload, castagnoli))
 	l.buf = append(l.buf, payload...)
 	if _, err := l.f.Write(l.buf); err != nil {
@@ -217,15 +280,17 @@ func (l *Log) Append(payload []byte) (uint64, error) {
 func (l *Log) Release(upTo uint64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var err error
-	for len(l.segs) > 1 && l.segs[0].last <= upTo {
-		if rerr := os.Remove(filepath.Join(l.dir, segmentName(l.segs[0].n))); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-			err = fmt.Errorf("journal: %w", rerr)
-			break
+	keep := 0
+	if l.f != nil {
+		keep = 1 // the segment appended to
+	}
+	for len(l.segs) > keep && l.segs[0].last <= upTo {
+		if err := os.Remove(filepath.Join(l.dir, segmentName(l.segs[0].n))); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("journal: %w", err)
 		}
 		l.segs = l.segs[1:]
 	}
-	return err
+	return nil
 }
 
 // Frames returns the number of the last frame appended.
@@ -239,13 +304,13 @@ func (l *Log) Frames() uint64 {
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.broken == nil {
+		l.broken = errors.New("journal: closed")
+	}
 	if l.f == nil {
 		return nil
 	}
 	err := l.f.Close()
 	l.f = nil
-	if l.broken == nil {
-		l.broken = errors.New("journal: closed")
-	}
 	return err
 }

@@ -10,8 +10,11 @@ import (
 
 // Journaled is the embedded store with a journal in front of its commits (package
 // journal): a commit is one append and fsync of the journal, and the journal's entries are
-// folded into the database behind. Everything else is the database's. Only one Journaled
-// may be open on a database: Open locks the journal's directory.
+// folded into the database behind. Everything else is the database's: its claims,
+// registrations, seals and forks. The database's own CommitAll, UsedLinks and
+// UsedRecordIDs are reachable through the embedded *Store but go around the journal; they
+// are the journal's, not the callers'. Only one Journaled may be open on a database:
+// OpenJournaled locks the journal's directory.
 type Journaled struct {
 	*Store
 	l *journal.Ledger
