@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
+
+	"github.com/evident-log/evident/verifier/internal/testbundle"
 )
 
 // TestHasControl holds the word-at-a-time test to a byte loop for every byte value at every
@@ -46,4 +48,18 @@ func TestSkipStringClean(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkParseEntryLine splits the lines of a signed CHAP chain as exported (canonical
+// records, no whitespace), reported per line.
+func BenchmarkParseEntryLine(b *testing.B) {
+	lines := testbundle.Build(b, testbundle.Options{Entries: 64, Participants: 8, PayloadSize: 200}).Lines()[10:]
+	for b.Loop() {
+		for _, l := range lines {
+			if _, err := parseEntryLine(l); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines)), "ns/line")
 }
