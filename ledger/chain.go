@@ -17,6 +17,9 @@ type Chain struct {
 	Closed     bool
 	LastSeal   string // "sha256:<hex>" log entry of the last seal statement, "" before the first
 	SealedSize uint64 // chain size at the last seal
+	// Replay marks a chain replayed offline from a bundle: every admission is checked as at
+	// ingest, with Position.Replay set, so profiles skip what only the read API uses.
+	Replay bool
 }
 
 // NewChain returns an empty chain of profile p.
@@ -87,7 +90,7 @@ func (c *Chain) admit(arrival time.Time, submitter string, admit func(Position) 
 	if c.Closed {
 		return nil, Refuse(CodeClosed, "chain %.80q was sealed closed", c.ID)
 	}
-	adm, err := admit(Position{Chain: c.ID, Head: c.Head, Seq: c.Size, Submitter: submitter})
+	adm, err := admit(Position{Chain: c.ID, Head: c.Head, Seq: c.Size, Submitter: submitter, Replay: c.Replay})
 	if err != nil {
 		return nil, err
 	}

@@ -59,6 +59,10 @@ type Position struct {
 	// who submitted (ChiefLab) writes it into the hashed record, so a replay reads it back
 	// from there.
 	Submitter string
+	// Replay says the record is being replayed offline (a bundle's verification), where no
+	// read index is built: the profile applies every check it applies at ingest, but may
+	// leave out Admission.Attrs, which only the service's read API uses.
+	Replay bool
 }
 
 // ProfileState is the per-chain state a profile keeps (participants' keys, sequence counters).

@@ -187,6 +187,7 @@ func (v *verifier) replay(ref bundle.ChainRef, prof ledger.Profile, claimed map[
 		res.brk = &Check{Code: CodeUnknownProfile, Detail: err.Error(), Where: res.file}
 		return res, nil
 	}
+	chain.Replay = true // the read API's attributes are not built: nothing here reads them
 	res.chain = chain
 	if claimed[0] {
 		res.states[0] = chainState{head: chain.Head, root: chain.Root()}

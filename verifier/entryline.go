@@ -2,6 +2,7 @@ package verifier
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,6 +35,7 @@ func parseEntryLine(line []byte) (entryLine, error) {
 	if !utf8.Valid(line) {
 		return e, errors.New("line is not valid UTF-8")
 	}
+	sc := lineScanner{b: line, clean: !hasControl(line)}
 	i := skipWS(line, 0)
 	if i >= len(line) || line[i] != '{' {
 		return e, errors.New("line is not a JSON object")
@@ -66,7 +68,7 @@ func parseEntryLine(line []byte) (entryLine, error) {
 			i = skipWS(line, i+1)
 		}
 		first = false
-		kEnd, err := skipString(line, i)
+		kEnd, err := sc.skipString(i)
 		if err != nil {
 			return e, fmt.Errorf("member name: %w", err)
 		}
@@ -79,7 +81,7 @@ func parseEntryLine(line []byte) (entryLine, error) {
 			return e, fmt.Errorf("expected ':' after %q", key)
 		}
 		i = skipWS(line, i+1)
-		vEnd, err := skipValue(line, i, 0)
+		vEnd, err := sc.skipValue(i, 0)
 		if err != nil {
 			return e, fmt.Errorf("member %q: %w", key, err)
 		}
@@ -172,10 +174,41 @@ var inString = func() (t [256]bool) {
 	return t
 }()
 
+// lineScanner finds the ends of the values of one line. clean says the line holds no byte
+// below 0x20 (no control character, and no whitespace but spaces), so a string can be skipped
+// by searching for its quote and backslashes alone, with the same result.
+type lineScanner struct {
+	b     []byte
+	clean bool
+}
+
+// hasControl reports whether b holds a byte below 0x20, eight bytes at a time: a byte x of a
+// word is below 0x20 exactly when x-0x20 borrows and x has its top bit clear; the lowest such
+// byte is always reported, so the word test is exact.
+func hasControl(b []byte) bool {
+	const ones, highs = 0x2020202020202020, 0x8080808080808080
+	for ; len(b) >= 8; b = b[8:] {
+		x := binary.LittleEndian.Uint64(b)
+		if (x-ones)&^x&highs != 0 {
+			return true
+		}
+	}
+	for _, c := range b {
+		if c < 0x20 {
+			return true
+		}
+	}
+	return false
+}
+
 // skipString returns the offset just past the JSON string starting at b[i].
-func skipString(b []byte, i int) (int, error) {
+func (sc lineScanner) skipString(i int) (int, error) {
+	b := sc.b
 	if i >= len(b) || b[i] != '"' {
 		return 0, errors.New("expected a string")
+	}
+	if sc.clean {
+		return skipCleanString(b, i+1)
 	}
 	for j := i + 1; j < len(b); j++ {
 		for j < len(b) && inString[b[j]] {
@@ -196,19 +229,37 @@ func skipString(b []byte, i int) (int, error) {
 	return 0, errors.New("unterminated string")
 }
 
+// skipCleanString is skipString from just after the opening quote for a line without
+// control characters: it jumps from backslash to backslash up to the closing quote.
+func skipCleanString(b []byte, j int) (int, error) {
+	for j < len(b) {
+		q := bytes.IndexByte(b[j:], '"')
+		if q < 0 {
+			break
+		}
+		esc := bytes.IndexByte(b[j:j+q], '\\')
+		if esc < 0 {
+			return j + q + 1, nil
+		}
+		j += esc + 2 // the backslash and the byte it escapes
+	}
+	return 0, errors.New("unterminated string")
+}
+
 // maxLineDepth bounds nesting while skipping a value; the record's own parser applies the
 // profile's limit, this only keeps the splitter from being driven into deep recursion.
 const maxLineDepth = 10000
 
 // skipValue returns the offset just past the JSON value starting at b[i]. It checks structure
 // only as far as needed to find the value's end; the value is decoded (strictly) by its consumer.
-func skipValue(b []byte, i, depth int) (int, error) {
+func (sc lineScanner) skipValue(i, depth int) (int, error) {
+	b := sc.b
 	if i >= len(b) {
 		return 0, errors.New("missing value")
 	}
 	switch b[i] {
 	case '"':
-		return skipString(b, i)
+		return sc.skipString(i)
 	case '{', '[':
 		if depth >= maxLineDepth {
 			return 0, errors.New("nesting too deep")
@@ -224,7 +275,7 @@ func skipValue(b []byte, i, depth int) (int, error) {
 		for {
 			var err error
 			if closer == '}' {
-				if j, err = skipString(b, j); err != nil {
+				if j, err = sc.skipString(j); err != nil {
 					return 0, err
 				}
 				j = skipWS(b, j)
@@ -233,7 +284,7 @@ func skipValue(b []byte, i, depth int) (int, error) {
 				}
 				j = skipWS(b, j+1)
 			}
-			if j, err = skipValue(b, j, depth+1); err != nil {
+			if j, err = sc.skipValue(j, depth+1); err != nil {
 				return 0, err
 			}
 			j = skipWS(b, j)

@@ -201,7 +201,7 @@ func (v *verifier) sliceEntries(ref bundle.ChainRef, root []byte) sliceResult {
 		// The profile's rules with the entry's own predecessor as the head: the named
 		// prev_hash, the workspace, the key history built from the included key records, and
 		// the entry's meta (a Coordinator audit entry's seq and prev_hash).
-		adm, err := ledger.AdmitStored(st, ref.Profile, ledger.Position{Chain: ref.ID, Head: e.Prev, Seq: e.Seq}, append([]byte(nil), e.Record...), bytes.Clone(e.Meta))
+		adm, err := ledger.AdmitStored(st, ref.Profile, ledger.Position{Chain: ref.ID, Head: e.Prev, Seq: e.Seq, Replay: true}, append([]byte(nil), e.Record...), bytes.Clone(e.Meta))
 		if err != nil {
 			code := ledger.CodeMalformed
 			var re *ledger.RecordError

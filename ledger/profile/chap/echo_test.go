@@ -1,6 +1,7 @@
 package chap
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -47,25 +48,35 @@ func TestWhisperAnswerEcho(t *testing.T) {
 			return signThenSet(t, m, "tsk-1")
 		}, ledger.CodeBadSignature, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c, err := ledger.NewChain(ws, Adapter{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := submit(&c, signed(t, refJoin(rAlice, at(0), "admin"), rAlice)); err != nil {
-				t.Fatal(err)
-			}
-			next := c.Clone()
-			a, err := next.Append(tc.rec(t), t0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := codeOf(a.Admission.Verify()); got != tc.want {
-				t.Fatalf("verify: %q, want %q", got, tc.want)
-			}
-			if marked := slices.Contains(a.Admission.Attrs[AttrCoordinatorAdded], "params.task_id"); marked != tc.marked {
-				t.Fatalf("coordinator_added %v, want %v", a.Admission.Attrs[AttrCoordinatorAdded], tc.marked)
-			}
-		})
+		// An offline replay builds no attributes, but lets through exactly what ingest does.
+		for _, replay := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/replay=%v", tc.name, replay), func(t *testing.T) {
+				c, err := ledger.NewChain(ws, Adapter{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := submit(&c, signed(t, refJoin(rAlice, at(0), "admin"), rAlice)); err != nil {
+					t.Fatal(err)
+				}
+				next := c.Clone()
+				next.Replay = replay
+				a, err := next.Append(tc.rec(t), t0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := codeOf(a.Admission.Verify()); got != tc.want {
+					t.Fatalf("verify: %q, want %q", got, tc.want)
+				}
+				if replay {
+					if a.Admission.Attrs != nil {
+						t.Fatalf("replay built attributes %v", a.Admission.Attrs)
+					}
+					return
+				}
+				if marked := slices.Contains(a.Admission.Attrs[AttrCoordinatorAdded], "params.task_id"); marked != tc.marked {
+					t.Fatalf("coordinator_added %v, want %v", a.Admission.Attrs[AttrCoordinatorAdded], tc.marked)
+				}
+			})
+		}
 	}
 }

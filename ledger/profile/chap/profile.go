@@ -96,7 +96,9 @@ func (s *State) AdmitRecord(at ledger.Position, r *Record) (*ledger.Admission, e
 		// A recorded refusal is the Coordinator's record of a call it refused: CHAP has
 		// nobody sign it (the refused request inside keeps whatever signature it had).
 		Unsignable: r.Refusal,
-		Attrs:      r.Attrs(),
+	}
+	if !at.Replay {
+		adm.Attrs = r.Attrs()
 	}
 	if own.Diverged && own.Next == at.Seq+1 {
 		h := own.Head
@@ -112,7 +114,9 @@ func (s *State) AdmitRecord(at ledger.Position, r *Record) (*ledger.Admission, e
 		c := *check
 		c.Message = signed
 		check = &c
-		adm.Attrs[AttrCoordinatorAdded] = []string{"params.task_id"}
+		if adm.Attrs != nil {
+			adm.Attrs[AttrCoordinatorAdded] = []string{"params.task_id"}
+		}
 	}
 	if check != nil {
 		// Signed says the record itself carries a signature. An unsigned participant.join

@@ -128,6 +128,9 @@ func TestParseSignatureRejects(t *testing.T) {
 		{"url alphabet", "ed25519:k:" + "-_" + b64[2:], "", false},
 		{"short", "ed25519:k:AAAA", "", false},
 		{"trailing newline", "ed25519:k:" + b64 + "\n", "", false},
+		{"line break inside, at the usual length", "ed25519:k:" + b64[:40] + "\r\n" + b64[40:86], "", false},
+		{"non-zero trailing bits", "ed25519:k:" + b64[:85] + "B==", "", false},
+		{"65 bytes", "ed25519:k:" + b64[:86] + "AAAA", "", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
