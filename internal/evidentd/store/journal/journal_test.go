@@ -46,7 +46,7 @@ func batch(chain string, size uint64, head ledger.Link, n int) store.Batch {
 }
 
 // open opens the journal in dir/journal in front of the SQLite store dir/ledger.db.
-func open(t *testing.T, dir string, o journal.Options) *journal.Ledger {
+func open(t testing.TB, dir string, o journal.Options) *journal.Ledger {
 	t.Helper()
 	inner, err := sqlite.Open(context.Background(), filepath.Join(dir, "ledger.db"))
 	if err != nil {

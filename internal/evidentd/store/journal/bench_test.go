@@ -1,0 +1,60 @@
+package journal_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/ledger"
+)
+
+// BenchmarkCommitGroup is one group commit of 64 chains, one entry each (64 Coordinators
+// sending single envelopes): the checks, the frame's append and fsync.
+func BenchmarkCommitGroup(b *testing.B) {
+	benchGroups(b, 64, 1, false)
+}
+
+// BenchmarkFold is folding journaled frames into SQLite: each op journals a group of 64
+// chains × 20 entries and folds it (one transaction), timed alone.
+func BenchmarkFold(b *testing.B) {
+	benchGroups(b, 64, 20, true)
+}
+
+// benchGroups commits groups of chains batches of per entries each; with fold, only the
+// fold of each group into the store is timed.
+func benchGroups(b *testing.B, chains, per int, fold bool) {
+	ctx := context.Background()
+	l := open(b, b.TempDir(), noFold)
+	heads := make([]ledger.Link, chains)
+	sizes := make([]uint64, chains)
+	for i := range heads {
+		heads[i] = ledger.Genesis
+	}
+	n := 0
+	for b.Loop() {
+		if fold {
+			b.StopTimer()
+		}
+		group := make([]store.Batch, chains)
+		for c := range chains {
+			group[c] = batch(fmt.Sprintf("wsp_%04d", c), sizes[c], heads[c], per)
+		}
+		for i, err := range l.CommitGroup(ctx, group) {
+			if err != nil {
+				b.Fatalf("batch %d: %v", i, err)
+			}
+		}
+		for c, bt := range group {
+			heads[c], sizes[c] = bt.Chain.Head, bt.Chain.Size
+		}
+		if fold {
+			b.StartTimer()
+			if _, err := l.Chains(ctx); err != nil { // folds the journal
+				b.Fatal(err)
+			}
+		}
+		n += chains * per
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(n), "µs/entry")
+}
