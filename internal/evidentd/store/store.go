@@ -38,7 +38,9 @@ type ChainRecord struct {
 	Closed     bool
 	LastSeal   string
 	SealedSize uint64
-	Created    time.Time
+	// Created is when the chain was created; Commit of a new chain stores the time given,
+	// or the time of the commit when it is zero.
+	Created time.Time
 }
 
 // Entry is one accepted record with its position.

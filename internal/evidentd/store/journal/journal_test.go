@@ -616,3 +616,47 @@ func TestFoldFailures(t *testing.T) {
 	inner.Close()
 	checkChain(t, l2, "a", 4, b2.Chain.Head)
 }
+
+// TestCreatedKept: a new chain's creation time is the time its first batch was
+// acknowledged, read from the journal or from the store, also when the store took it in
+// only after a crash.
+func TestCreatedKept(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l := open(t, dir, noFold)
+	t1 := time.Now()
+	b := batch("a", 0, ledger.Genesis, 1)
+	if err := l.Commit(ctx, b.Chain, 0, b.Entries); err != nil {
+		t.Fatal(err)
+	}
+	t2 := time.Now()
+	c, err := l.LoadChain(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Created.Before(t1.Truncate(time.Millisecond)) || c.Created.After(t2) {
+		t.Fatalf("created %v, acknowledged between %v and %v", c.Created, t1, t2)
+	}
+	l.Crash()
+	time.Sleep(20 * time.Millisecond)
+	l2 := open(t, dir, noFold)
+	cs, err := l2.ListChains(ctx, "", 10)
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("ListChains: %v, %v", cs, err)
+	}
+	if d := cs[0].Created.Sub(c.Created); d < -time.Millisecond || d > time.Millisecond {
+		t.Fatalf("created %v after recovery, %v when acknowledged", cs[0].Created, c.Created)
+	}
+	// A later batch of the chain, read back from the journal, keeps it too.
+	b2 := batch("a", 1, b.Chain.Head, 1)
+	if err := l2.Commit(ctx, b2.Chain, 1, b2.Entries); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := l2.LoadChain(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := c2.Created.Sub(c.Created); d < -time.Millisecond || d > time.Millisecond {
+		t.Fatalf("created %v from the journal after a second batch, %v before", c2.Created, c.Created)
+	}
+}

@@ -119,23 +119,28 @@ type Ledger struct {
 	closeErr  error
 }
 
-// sizeCache remembers chains' sizes, so that a commit need not read its chain from the
-// store: the Ledger is its store's only writer, so what it wrote last is what the store
-// holds. It forgets everything when it holds maxCachedSizes chains.
-type sizeCache map[string]uint64
+// sizeCache remembers chains' sizes and creation times, so that a commit need not read its
+// chain from the store: the Ledger is its store's only writer, so what it wrote last is
+// what the store holds. It forgets everything when it holds maxCachedSizes chains.
+type sizeCache map[string]cachedChain
+
+type cachedChain struct {
+	size    uint64
+	created time.Time
+}
 
 const maxCachedSizes = 1 << 16
 
-func (c *sizeCache) get(id string) (uint64, bool) {
+func (c *sizeCache) get(id string) (cachedChain, bool) {
 	v, ok := (*c)[id]
 	return v, ok
 }
 
-func (c *sizeCache) put(id string, size uint64) {
+func (c *sizeCache) put(id string, size uint64, created time.Time) {
 	if *c == nil || len(*c) >= maxCachedSizes {
 		*c = sizeCache{}
 	}
-	(*c)[id] = size
+	(*c)[id] = cachedChain{size, created}
 }
 
 // absentCache remembers record ids that a lookup found unused in a chain, with the chain's
@@ -328,7 +333,7 @@ func (l *Ledger) CommitGroup(ctx context.Context, batches []store.Batch) []error
 			}
 			if err == nil {
 				l.ov.Lock()
-				l.sizes.put(id, b.Chain.Size)
+				l.sizes.put(id, b.Chain.Size, b.Chain.Created)
 				l.ov.Unlock()
 			}
 		} else {
@@ -350,10 +355,20 @@ func (l *Ledger) CommitGroup(ctx context.Context, batches []store.Batch) []error
 		return errs
 	}
 	var good []store.Batch
+	now := time.Now().UTC()
 	for _, i := range ok {
-		if errs[i] == nil {
-			good = append(good, batches[i])
+		if errs[i] != nil {
+			continue
 		}
+		b := batches[i]
+		if b.PrevSize == 0 && b.Chain.Created.IsZero() {
+			// A new chain: the frame carries its creation time, so that the store keeps
+			// the time it was acknowledged, also when it is folded in after a crash.
+			c := *b.Chain
+			c.Created = now
+			b.Chain = &c
+		}
+		good = append(good, b)
 	}
 	if len(good) == 0 {
 		return errs
@@ -401,7 +416,9 @@ func (l *Ledger) check(ctx context.Context, b store.Batch) error {
 	if exists {
 		size = oc.rec.Size
 	} else {
-		size, exists = l.sizes.get(id)
+		var cc cachedChain
+		cc, exists = l.sizes.get(id)
+		size = cc.size
 	}
 	l.ov.RUnlock()
 	if !exists {
@@ -413,7 +430,7 @@ func (l *Ledger) check(ctx context.Context, b store.Batch) error {
 		default:
 			exists, size = true, c.Size
 			l.ov.Lock()
-			l.sizes.put(id, c.Size)
+			l.sizes.put(id, c.Size, c.Created)
 			l.ov.Unlock()
 		}
 	}
@@ -527,10 +544,16 @@ func (l *Ledger) overlay(n uint64, payload []byte, batches []store.Batch) {
 			oc = &overlaid{links: map[ledger.Link]at{}, ids: map[string]at{}}
 			l.chains[b.Chain.ID] = oc
 		}
+		// A chain keeps its creation time: the overlay's, the cache's (from the store), or
+		// the new chain's own.
+		created := oc.rec.Created
+		if cc, ok := l.sizes.get(b.Chain.ID); ok && created.IsZero() {
+			created = cc.created
+		}
 		oc.rec = *b.Chain
 		oc.rec.Tree, oc.rec.State = bytes.Clone(b.Chain.Tree), bytes.Clone(b.Chain.State)
-		if oc.rec.Created.IsZero() {
-			oc.rec.Created = time.Now().UTC()
+		if !created.IsZero() {
+			oc.rec.Created = created
 		}
 		oc.frame = n
 		for _, e := range b.Entries {
@@ -540,7 +563,7 @@ func (l *Ledger) overlay(n uint64, payload []byte, batches []store.Batch) {
 			}
 		}
 		count += len(b.Entries)
-		l.sizes.put(b.Chain.ID, b.Chain.Size)
+		l.sizes.put(b.Chain.ID, b.Chain.Size, oc.rec.Created)
 	}
 	l.frames = append(l.frames, pending{n: n, payload: payload, entries: count})
 	l.entries += count
@@ -726,7 +749,9 @@ func (l *Ledger) FindRecordIDs(ctx context.Context, chain string, ids []string) 
 	if known {
 		size = oc.rec.Size
 	} else {
-		size, known = l.sizes.get(chain)
+		var cc cachedChain
+		cc, known = l.sizes.get(chain)
+		size = cc.size
 	}
 	for _, id := range ids {
 		if oc != nil {

@@ -244,9 +244,13 @@ func (s *Store) chainSize(ctx context.Context, tx *sql.Tx, id string) (uint64, e
 // with its id exists already, nothing is written and that row is left locked where the
 // dialect locks rows (Dialect.OnTakenID).
 func (s *Store) insertChain(ctx context.Context, tx *sql.Tx, c *store.ChainRecord) (bool, error) {
-	var created any = ms(time.Now())
+	at := c.Created // when a journal gave it; else now
+	if at.IsZero() {
+		at = time.Now()
+	}
+	var created any = ms(at)
 	if s.d.CreatedText {
-		created = time.Now().UTC().Format(time.RFC3339Nano)
+		created = at.UTC().Format(time.RFC3339Nano)
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO `+s.d.Tables.Chains+` (id, profile, size, head, tree, state, closed, last_seal, sealed_size, created) VALUES (?,?,?,?,?,?,?,?,?,?)`+s.d.OnTakenID,
 		c.ID, c.Profile, c.Size, c.Head[:], c.Tree, c.State, c.Closed, c.LastSeal, c.SealedSize, created)
