@@ -403,6 +403,16 @@ func (l *Ledger) room(ctx context.Context) error {
 	return l.flush(ctx)
 }
 
+// knownSize returns the size of chain id as the overlay or the size cache know it; the
+// caller holds ov.
+func (l *Ledger) knownSize(id string) (uint64, bool) {
+	if oc := l.chains[id]; oc != nil {
+		return oc.rec.Size, true
+	}
+	cc, ok := l.sizes.get(id)
+	return cc.size, ok
+}
+
 // check returns nil when b may be committed as far as the chain's size, the batch itself
 // and the overlay tell: the chain is at b.PrevSize (absent when 0), the batch's entries are
 // its next ones (seqs from b.PrevSize on, b.Chain.Size after them), their links and record
@@ -410,16 +420,7 @@ func (l *Ledger) room(ctx context.Context) error {
 func (l *Ledger) check(ctx context.Context, b store.Batch) error {
 	id := b.Chain.ID
 	l.ov.RLock()
-	oc := l.chains[id]
-	var size uint64
-	exists := oc != nil
-	if exists {
-		size = oc.rec.Size
-	} else {
-		var cc cachedChain
-		cc, exists = l.sizes.get(id)
-		size = cc.size
-	}
+	size, exists := l.knownSize(id)
 	l.ov.RUnlock()
 	if !exists {
 		c, err := l.inner.LoadChain(ctx, id)
@@ -463,7 +464,7 @@ func (l *Ledger) check(ctx context.Context, b store.Batch) error {
 	}
 	l.ov.RLock()
 	defer l.ov.RUnlock()
-	oc = l.chains[id] // a fold may have taken it out since: then the store holds it
+	oc := l.chains[id] // a fold may have taken it out since check began: then the store holds it
 	if oc == nil {
 		return nil
 	}
@@ -743,16 +744,7 @@ func (l *Ledger) FindRecordIDs(ctx context.Context, chain string, ids []string) 
 	var rest []string
 	l.ov.RLock()
 	oc := l.chains[chain]
-	// The chain's size before anything is looked up (absentCache).
-	var size uint64
-	known := oc != nil
-	if known {
-		size = oc.rec.Size
-	} else {
-		var cc cachedChain
-		cc, known = l.sizes.get(chain)
-		size = cc.size
-	}
+	size, known := l.knownSize(chain) // before anything is looked up (absentCache)
 	for _, id := range ids {
 		if oc != nil {
 			if p, ok := oc.ids[id]; ok {
