@@ -343,8 +343,8 @@ func (l *Ledger) CommitGroup(ctx context.Context, batches []store.Batch) []error
 			errs[i] = fmt.Errorf("commit chain %q: %w", id, err)
 			continue
 		}
+		seen[id] = i
 		if len(b.Entries) > 0 {
-			seen[id] = i
 			ok = append(ok, i)
 		}
 	}
@@ -391,8 +391,8 @@ func (l *Ledger) CommitGroup(ctx context.Context, batches []store.Batch) []error
 	return errs
 }
 
-// room waits, folding frames into the store itself, while more than MaxPending entries are
-// journaled and not yet in the store.
+// room folds the journal into the store itself, making the caller wait, when more than
+// MaxPending entries or MaxPendingBytes bytes of frames are journaled and not yet there.
 func (l *Ledger) room(ctx context.Context) error {
 	l.ov.RLock()
 	full := l.entries > l.o.MaxPending || l.bytes > l.o.MaxPendingBytes
