@@ -31,7 +31,7 @@ const (
 	CodeTimeout          ProblemCode = "timeout"            // the operation did not finish in time; it completes in the background
 	CodeCanceled         ProblemCode = "canceled"           // the client went away (status 499)
 	CodeInternal         ProblemCode = "internal"           // an internal error, logged by the service
-	CodeNotReady         ProblemCode = "not_ready"          // GET /readyz before the first checkpoint
+	CodeNotReady         ProblemCode = "not_ready"          // GET /readyz before the first checkpoint, or with a store that takes no commits
 	CodeNoSuchRoute      ProblemCode = "no_such_route"      // a path evidentd does not serve
 	CodeMethodNotAllowed ProblemCode = "method_not_allowed" // a path evidentd serves, but not with this method (Allow lists those it does)
 )

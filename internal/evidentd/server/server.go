@@ -363,6 +363,14 @@ func (s *Server) handleHead(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	// A store that can take no more commits (the embedded store's journal after a failed
+	// write or fsync) is not ready, whatever the log says.
+	if st, ok := s.c.Store.(interface{ Err() error }); ok {
+		if err := st.Err(); err != nil {
+			problem(w, http.StatusServiceUnavailable, api.CodeNotReady, "ledger store: "+err.Error(), -1)
+			return
+		}
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if _, err := s.c.Service.Log().Checkpoint(ctx); err != nil {

@@ -157,3 +157,27 @@ func TestUnavailableCarriesRetryAfter(t *testing.T) {
 		})
 	}
 }
+
+// failedStore is a ledger store whose commits have stopped (Err), as the embedded store's
+// journal reports after a failed fsync, which no test here can cause.
+type failedStore struct {
+	store.Store
+	err error
+}
+
+func (f failedStore) Err() error { return f.err }
+
+// TestReadyzStoreFailed: GET /readyz is 503 not_ready, naming the cause, while the ledger
+// store takes no commits, before the log is even asked.
+func TestReadyzStoreFailed(t *testing.T) {
+	s := &Server{c: Config{Store: failedStore{err: errors.New("journal: fsync failed, no more appends until restart: EIO")}}}
+	w := httptest.NewRecorder()
+	s.handleReady(w, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	var p api.Problem
+	if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
+		t.Fatalf("%d %s: %v", w.Code, w.Body, err)
+	}
+	if w.Code != http.StatusServiceUnavailable || p.Code != api.CodeNotReady || !bytes.Contains([]byte(p.Detail), []byte("fsync failed")) {
+		t.Fatalf("%d %+v", w.Code, p)
+	}
+}

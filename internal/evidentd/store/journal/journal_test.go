@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -658,5 +660,54 @@ func TestCreatedKept(t *testing.T) {
 	}
 	if d := c2.Created.Sub(c.Created); d < -time.Millisecond || d > time.Millisecond {
 		t.Fatalf("created %v from the journal after a second batch, %v before", c2.Created, c.Created)
+	}
+}
+
+// TestAppendFailureStopsCommits: once an append fails (here the next segment cannot be
+// created), Err says why and every commit is refused with it, without a write; after a
+// restart with the fault gone, everything acknowledged before is there.
+func TestAppendFailureStopsCommits(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l := open(t, dir, journal.Options{Gather: time.Hour, SegmentBytes: 1}) // a segment a frame
+	b := batch("a", 0, ledger.Genesis, 1)
+	if err := l.Commit(ctx, b.Chain, 0, b.Entries); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Err(); err != nil {
+		t.Fatalf("Err before any failure: %v", err)
+	}
+	segs := segments(t, dir)
+	last, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(segs[len(segs)-1]), ".seg"), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocker := filepath.Join(dir, "journal", fmt.Sprintf("%016d.seg", last+1))
+	if err := os.Mkdir(blocker, 0o755); err != nil { // where the next segment goes
+		t.Fatal(err)
+	}
+	b2 := batch("a", 1, b.Chain.Head, 1)
+	if err := l.Commit(ctx, b2.Chain, 1, b2.Entries); err == nil {
+		t.Fatal("a commit whose segment cannot be created was acknowledged")
+	}
+	if l.Err() == nil {
+		t.Fatal("Err is nil after a failed append")
+	}
+	if err := l.Commit(ctx, b2.Chain, 1, b2.Entries); err == nil || !strings.Contains(err.Error(), "until restart") {
+		t.Fatalf("commit after the failure: %v, want the journal's failure", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(blocker); err != nil {
+		t.Fatal(err)
+	}
+	l2 := open(t, dir, noFold)
+	if err := l2.Err(); err != nil {
+		t.Fatalf("Err after a restart: %v", err)
+	}
+	checkChain(t, l2, "a", 1, b.Chain.Head)
+	if err := l2.Commit(ctx, b2.Chain, 1, b2.Entries); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -846,6 +846,10 @@ func (l *Ledger) EvidenceHead(ctx context.Context, chain string) (*store.Evidenc
 	return l.inner.EvidenceHead(ctx, chain)
 }
 
+// Err returns why the journal takes no more commits (a failed write, fsync or segment
+// start: only a restart clears it), or nil.
+func (l *Ledger) Err() error { return l.log.Err() }
+
 // Pending returns the entries journaled and not yet folded into the store.
 func (l *Ledger) Pending() int {
 	l.ov.RLock()

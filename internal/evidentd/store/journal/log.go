@@ -293,6 +293,20 @@ func (l *Log) Release(upTo uint64) error {
 	return nil
 }
 
+// errClosed is the broken state of a closed log.
+var errClosed = errors.New("journal: closed")
+
+// Err returns why appends fail — a failed write, fsync or segment start — or nil while
+// they can succeed (and once the log is closed).
+func (l *Log) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if errors.Is(l.broken, errClosed) {
+		return nil
+	}
+	return l.broken
+}
+
 // Frames returns the number of the last frame appended.
 func (l *Log) Frames() uint64 {
 	l.mu.Lock()
@@ -305,7 +319,7 @@ func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.broken == nil {
-		l.broken = errors.New("journal: closed")
+		l.broken = errClosed
 	}
 	if l.f == nil {
 		return nil

@@ -44,6 +44,9 @@ func OpenJournaled(ctx context.Context, path, journalDir string, o journal.Optio
 	return &Journaled{Store: s, l: l}, nil
 }
 
+// Err returns why the journal takes no more commits, or nil (journal.Ledger.Err).
+func (j *Journaled) Err() error { return j.l.Err() }
+
 // Pending returns the entries journaled and not yet folded into the database.
 func (j *Journaled) Pending() int { return j.l.Pending() }
 
