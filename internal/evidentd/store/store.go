@@ -159,13 +159,14 @@ type Batch struct {
 	Entries  []Entry
 }
 
-// GroupCommitter is a Store that commits several chains' batches in one transaction, so
-// that concurrent writers share one durable write (one fsync) instead of paying one each.
+// GroupCommitter is a Store that commits several chains' batches in one durable write, so
+// that concurrent writers share one fsync instead of paying one each (the embedded store's
+// entry journal, store/journal).
 type GroupCommitter interface {
-	// CommitGroup commits each batch as Commit would, all in one transaction, and returns
+	// CommitGroup commits each batch as Commit would, all in one write, and returns
 	// each batch's outcome (errs[i] for batches[i]). A batch refused on its own (ErrConflict
 	// and other errors confined to it) is left out and the others commit; an error of the
-	// transaction itself is the error of every batch. Every batch whose error is nil is
+	// write itself is the error of every batch. Every batch whose error is nil is
 	// durable on return. Two batches must not name the same chain.
 	CommitGroup(ctx context.Context, batches []Batch) (errs []error)
 }

@@ -301,48 +301,6 @@ func (s *Store) insertAll(ctx context.Context, tx *sql.Tx, entries []store.Entry
 	return nil
 }
 
-// CommitGroup implements store.GroupCommitter. The group is first written as a whole: each
-// chain's new state, in the order of the chains' ids (so that two replicas' groups lock
-// rows in one order), then every batch's entries in shared multi-row statements. When
-// anything of that fails, the transaction is rolled back and the group is written again
-// one batch at a time, each under a savepoint, so that only the batches that fail on their
-// own are refused. When the database has dropped the whole transaction (a deadlock victim,
-// a lost connection), the savepoint is gone with it and the group fails as one.
-func (s *Store) CommitGroup(ctx context.Context, batches []store.Batch) []error {
-	errs := make([]error, len(batches))
-	if len(batches) == 1 {
-		errs[0] = s.Commit(ctx, batches[0].Chain, batches[0].PrevSize, batches[0].Entries)
-		return errs
-	}
-	order := chainOrder(batches)
-	if s.tx(ctx, func(tx *sql.Tx) error { return s.commitWhole(ctx, tx, batches, order) }) == nil {
-		return errs
-	}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		for _, i := range order {
-			if _, err := s.execTx(ctx, tx, `SAVEPOINT batch`); err != nil {
-				return s.conflict(err)
-			}
-			if err := s.commitBatch(ctx, tx, batches[i]); err != nil {
-				errs[i] = fmt.Errorf("commit chain %q: %w", batches[i].Chain.ID, err)
-				if _, rerr := s.execTx(ctx, tx, `ROLLBACK TO SAVEPOINT batch`); rerr != nil {
-					return fmt.Errorf("chain %q: %w (the transaction is lost: %v)", batches[i].Chain.ID, err, rerr)
-				}
-			}
-			if _, err := s.execTx(ctx, tx, `RELEASE SAVEPOINT batch`); err != nil {
-				return s.conflict(err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		for i := range errs {
-			errs[i] = fmt.Errorf("group commit of %d chains: %w", len(batches), err)
-		}
-	}
-	return errs
-}
-
 // CommitAll commits every batch in one transaction, the chains in the order of their ids:
 // all of them, or none and an error. Two batches must not name the same chain.
 func (s *Store) CommitAll(ctx context.Context, batches []store.Batch) error {
