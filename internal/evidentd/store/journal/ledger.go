@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -278,22 +277,16 @@ func (l *Ledger) unheld(ctx context.Context, batches []store.Batch) ([]store.Bat
 }
 
 // merge joins the batches of each chain (in order, each from where the one before left
-// the chain) into one batch per chain.
+// the chain) into one batch per chain, with entries of its own.
 func merge(batches []store.Batch) []store.Batch {
 	at := map[string]int{}
 	var out []store.Batch
-	owned := map[int]bool{}
 	for _, b := range batches {
 		i, ok := at[b.Chain.ID]
 		if !ok {
-			at[b.Chain.ID] = len(out)
-			out = append(out, store.Batch{Chain: b.Chain, PrevSize: b.PrevSize, Entries: b.Entries})
-			continue
-		}
-		if !owned[i] {
-			// The first batch's entries are the caller's: copy them before appending.
-			out[i].Entries = slices.Clone(out[i].Entries)
-			owned[i] = true
+			i = len(out)
+			at[b.Chain.ID] = i
+			out = append(out, store.Batch{PrevSize: b.PrevSize})
 		}
 		out[i].Chain = b.Chain
 		out[i].Entries = append(out[i].Entries, b.Entries...)
