@@ -75,10 +75,10 @@ type Dialect struct {
 // Store is the ledger store on one SQL database.
 type Store struct {
 	d     Dialect
-	w     *sql.DB   // writes (and the reads of write transactions)
-	r     *sql.DB   // reads
-	stmts stmts     // kept statements (Dialect.KeepStatements)
-	reads readStmts // kept statements of r (used.go)
+	w     *sql.DB // writes (and the reads of write transactions)
+	r     *sql.DB // reads
+	stmts stmts   // kept statements (Dialect.KeepStatements)
+	reads stmts   // kept statements of r, prepared at first use (used.go)
 }
 
 // New returns the store on the tables of d, writing through w and reading through r

@@ -22,11 +22,12 @@ const maxChunkRows = 256
 // maxKeptStatements bounds the statements kept; past it, statements are prepared per use.
 const maxKeptStatements = 128
 
-// stmts is the store's kept statements, prepared on the writer database. A statement is
-// prepared between transactions, never inside one: the embedded store's writer database
-// has one connection, which the transaction holds. Its first use runs unprepared and asks
-// for it (get); the writer prepares what was asked for once the transaction ends
-// (prepareWanted).
+// stmts is a store's kept statements on one of its databases. On the writer database a
+// statement is prepared between transactions, never inside one: the embedded store's
+// writer has one connection, which the transaction holds. Its first use runs unprepared and
+// asks for it (get); the writer prepares what was asked for once the transaction ends
+// (prepareWanted). On the reader database a statement is prepared at its first use
+// (prepared).
 type stmts struct {
 	mu     sync.Mutex
 	kept   map[string]*sql.Stmt
@@ -44,6 +45,26 @@ func (c *stmts) get(q string) *sql.Stmt {
 		c.wanted = append(c.wanted, q)
 	}
 	return nil
+}
+
+// prepared returns the kept statement of q on db, preparing it at first use: for a database
+// whose connections no transaction of this store holds (the reader database; database/sql
+// prepares a statement of a *sql.DB again on each connection it runs on).
+func (c *stmts) prepared(ctx context.Context, db *sql.DB, q string) (*sql.Stmt, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.kept[q]; ok {
+		return st, nil
+	}
+	st, err := db.PrepareContext(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if c.kept == nil {
+		c.kept = map[string]*sql.Stmt{}
+	}
+	c.kept[q] = st
+	return st, nil
 }
 
 // prepareWanted prepares on db the statements asked for since the last call, outside any

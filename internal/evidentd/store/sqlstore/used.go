@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/bits"
 	"strings"
-	"sync"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
@@ -89,7 +88,7 @@ func (s *Store) lookupChunk(ctx context.Context, col string, args []any, scan fu
 	}
 	term := `(chain=? AND ` + col + `=?)`
 	q := `SELECT chain, ` + col + `, seq FROM ` + s.d.Tables.Entries + ` WHERE ` + term + strings.Repeat(` OR `+term, terms-1)
-	st, err := s.reads.get(ctx, s.r, q)
+	st, err := s.reads.prepared(ctx, s.r, q)
 	if err != nil {
 		return err
 	}
@@ -104,39 +103,4 @@ func (s *Store) lookupChunk(ctx context.Context, col string, args []any, scan fu
 		}
 	}
 	return rows.Err()
-}
-
-// readStmts is the store's kept statements on its reader database (database/sql prepares
-// a statement of a *sql.DB again on each connection it runs on).
-type readStmts struct {
-	mu   sync.Mutex
-	kept map[string]*sql.Stmt
-}
-
-// get returns the kept statement of q on db, preparing it at first use.
-func (c *readStmts) get(ctx context.Context, db *sql.DB, q string) (*sql.Stmt, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st, ok := c.kept[q]; ok {
-		return st, nil
-	}
-	st, err := db.PrepareContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	if c.kept == nil {
-		c.kept = map[string]*sql.Stmt{}
-	}
-	c.kept[q] = st
-	return st, nil
-}
-
-// close closes every kept statement.
-func (c *readStmts) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, st := range c.kept {
-		st.Close()
-	}
-	c.kept = nil
 }
