@@ -21,8 +21,35 @@ const payloadFormat = 1
 // ErrCorrupt is wrapped by every error of a payload that cannot be decoded.
 var ErrCorrupt = errors.New("journal: corrupt frame")
 
-// encode appends the payload of batches to dst.
-func encode(dst []byte, batches []store.Batch) []byte {
+// encode returns the payload of batches, in a buffer sized to hold it whole.
+func encode(batches []store.Batch) []byte {
+	return appendPayload(make([]byte, 0, payloadBound(batches)), batches)
+}
+
+// payloadBound returns at least the length of the payload of batches: every field's bytes
+// and a varint of the largest length for each integer and length prefix.
+func payloadBound(batches []store.Batch) int {
+	const v = binary.MaxVarintLen64
+	n := 1 + v
+	for i := range batches {
+		c := batches[i].Chain
+		n += 10*v + 2 + len(ledger.Link{}) + len(c.ID) + len(c.Profile) + len(c.Tree) + len(c.State) + len(c.LastSeal)
+		for j := range batches[i].Entries {
+			e := &batches[i].Entries[j]
+			n += 9*v + 4 + 2*len(ledger.Link{}) + len(e.Record) + len(e.RecordID) + len(e.Method) + len(e.Sender) + len(e.Meta)
+			for k, vs := range e.Attrs {
+				n += 2*v + len(k)
+				for _, s := range vs {
+					n += v + len(s)
+				}
+			}
+		}
+	}
+	return n
+}
+
+// appendPayload appends the payload of batches to dst.
+func appendPayload(dst []byte, batches []store.Batch) []byte {
 	dst = append(dst, payloadFormat)
 	dst = binary.AppendUvarint(dst, uint64(len(batches)))
 	for i := range batches {

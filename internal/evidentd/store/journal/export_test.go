@@ -16,8 +16,9 @@ var ReadSegment = readSegment
 
 // Encode and Decode expose the frame payload's codec to the tests.
 var (
-	Encode = encode
-	Decode = decode
+	Encode       = encode
+	Decode       = decode
+	PayloadBound = payloadBound
 )
 
 // SegmentMagic is the first bytes of every segment.

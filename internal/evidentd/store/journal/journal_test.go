@@ -185,7 +185,7 @@ func TestTornFrameIgnored(t *testing.T) {
 				t.Fatal(err)
 			}
 			next := batch("a", 3, b.Chain.Head, 2)
-			if _, err := f.Write(tail(frame(journal.Encode(nil, []store.Batch{next})))); err != nil {
+			if _, err := f.Write(tail(frame(journal.Encode([]store.Batch{next})))); err != nil {
 				t.Fatal(err)
 			}
 			f.Close()
@@ -339,15 +339,18 @@ func TestCodecRoundTrip(t *testing.T) {
 	b.Entries[0].Meta = []byte{} // empty, not absent
 	b.Entries[1].Attrs = nil
 	in := []store.Batch{a, b}
-	got, err := journal.Decode(journal.Encode(nil, in))
+	if p, bound := journal.Encode(in), journal.PayloadBound(in); len(p) > bound {
+		t.Fatalf("payload of %d bytes, bound %d", len(p), bound)
+	}
+	got, err := journal.Decode(journal.Encode(in))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, in) {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", got, in)
 	}
-	for n := range len(journal.Encode(nil, in)) {
-		if _, err := journal.Decode(journal.Encode(nil, in)[:n]); !errors.Is(err, journal.ErrCorrupt) {
+	for n := range len(journal.Encode(in)) {
+		if _, err := journal.Decode(journal.Encode(in)[:n]); !errors.Is(err, journal.ErrCorrupt) {
 			t.Fatalf("payload cut to %d bytes: %v, want ErrCorrupt", n, err)
 		}
 	}
@@ -356,8 +359,8 @@ func TestCodecRoundTrip(t *testing.T) {
 // FuzzDecode: any payload decodes to batches that encode and decode to themselves, or is
 // refused with ErrCorrupt; nothing panics or allocates what the payload cannot hold.
 func FuzzDecode(f *testing.F) {
-	f.Add(journal.Encode(nil, []store.Batch{batch("a", 0, ledger.Genesis, 2)}))
-	f.Add(journal.Encode(nil, []store.Batch{batch("a", 3, ledger.Link{9}, 1), batch("bb", 0, ledger.Genesis, 1)}))
+	f.Add(journal.Encode([]store.Batch{batch("a", 0, ledger.Genesis, 2)}))
+	f.Add(journal.Encode([]store.Batch{batch("a", 3, ledger.Link{9}, 1), batch("bb", 0, ledger.Genesis, 1)}))
 	f.Add([]byte{1, 0})
 	f.Fuzz(func(t *testing.T, p []byte) {
 		got, err := journal.Decode(p)
@@ -367,7 +370,11 @@ func FuzzDecode(f *testing.F) {
 			}
 			return
 		}
-		again, err := journal.Decode(journal.Encode(nil, got))
+		p = journal.Encode(got)
+		if bound := journal.PayloadBound(got); len(p) > bound {
+			t.Fatalf("payload of %d bytes, bound %d", len(p), bound)
+		}
+		again, err := journal.Decode(p)
 		if err != nil || !reflect.DeepEqual(again, got) {
 			t.Fatalf("re-encoded: %v\n got %+v\nwant %+v", err, again, got)
 		}

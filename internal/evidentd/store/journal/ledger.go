@@ -366,7 +366,7 @@ func (l *Ledger) CommitGroup(ctx context.Context, batches []store.Batch) []error
 	if len(good) == 0 {
 		return errs
 	}
-	payload := encode(nil, good)
+	payload := encode(good)
 	n, err := l.log.Append(payload)
 	if err != nil {
 		for _, i := range ok {
