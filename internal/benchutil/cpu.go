@@ -18,6 +18,9 @@ type CPUClock struct{ start time.Duration }
 // StartCPU starts a CPUClock.
 func StartCPU() CPUClock { return CPUClock{start: processCPU()} }
 
+// Used returns the process CPU time spent since the clock started.
+func (c CPUClock) Used() time.Duration { return processCPU() - c.start }
+
 // Report reports, on b, the process CPU time spent since the clock started per unit of n
 // units, in microseconds, as the metric "cpu-µs/"+unit.
 func (c CPUClock) Report(b *testing.B, n int, unit string) {
