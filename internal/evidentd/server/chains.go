@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/evident-log/evident/api"
@@ -37,7 +38,7 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 	}
 	s.m.batches.Add(1)
 	last := acc[len(acc)-1]
-	w.Header().Set("Location", fmt.Sprintf("/v1/chains/%s/entries?from=%d&limit=%d", chain, acc[0].Seq, len(acc)))
+	w.Header().Set("Location", "/v1/chains/"+chain+"/entries?from="+strconv.FormatUint(acc[0].Seq, 10)+"&limit="+strconv.Itoa(len(acc)))
 	out := api.IngestResponse{Chain: chain, Accepted: make([]api.AcceptedEntry, len(acc)), Size: last.Seq + 1, Head: last.Link}
 	added := 0
 	for i, a := range acc {
@@ -59,7 +60,7 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Size, out.Head = head.Size, head.Head
 	}
-	writeJSON(w, status, out)
+	writeIngestAnswer(w, status, &out)
 }
 
 // splitBody returns the records of an ingest body: one JSON object, a JSON array of
