@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/evident-log/evident/api"
@@ -37,7 +38,7 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 	}
 	s.m.batches.Add(1)
 	last := acc[len(acc)-1]
-	w.Header().Set("Location", fmt.Sprintf("/v1/chains/%s/entries?from=%d&limit=%d", chain, acc[0].Seq, len(acc)))
+	w.Header().Set("Location", "/v1/chains/"+chain+"/entries?from="+strconv.FormatUint(acc[0].Seq, 10)+"&limit="+strconv.Itoa(len(acc)))
 	out := api.IngestResponse{Chain: chain, Accepted: make([]api.AcceptedEntry, len(acc)), Size: last.Seq + 1, Head: last.Link}
 	added := 0
 	for i, a := range acc {
@@ -59,7 +60,7 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Size, out.Head = head.Size, head.Head
 	}
-	writeJSON(w, status, out)
+	writeIngestAnswer(w, status, &out)
 }
 
 // splitBody returns the records of an ingest body: one JSON object, a JSON array of
@@ -72,13 +73,12 @@ func splitBody(body io.Reader, contentType string, maxBatch int) ([][]byte, erro
 	if err != nil {
 		return nil, err
 	}
-	mt, _, _ := mime.ParseMediaType(contentType)
 	trimmed := bytes.TrimLeft(b, " \t\r\n")
 	if len(trimmed) == 0 {
 		return nil, ledger.Refuse(ledger.CodeMalformed, "empty body")
 	}
 	var out [][]byte
-	jsonl := mt == "application/jsonl" || mt == "application/x-ndjson"
+	jsonl := jsonLines(contentType)
 	if !jsonl && trimmed[0] == '{' && bytes.Contains(trimmed, []byte(`"next_seq"`)) {
 		if page, ok := auditPage(trimmed); ok {
 			trimmed = page // an audit.read result: its entries are the records
@@ -87,8 +87,11 @@ func splitBody(body io.Reader, contentType string, maxBatch int) ([][]byte, erro
 	switch {
 	case trimmed[0] == '[' && !jsonl:
 		return splitArray(trimmed, maxBatch)
-	case !jsonl && json.Valid(trimmed):
-		out = append(out, bytes.TrimSpace(trimmed)) // one record, possibly pretty-printed
+	case !jsonl && multiLine(trimmed) && json.Valid(trimmed):
+		// One record over several lines (pretty-printed). A body of one line is its one
+		// record whether it is valid JSON or not, and is left to the line split below
+		// without a scan of it here: the profile parses each record strictly.
+		out = append(out, bytes.TrimSpace(trimmed))
 	default:
 		for line := range bytes.SplitSeq(trimmed, []byte("\n")) {
 			line = bytes.TrimSpace(line)
@@ -105,6 +108,22 @@ func splitBody(body io.Reader, contentType string, maxBatch int) ([][]byte, erro
 		return nil, ledger.Refuse(ledger.CodeMalformed, "no records in the body")
 	}
 	return out, nil
+}
+
+// multiLine reports whether b has a line break before its trailing white space.
+func multiLine(b []byte) bool {
+	return bytes.IndexByte(bytes.TrimRight(b, " \t\r\n"), '\n') >= 0
+}
+
+// jsonLines reports whether an ingest body's Content-Type names JSON Lines
+// (application/jsonl or application/x-ndjson, with any parameters). The usual
+// application/json, or none, is answered without parsing.
+func jsonLines(contentType string) bool {
+	if contentType == "" || contentType == api.MediaJSON {
+		return false
+	}
+	mt, _, _ := mime.ParseMediaType(contentType)
+	return mt == "application/jsonl" || mt == "application/x-ndjson"
 }
 
 // handleEvidenceHead keeps the head a chain's sender reported for its own evidence chain: a

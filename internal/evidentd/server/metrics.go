@@ -153,15 +153,48 @@ func (s *Server) observe(mux *http.ServeMux) http.Handler {
 		if sw.status == 0 {
 			sw.status = http.StatusOK
 		}
-		elapsed := time.Since(start)
-		s.m.requests.WithLabelValues(route, methodLabel(r.Method), strconv.Itoa(sw.status/100)+"xx").Observe(elapsed.Seconds())
+		end := time.Now()
+		elapsed := end.Sub(start)
+		s.m.requests.WithLabelValues(route, methodLabel(r.Method), statusClass(sw.status)).Observe(elapsed.Seconds())
 		if s.c.AccessLog {
-			s.c.Logger.LogAttrs(r.Context(), slog.LevelInfo, "http request",
-				slog.String("method", r.Method), slog.String("path", r.URL.RequestURI()), slog.Int("status", sw.status),
-				slog.Int64("bytes", sw.bytes), slog.Duration("duration", elapsed), slog.String("remote", r.RemoteAddr),
-				slog.String("route", route))
+			s.logRequest(r, end, route, sw, elapsed)
 		}
 	})
+}
+
+// logRequest writes the access log's line for r, answered at end: an Info record "http
+// request" with method, path, status, bytes, duration, remote and route. It goes to the
+// logger's handler directly, as slog's documentation shows for wrappers, so no caller's
+// program counter is captured for a source position that would always be this function's;
+// the record carries none, and the handler is asked first whether Info is enabled.
+func (s *Server) logRequest(r *http.Request, end time.Time, route string, sw *statusWriter, elapsed time.Duration) {
+	ctx := r.Context()
+	h := s.c.Logger.Handler()
+	if !h.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	rec := slog.NewRecord(end, slog.LevelInfo, "http request", 0)
+	rec.AddAttrs(slog.String("method", r.Method), slog.String("path", r.URL.RequestURI()), slog.Int("status", sw.status),
+		slog.Int64("bytes", sw.bytes), slog.Duration("duration", elapsed), slog.String("remote", r.RemoteAddr),
+		slog.String("route", route))
+	_ = h.Handle(ctx, rec) // as slog.Logger does, a handler's failure to write is not the request's
+}
+
+// statusClass is the code label of a status: "2xx", "4xx", …
+func statusClass(status int) string {
+	switch status / 100 {
+	case 1:
+		return "1xx"
+	case 2:
+		return "2xx"
+	case 3:
+		return "3xx"
+	case 4:
+		return "4xx"
+	case 5:
+		return "5xx"
+	}
+	return strconv.Itoa(status/100) + "xx"
 }
 
 // methodLabel bounds the method label to the standard methods: a client chooses the

@@ -27,6 +27,13 @@ func TestSplitBody(t *testing.T) {
 	}{
 		{"one object", "application/json", `{"a":1}`, []string{`{"a":1}`}, ""},
 		{"pretty object", "application/json", "{\n  \"a\": 1,\n  \"b\": [1,\n 2]\n}\n", []string{"{\n  \"a\": 1,\n  \"b\": [1,\n 2]\n}"}, ""},
+		{"object with a trailing line break", "application/json", "{\"a\":1} \r\n\n", []string{`{"a":1}`}, ""},
+		{"one line that is not JSON is its record", "application/json", `{"a":1`, []string{`{"a":1`}, ""},
+		{"one line, no Content-Type", "", ` {"a":1}`, []string{`{"a":1}`}, ""},
+		{"pretty object, trailing spaces", "application/json; charset=utf-8", "{\n\"a\": 1\n}\n  \n", []string{"{\n\"a\": 1\n}"}, ""},
+		{"only unicode space", "application/json", "\u00a0", nil, ledger.CodeMalformed},
+		{"json lines with parameters", "application/jsonl; charset=utf-8", "{\"a\":1}\n{\"b\":2}", []string{`{"a":1}`, `{"b":2}`}, ""},
+		{"JSON Lines type in capitals", "Application/X-NDJSON", "{\n\"a\":1}", []string{"{", `"a":1}`}, ""},
 		{"array", "application/json", ` [{"a":1}, {"b":2} ] `, []string{`{"a":1}`, `{"b":2}`}, ""},
 		{"json lines", "application/jsonl", "{\"a\":1}\n\n{\"b\":2}\r\n{\"c\":3}", []string{`{"a":1}`, `{"b":2}`, `{"c":3}`}, ""},
 		{"ndjson sniffed", "application/json", "{\"a\":1}\n{\"b\":2}", []string{`{"a":1}`, `{"b":2}`}, ""},
