@@ -6,6 +6,8 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/evident-log/evident/api"
@@ -66,6 +68,27 @@ func TestIngestAnswerMatchesEncodingJSON(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestIngestAnswerKnowsEveryField: appendIngestResponse writes the fields it knows of; a
+// field added to api.IngestResponse or api.AcceptedEntry fails here until it writes that
+// one too (and the cases above give it a value).
+func TestIngestAnswerKnowsEveryField(t *testing.T) {
+	for _, tc := range []struct {
+		typ  reflect.Type
+		want []string
+	}{
+		{reflect.TypeFor[api.IngestResponse](), []string{"chain", "accepted", "size", "head"}},
+		{reflect.TypeFor[api.AcceptedEntry](), []string{"seq", "prev", "link", "arrival", "duplicate,omitempty"}},
+	} {
+		var got []string
+		for f := range tc.typ.Fields() {
+			got = append(got, f.Tag.Get("json"))
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s has the JSON fields %q; appendIngestResponse writes %q", tc.typ, got, tc.want)
+		}
 	}
 }
 
