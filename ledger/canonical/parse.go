@@ -416,7 +416,7 @@ var plain = func() (t [256]bool) {
 func (p *parser) str() (string, error) {
 	s := p.s
 	begin := p.pos + 1
-	i := begin
+	i := skipPlain(s, begin)
 	for i < len(s) {
 		c := s[i]
 		if plain[c] {
@@ -439,6 +439,33 @@ func (p *parser) str() (string, error) {
 		i += size
 	}
 	return "", newError(ErrSyntax, p.pos, "unterminated string")
+}
+
+// skipPlain returns the offset of the first byte from i on that is not plain, or a little
+// before it: it skips eight plain bytes at a time and leaves the rest to str's byte loop.
+func skipPlain(s string, i int) int {
+	for i+8 <= len(s) && plainWord(load64(s, i)) {
+		i += 8
+	}
+	return i
+}
+
+// load64 returns the eight bytes of s from i, the first in the lowest bits.
+func load64(s string, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+}
+
+// plainWord reports whether all eight bytes of x are plain: none is above 0x7f, below 0x20,
+// '"' or '\\'. When no byte has its top bit set, subtracting 0x20 from every byte borrows into
+// a top bit exactly when some byte is below 0x20, and subtracting 1 from x with '"' (or '\\')
+// xored out of every byte does so exactly when some byte was '"' (or '\\'): each test is
+// exact for whether such a byte exists, so a word of plain bytes is never missed or misread.
+func plainWord(x uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote, backslash := x^(ones*'"'), x^(ones*'\\')
+	return (x|(x-ones*0x20)|(quote-ones)|(backslash-ones))&highs == 0
 }
 
 // strSlow continues str from the first backslash at i, unescaping into p.buf.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -516,4 +517,41 @@ func TestJoinKeyRules(t *testing.T) {
 	}
 	c := newKeysChain(t)
 	runSteps(t, &c, steps)
+}
+
+// TestAdmissionVerifyHoldsNoRecord: an Admission's Verify, which a replay queues for its
+// signature workers, keeps neither the parsed record nor its value tree alive, and still
+// names the sender when the signature does not verify.
+func TestAdmissionVerifyHoldsNoRecord(t *testing.T) {
+	c := newKeysChain(t)
+	runSteps(t, &c, lifecycle()[:2])
+	m := msg(alice1.uri, 3)
+	signed(t, m, alice1)
+	m["to"] = "someone-else" // the signature no longer covers the envelope
+	r, err := Parse(raw(t, m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm, err := c.State.(*State).AdmitRecord(ledger.Position{Chain: c.ID, Head: c.Head, Seq: c.Size, Replay: true}, r)
+	if err != nil || adm.Verify == nil {
+		t.Fatalf("AdmitRecord = %+v, %v", adm, err)
+	}
+	collected := make(chan struct{})
+	runtime.AddCleanup(r, func(ch chan struct{}) { close(ch) }, collected)
+	r = nil
+	deadline := time.After(10 * time.Second)
+	for done := false; !done; {
+		runtime.GC()
+		select {
+		case <-collected:
+			done = true
+		case <-deadline:
+			t.Fatal("the parsed record is still reachable from its Admission's Verify")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	var re *ledger.RecordError
+	if err := adm.Verify(); !errors.As(err, &re) || re.Code != ledger.CodeBadSignature || !strings.Contains(err.Error(), alice1.uri) {
+		t.Fatalf("Verify of a tampered envelope = %v", err)
+	}
 }

@@ -123,14 +123,22 @@ func (s *State) AdmitRecord(at ledger.Position, r *Record) (*ledger.Admission, e
 		// that introduces the key of a pending workspace.create has a check too (the create's
 		// signature, Resolves), but no signature of its own: it stays unsigned.
 		adm.Signed = r.Sig != nil
-		adm.Verify = func() error {
-			if !check.Verify() {
-				return ledger.Refuse(ledger.CodeBadSignature, "ed25519 signature by %.80q key %.80q does not verify", r.From, check.Kid)
-			}
-			return check.VerifyPending()
-		}
+		adm.Verify = verifyFunc(check, r.From)
 	}
 	return adm, nil
+}
+
+// verifyFunc is an Admission's Verify: check's signature, then the pending creates it
+// resolves. It holds check and the sender's URI for its refusal, not the record: a replay
+// queues many of these for its signature workers, and the parsed record (its value tree)
+// need not live until a worker gets to it.
+func verifyFunc(check *SignatureCheck, from string) func() error {
+	return func() error {
+		if !check.Verify() {
+			return ledger.Refuse(ledger.CodeBadSignature, "ed25519 signature by %.80q key %.80q does not verify", from, check.Kid)
+		}
+		return check.VerifyPending()
+	}
 }
 
 // OwnHead returns the Coordinator's chain head after the last record when it differs from

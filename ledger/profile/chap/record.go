@@ -54,7 +54,12 @@ var strictBase64 = base64.StdEncoding.Strict()
 type Signature struct {
 	Kid   string
 	Value []byte
+
+	raw [ed25519.SignatureSize]byte // Value's storage when ParseSignature made it
 }
+
+// sigB64Len is the length of a 64-byte signature in standard base64 with padding.
+const sigB64Len = 88
 
 // ParseSignature parses a CHAP signature tag.
 func ParseSignature(tag string) (*Signature, error) {
@@ -67,6 +72,9 @@ func ParseSignature(tag string) (*Signature, error) {
 		return nil, errors.New(`signature tag must be "ed25519:<kid>:<base64>"`)
 	}
 	b64 := rest[i+1:]
+	if len(b64) == sigB64Len {
+		return parseSigValue(rest[:i], b64)
+	}
 	v, err := strictBase64.DecodeString(b64)
 	// The decoder skips \r and \n even in strict mode: require the one canonical spelling,
 	// so a signature tag cannot be varied without invalidating it.
@@ -78,6 +86,27 @@ func ParseSignature(tag string) (*Signature, error) {
 		return nil, errors.New("ed25519 signature must be 64 bytes")
 	}
 	return &Signature{Kid: rest[:i], Value: v}, nil
+}
+
+// parseSigValue is ParseSignature's end for a value of the one length a 64-byte signature
+// has in base64: decoded on the stack into the Signature's own array, so a signature costs
+// one allocation. It refuses what the general path refuses, with the same errors.
+func parseSigValue(kid, b64 string) (*Signature, error) {
+	var src [sigB64Len]byte
+	copy(src[:], b64)
+	var dec [sigB64Len / 4 * 3]byte
+	n, err := strictBase64.Decode(dec[:], src[:])
+	var spelled [sigB64Len]byte
+	if err != nil || string(base64.StdEncoding.AppendEncode(spelled[:0], dec[:n])) != b64 {
+		return nil, errors.New("signature value is not standard base64 with padding")
+	}
+	if n != ed25519.SignatureSize {
+		return nil, errors.New("ed25519 signature must be 64 bytes")
+	}
+	s := &Signature{Kid: kid}
+	copy(s.raw[:], dec[:n])
+	s.Value = s.raw[:]
+	return s, nil
 }
 
 // Tag renders the signature as "ed25519:<kid>:<base64>".

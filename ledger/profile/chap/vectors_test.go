@@ -3,10 +3,13 @@ package chap
 import (
 	"bytes"
 	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -287,5 +290,55 @@ func TestVectorRefusalRecord(t *testing.T) {
 	c3 := &ledger.Chain{ID: "wsp_other", Profile: Profile, Size: entry.Seq, Head: prev, Tree: ledger.NewTree(), State: st}
 	if _, err := c3.Append(v.Entry, time.Now()); codeOf(err) != ledger.CodeWrongChain {
 		t.Fatalf("refusal in another workspace: %v", err)
+	}
+}
+
+// TestParseSignatureUsualLength holds ParseSignature, on values of the 88 characters a 64-byte
+// signature takes (decoded on the stack), to the general decoding it had before: the same
+// refusals with the same errors, the same kid and value.
+func TestParseSignatureUsualLength(t *testing.T) {
+	general := func(tag string) (*Signature, error) {
+		kid, b64 := tag[len("ed25519:"):strings.LastIndexByte(tag, ':')], tag[strings.LastIndexByte(tag, ':')+1:]
+		v, err := strictBase64.DecodeString(b64)
+		if err != nil || base64.StdEncoding.EncodeToString(v) != b64 {
+			return nil, errors.New("signature value is not standard base64 with padding")
+		}
+		if len(v) != ed25519.SignatureSize {
+			return nil, errors.New("ed25519 signature must be 64 bytes")
+		}
+		return &Signature{Kid: kid, Value: v}, nil
+	}
+	b64 := loadVectors(t).Ed25519.ChapTag[len("ed25519:test-vector-rfc8032:"):]
+	values := []string{
+		b64,
+		b64[:85] + "B==",                   // non-zero trailing bits
+		b64[:40] + "\r\n" + b64[40:86],     // a line break the decoder would skip
+		b64[:40] + "\n\n" + b64[40:86],     // two of them
+		b64[:40] + "\n\n\n\n" + b64[40:84], // four, around 84 characters the decoder takes as 63 bytes
+		b64[:86] + "A=",                    // 65 bytes, one pad
+		b64[:84] + "A===",                  // a pad too many
+		b64[:87] + "A",                     // unpadded: 65 bytes
+		"-_" + b64[2:],                     // URL alphabet
+		b64[:20] + "=" + b64[21:],          // a pad inside
+		strings.Repeat("A", 86) + "==",     // zeros
+		strings.Repeat("/", 86) + "w=",     // top bits
+		b64[:43] + "\x00" + b64[44:],       // a NUL
+		b64[:43] + "é" + b64[45:],          // a two-byte rune
+		strings.Repeat("A", 84) + "AAA=",   // 66 bytes less one: 65
+		strings.Repeat("A", 84) + "AAAA",   // 66 bytes
+	}
+	for _, v := range values {
+		if len(v) != sigB64Len {
+			t.Fatalf("case %q is %d characters, not %d", v, len(v), sigB64Len)
+		}
+		tag := "ed25519:did:key:z6Mk:" + v
+		got, err := ParseSignature(tag)
+		want, wantErr := general(tag)
+		if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+			t.Fatalf("ParseSignature(%q): error %v, the general decoding's %v", tag, err, wantErr)
+		}
+		if err == nil && (got.Kid != want.Kid || !bytes.Equal(got.Value, want.Value) || got.Tag() != tag) {
+			t.Fatalf("ParseSignature(%q) = %q %x, the general decoding's %q %x", tag, got.Kid, got.Value, want.Kid, want.Value)
+		}
 	}
 }
