@@ -321,7 +321,9 @@ func TestGolden(t *testing.T) {
 }
 
 // TestChromiumMillionEntries opens the report of a 1,000,000-entry chain in headless Chromium
-// and reads back the DOM it built: it must render within a bound and hold the summary.
+// and reads back the DOM it built: it must render, and hold the summary. The bound only
+// catches a page that never finishes: Chromium takes 10–20 s alone and was killed at 60 s on
+// a 2-core machine busy with the race detector and fuzzers.
 func TestChromiumMillionEntries(t *testing.T) {
 	bin := chromium(t)
 	if testing.Short() {
@@ -332,7 +334,7 @@ func TestChromiumMillionEntries(t *testing.T) {
 	if err := os.WriteFile(page, render(t, synthetic(1_000_000, 10)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	const bound = 60 * time.Second
+	const bound = 3 * time.Minute
 	start := time.Now()
 	dom := runChromium(t, bin, dir, bound, "--dump-dom", "file://"+page)
 	took := time.Since(start)
