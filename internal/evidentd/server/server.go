@@ -149,18 +149,7 @@ func hasKeys(s *Server) bool      { return s.c.SCITT != nil && s.c.SCITT.Keys !=
 
 // New returns the HTTP handler of evidentd.
 func New(c Config) *Server {
-	if c.MaxBody == 0 {
-		c.MaxBody = DefaultMaxBody
-	}
-	if c.MaxBatch == 0 {
-		c.MaxBatch = DefaultMaxBatch
-	}
-	if c.SealTimeout == 0 {
-		c.SealTimeout = DefaultSealTimeout
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.defaults()
 	var keys *scitt.KeyRing
 	if c.SCITT != nil {
 		keys = c.SCITT.Keys
@@ -176,6 +165,23 @@ func New(c Config) *Server {
 	}
 	s.handler = s.observe(s.mux)
 	return s
+}
+
+// defaults fills in the bounds and logger left unset; a batch bound below one record is
+// unset too (splitBody would refuse every body with it).
+func (c *Config) defaults() {
+	if c.MaxBody == 0 {
+		c.MaxBody = DefaultMaxBody
+	}
+	if c.MaxBatch < 1 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.SealTimeout == 0 {
+		c.SealTimeout = DefaultSealTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
 }
 
 // ServeHTTP implements http.Handler.

@@ -188,3 +188,14 @@ func TestReadyzStoreFailed(t *testing.T) {
 		t.Fatalf("%d %+v", w.Code, p)
 	}
 }
+
+// TestNewMaxBatch: a batch bound below one record means the default, as 0 does (splitBody
+// would otherwise refuse every body, one record included).
+func TestNewMaxBatch(t *testing.T) {
+	for _, tc := range []struct{ in, want int }{{0, DefaultMaxBatch}, {-3, DefaultMaxBatch}, {1, 1}, {250, 250}} {
+		c := Config{MaxBatch: tc.in}
+		if c.defaults(); c.MaxBatch != tc.want {
+			t.Errorf("MaxBatch %d: the server bounds batches at %d, want %d", tc.in, c.MaxBatch, tc.want)
+		}
+	}
+}

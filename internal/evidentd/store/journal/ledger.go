@@ -46,8 +46,8 @@ type Options struct {
 	// 64 MiB). A segment is deleted once the store holds all of it.
 	SegmentBytes int64
 	// MaxPending and MaxPendingBytes bound the entries journaled but not yet in the store,
-	// in number (default 65,536) and in the bytes of their frames (default 256 MiB): past
-	// either, commits wait for them to be folded in.
+	// in number (default 65,536) and in the memory their frames are kept in (default
+	// 256 MiB): past either, commits wait for them to be folded in.
 	MaxPending      int
 	MaxPendingBytes int
 	// Gather is how long the indexer lets frames gather before folding them in, unless
@@ -99,7 +99,7 @@ type Ledger struct {
 	frames  []pending
 	chains  map[string]*overlaid
 	entries int // entries in frames
-	bytes   int // bytes of their payloads
+	bytes   int // bytes of their payloads' buffers (capacity: what they hold in memory)
 	// Under ov too: the sizes of chains the overlay no longer holds, and record ids known
 	// to be unused in a chain at a size.
 	sizes  sizeCache
@@ -561,7 +561,7 @@ func (l *Ledger) overlay(n uint64, payload []byte, batches []store.Batch) {
 	}
 	l.frames = append(l.frames, pending{n: n, payload: payload, entries: count})
 	l.entries += count
-	l.bytes += len(payload)
+	l.bytes += cap(payload) // the frame's buffer as kept, its spare room included
 }
 
 // index is the indexer: it folds journaled frames into the store until ctx ends.
@@ -672,7 +672,7 @@ func (l *Ledger) applyNext(ctx context.Context, target uint64) error {
 	}
 	l.entries -= count
 	for _, f := range take {
-		l.bytes -= len(f.payload)
+		l.bytes -= cap(f.payload)
 	}
 	for _, b := range all {
 		oc := l.chains[b.Chain.ID]
