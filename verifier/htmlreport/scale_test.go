@@ -322,7 +322,7 @@ func TestGolden(t *testing.T) {
 
 // TestChromiumMillionEntries opens the report of a 1,000,000-entry chain in headless Chromium
 // and reads back the DOM it built: it must render, and hold the summary. The bound only
-// catches a page that never finishes: Chromium takes 10–20 s alone and was killed at 60 s on
+// catches a page that never finishes: Chromium takes about 8 s alone and was killed at 60 s on
 // a 2-core machine busy with the race detector and fuzzers.
 func TestChromiumMillionEntries(t *testing.T) {
 	bin := chromium(t)
