@@ -230,16 +230,22 @@ func (sc lineScanner) skipString(i int) (int, error) {
 }
 
 // skipCleanString is skipString from just after the opening quote for a line without
-// control characters: it jumps from backslash to backslash up to the closing quote.
+// control characters: it jumps from backslash to backslash up to the closing quote. The
+// next quote is looked for again only once an escape has consumed it, so a string of many
+// escapes is walked once, not once per escape.
 func skipCleanString(b []byte, j int) (int, error) {
+	q := -1 // the next quote at or after j, once found
 	for j < len(b) {
-		q := bytes.IndexByte(b[j:], '"')
-		if q < 0 {
-			break
+		if q < j {
+			n := bytes.IndexByte(b[j:], '"')
+			if n < 0 {
+				break
+			}
+			q = j + n
 		}
-		esc := bytes.IndexByte(b[j:j+q], '\\')
+		esc := bytes.IndexByte(b[j:q], '\\')
 		if esc < 0 {
-			return j + q + 1, nil
+			return q + 1, nil
 		}
 		j += esc + 2 // the backslash and the byte it escapes
 	}

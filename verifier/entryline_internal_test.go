@@ -3,6 +3,7 @@ package verifier
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/evident-log/evident/verifier/internal/testbundle"
@@ -35,8 +36,11 @@ func TestSkipStringClean(t *testing.T) {
 	for _, s := range []string{
 		`""`, `"a"`, `"abc" `, `"a\"b"`, `"a\\"`, `"a\\\"b"x"`, `"\\\\"`, `"\u0041"`, `"é\"ü"`,
 		`"`, `"abc`, `"a\"`, `"a\`, `"\\\"`, `x"a"`, ``,
+		// Many escapes before the closing quote, and escaped quotes among them.
+		`"` + strings.Repeat(`\n`, 5000) + `"`, `"` + strings.Repeat(`a\"`, 3000) + `b"`,
+		`"` + strings.Repeat(`\\`, 4000) + `\"x"`, `"` + strings.Repeat(`\n`, 5000),
 	} {
-		t.Run(fmt.Sprintf("%q", s), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%.40q", s), func(t *testing.T) {
 			b := []byte(s)
 			if hasControl(b) {
 				t.Fatal("test string has a control character")
@@ -47,6 +51,17 @@ func TestSkipStringClean(t *testing.T) {
 				t.Fatalf("clean: %d, %v; byte scan: %d, %v", gotEnd, gotErr, wantEnd, wantErr)
 			}
 		})
+	}
+}
+
+// BenchmarkSkipStringEscapes skips a 512 KiB string of escapes on a clean line: the time
+// grows with the string's length, not with its length times its escapes.
+func BenchmarkSkipStringEscapes(b *testing.B) {
+	line := []byte(`"` + strings.Repeat(`\n`, 256<<10) + `"`)
+	for b.Loop() {
+		if end, err := (lineScanner{b: line, clean: true}).skipString(0); err != nil || end != len(line) {
+			b.Fatal(end, err)
+		}
 	}
 }
 
