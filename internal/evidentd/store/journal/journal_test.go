@@ -668,6 +668,24 @@ func TestCreatedKept(t *testing.T) {
 	if d := c2.Created.Sub(c.Created); d < -time.Millisecond || d > time.Millisecond {
 		t.Fatalf("created %v from the journal after a second batch, %v before", c2.Created, c.Created)
 	}
+	// A commit of the chain's state alone, which (like ingest's) names no creation time,
+	// does not make a later batch lose it.
+	state := *b2.Chain
+	state.Created = time.Time{}
+	if err := l2.Commit(ctx, &state, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	b3 := batch("a", 2, b2.Chain.Head, 1)
+	if err := l2.Commit(ctx, b3.Chain, 2, b3.Entries); err != nil {
+		t.Fatal(err)
+	}
+	c3, err := l2.LoadChain(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := c3.Created.Sub(c.Created); d < -time.Millisecond || d > time.Millisecond {
+		t.Fatalf("created %v after a state-only commit and a batch, %v before", c3.Created, c.Created)
+	}
 }
 
 // TestAppendFailureStopsCommits: once an append fails (here the next segment cannot be

@@ -135,9 +135,14 @@ func (c *sizeCache) get(id string) (cachedChain, bool) {
 	return v, ok
 }
 
+// put remembers the chain's size and creation time; a zero time (a commit of the chain's
+// state alone names none) keeps the one remembered, which never changes.
 func (c *sizeCache) put(id string, size uint64, created time.Time) {
 	if *c == nil || len(*c) >= maxCachedSizes {
 		*c = sizeCache{}
+	}
+	if old, ok := (*c)[id]; ok && created.IsZero() {
+		created = old.created
 	}
 	(*c)[id] = cachedChain{size, created}
 }
@@ -313,11 +318,11 @@ func (l *Ledger) CommitGroup(ctx context.Context, batches []store.Batch) []error
 	}
 	// Each batch on its own, then what the store holds of all of them, in one lookup.
 	var ok []int
-	seen := map[string]int{}
+	seen := map[string]bool{}
 	for i, b := range batches {
 		id := b.Chain.ID
 		var err error
-		if _, twice := seen[id]; twice {
+		if seen[id] {
 			err = fmt.Errorf("chain %q twice in one group: %w", id, store.ErrConflict)
 		} else if len(b.Entries) == 0 {
 			// No entry to journal: the chain's state alone, written through.
@@ -336,7 +341,7 @@ func (l *Ledger) CommitGroup(ctx context.Context, batches []store.Batch) []error
 			errs[i] = fmt.Errorf("commit chain %q: %w", id, err)
 			continue
 		}
-		seen[id] = i
+		seen[id] = true
 		if len(b.Entries) > 0 {
 			ok = append(ok, i)
 		}
