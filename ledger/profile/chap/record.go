@@ -78,7 +78,7 @@ func ParseSignature(tag string) (*Signature, error) {
 	v, err := strictBase64.DecodeString(b64)
 	// The decoder skips \r and \n even in strict mode: require the one canonical spelling,
 	// so a signature tag cannot be varied without invalidating it.
-	var spelled [88]byte // a 64-byte signature in standard base64
+	var spelled [sigB64Len]byte // room for a 64-byte signature in standard base64
 	if err != nil || string(base64.StdEncoding.AppendEncode(spelled[:0], v)) != b64 {
 		return nil, errors.New("signature value is not standard base64 with padding")
 	}
