@@ -2,10 +2,8 @@ package journal
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,23 +12,17 @@ import (
 	"sync"
 
 	"github.com/evident-log/evident/internal/durable"
+	"github.com/evident-log/evident/internal/evidentd/store/frame"
 )
 
 // The journal's files are segments in one directory, named by a number that grows with
-// each new segment (segmentName). A segment begins with segmentMagic; then come frames,
-// each a 12-byte header — the payload's length, the CRC-32C (Castagnoli) of those 4 bytes,
-// the CRC-32C of the payload, all little endian — and the payload. A frame is appended with
-// one write and fsynced before Append returns; a segment is closed (never written again)
-// once it holds segmentBytes.
-const (
-	segmentMagic = "EVJRNL1\n"
-	frameHeader  = 12
-	// maxFrame bounds a frame's payload: a group commit holds at most a few thousand
-	// records, each far below it.
-	maxFrame = 1 << 30
-)
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// each new segment (segmentName). A segment begins with segmentMagic; then come frames
+// (package frame: a 12-byte header of the payload's length and CRC-32Cs, then the
+// payload). A frame is appended with one write and fsynced before Append returns; a
+// segment is closed (never written again) once it holds segmentBytes. A frame's payload is
+// at most frame.MaxPayload: a group commit holds at most a few thousand records, each far
+// below it.
+const segmentMagic = "EVJRNL1\n"
 
 // segmentName is the file name of segment n.
 func segmentName(n uint64) string { return fmt.Sprintf("%016d.seg", n) }
@@ -145,7 +137,7 @@ func readSegment(data []byte, last bool) (payloads [][]byte, end int, err error)
 	}
 	off := len(segmentMagic)
 	for off < len(data) {
-		p, ok := frameAt(data[off:])
+		p, ok := frame.Parse(data[off:])
 		if !ok {
 			if last && !anyFrameAfter(data, off+1) {
 				return payloads, off, nil // torn
@@ -153,34 +145,17 @@ func readSegment(data []byte, last bool) (payloads [][]byte, end int, err error)
 			return nil, 0, fmt.Errorf("%w: bad frame at byte %d", ErrCorrupt, off)
 		}
 		payloads = append(payloads, p)
-		off += frameHeader + len(p)
+		off += frame.Header + len(p)
 	}
 	return payloads, off, nil
-}
-
-// frameAt returns the payload of the frame b begins with, if a whole frame that checks is
-// there.
-func frameAt(b []byte) ([]byte, bool) {
-	if len(b) < frameHeader {
-		return nil, false
-	}
-	n := binary.LittleEndian.Uint32(b)
-	if crc32.Checksum(b[:4], castagnoli) != binary.LittleEndian.Uint32(b[4:]) || n == 0 || n > maxFrame || uint64(n) > uint64(len(b)-frameHeader) {
-		return nil, false
-	}
-	p := b[frameHeader : frameHeader+int(n)]
-	if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(b[8:]) {
-		return nil, false
-	}
-	return p[:n:n], true
 }
 
 // anyFrameAfter reports whether a frame that checks begins anywhere in data from byte
 // from on: if so, a bad frame before it is not a torn tail, since frames are fsynced one
 // after the other.
 func anyFrameAfter(data []byte, from int) bool {
-	for i := from; i+frameHeader <= len(data); i++ {
-		if _, ok := frameAt(data[i:]); ok {
+	for i := from; i+frame.Header <= len(data); i++ {
+		if _, ok := frame.Parse(data[i:]); ok {
 			return true
 		}
 	}
@@ -238,7 +213,7 @@ func (l *Log) create(n uint64) error {
 // Append writes payload as the next frame, durably (fsync), and returns its number. After
 // a failed write or fsync every Append fails: what the file then holds is not known.
 func (l *Log) Append(payload []byte) (uint64, error) {
-	if len(payload) == 0 || len(payload) > maxFrame {
+	if len(payload) == 0 || len(payload) > frame.MaxPayload {
 		return 0, fmt.Errorf("journal: a frame of %d bytes", len(payload))
 	}
 	l.mu.Lock()
@@ -254,10 +229,7 @@ func (l *Log) Append(payload []byte) (uint64, error) {
 			return 0, err
 		}
 	}
-	l.buf = binary.LittleEndian.AppendUint32(l.buf[:0], uint32(len(payload)))
-	l.buf = binary.LittleEndian.AppendUint32(l.buf, crc32.Checksum(l.buf[:4], castagnoli))
-	l.buf = binary.LittleEndian.AppendUint32(l.buf, crc32.Checksum(payload, castagnoli))
-	l.buf = append(l.buf, payload...)
+	l.buf = frame.Append(l.buf[:0], payload)
 	if _, err := l.f.Write(l.buf); err != nil {
 		l.broken = fmt.Errorf("journal: write failed, no more appends until restart: %w", err)
 		return 0, l.broken
@@ -269,7 +241,7 @@ func (l *Log) Append(payload []byte) (uint64, error) {
 	if cap(l.buf) > 4<<20 {
 		l.buf = nil // do not keep one large group's buffer
 	}
-	l.size += int64(frameHeader + len(payload))
+	l.size += int64(frame.Header + len(payload))
 	l.frames++
 	l.segs[len(l.segs)-1].last = l.frames
 	return l.frames, nil
