@@ -17,10 +17,14 @@ func BenchmarkCommitGroup(b *testing.B) {
 	benchGroups(b, 64, 1, false)
 }
 
-// BenchmarkFold is folding journaled frames into SQLite: each op journals a group of 64
-// chains × 20 entries and folds it (one transaction), timed alone.
+// BenchmarkFold is folding journaled frames into SQLite: each op journals a group of
+// chains × entries of about 450 bytes (a CHAP envelope's size) and folds it (one
+// transaction), timed alone: 64 Coordinators sending a few envelopes between two folds, or
+// twenty, 16 sending batches, one sending large ones.
 func BenchmarkFold(b *testing.B) {
-	benchGroups(b, 64, 20, true)
+	for _, c := range []struct{ chains, per int }{{64, 5}, {64, 20}, {16, 500}, {1, 1000}} {
+		b.Run(fmt.Sprintf("%dx%d", c.chains, c.per), func(b *testing.B) { benchGroups(b, c.chains, c.per, true) })
+	}
 }
 
 // benchGroups commits groups of chains batches of per entries each; with fold, only the
@@ -42,7 +46,7 @@ func benchGroups(b *testing.B, chains, per int, fold bool) {
 		clk := benchutil.StartCPU()
 		group := make([]store.Batch, chains)
 		for c := range chains {
-			group[c] = batch(fmt.Sprintf("wsp_%04d", c), sizes[c], heads[c], per)
+			group[c] = paddedBatch(fmt.Sprintf("wsp_%04d", c), sizes[c], heads[c], per, 400)
 		}
 		for i, err := range l.CommitGroup(ctx, group) {
 			if err != nil {

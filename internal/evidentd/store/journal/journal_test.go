@@ -27,11 +27,19 @@ var t0 = time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
 // batch returns the batch adding n entries to chain, which holds size entries ending at
 // head.
 func batch(chain string, size uint64, head ledger.Link, n int) store.Batch {
+	return paddedBatch(chain, size, head, n, 0)
+}
+
+// paddedBatch is batch with records padded by pad bytes (a CHAP envelope is about 450).
+func paddedBatch(chain string, size uint64, head ledger.Link, n, pad int) store.Batch {
 	var es []store.Entry
 	prev := head
 	for i := range n {
 		seq := size + uint64(i)
 		rec := fmt.Appendf(nil, `{"chain":%q,"seq":%d}`, chain, seq)
+		if pad > 0 {
+			rec = fmt.Appendf(rec[:len(rec)-1], `,"pad":%q}`, strings.Repeat("x", pad))
+		}
 		l := ledger.NextLink(rec, prev)
 		e := store.Entry{Chain: chain, Seq: seq, Prev: prev, Link: l, Arrival: t0.Add(time.Duration(seq) * time.Millisecond), Record: rec,
 			RecordID: fmt.Sprintf("%s-%d", chain, seq), Method: "task.update", Sender: "s", Signed: true,

@@ -24,6 +24,7 @@ var migrations = []migration{
 	{version: 3, name: "entry attributes (audit.read filters)", stmts: []string{entryAttrsSchema}},
 	{version: 4, name: "entry metadata and evidence heads (Coordinator audit entries)", stmts: []string{entryMetaSchema}},
 	{version: 5, name: "claims on log entries (one statement, one log index)", stmts: []string{logClaimsSchema}},
+	{version: 6, name: "records in the record file beside the database", stmts: []string{recordFileSchema}},
 }
 
 // migrate brings the database from its PRAGMA user_version up to the last migration.

@@ -120,3 +120,18 @@ CREATE TABLE IF NOT EXISTS log_claims (
 	log_index INTEGER
 ) WITHOUT ROWID;
 `
+
+// recordFileSchema is migration 6: the entries' record bytes move out of the database into
+// the record file beside it (package recordfile). A row written from then on holds an
+// empty record and the record's place in the file (rec_off, rec_len); a row written
+// before keeps its record, and NULL places. record_file holds the one number the file's
+// writers go by: how many bytes of it (past its magic) the database holds.
+const recordFileSchema = `
+ALTER TABLE entries ADD COLUMN rec_off INTEGER;
+ALTER TABLE entries ADD COLUMN rec_len INTEGER;
+CREATE TABLE IF NOT EXISTS record_file (
+	id INTEGER PRIMARY KEY CHECK (id = 1),
+	size INTEGER NOT NULL
+);
+INSERT INTO record_file (id, size) VALUES (1, 0);
+`

@@ -1,6 +1,8 @@
 // Package sqlite is the embedded ledger store: one SQLite database file in the data
 // directory (modernc.org/sqlite, pure Go, no cgo), in WAL mode with synchronous=FULL so a
-// commit is on disk before Commit returns.
+// commit is on disk before Commit returns, and beside it the record file holding the
+// entries' record bytes (package recordfile, "ledger.db.records" beside "ledger.db"),
+// fsynced before the commit that names them.
 package sqlite
 
 import (
@@ -11,6 +13,7 @@ import (
 	"net/url"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/internal/evidentd/store/recordfile"
 	"github.com/evident-log/evident/internal/evidentd/store/sqlstore"
 
 	"modernc.org/sqlite" // registers the "sqlite" driver
@@ -21,7 +24,8 @@ import (
 // file, written through a single connection and read through a small pool.
 type Store struct {
 	*sqlstore.Store
-	w *sql.DB // the single writer connection
+	w    *sql.DB          // the single writer connection
+	recs *recordfile.File // the entries' records (records.go)
 }
 
 var (
@@ -33,8 +37,9 @@ var (
 
 // dialect is the SQL of this package's tables (schema.go). Write transactions begin
 // IMMEDIATE, so they need no row locks: one writer at a time holds the whole database.
-func dialect() sqlstore.Dialect {
+func dialect(recs *recordfile.File) sqlstore.Dialect {
 	return sqlstore.Dialect{
+		Records: records{recs},
 		Tables: sqlstore.Tables{
 			Chains:        "chains",
 			Entries:       "entries",
@@ -47,6 +52,7 @@ func dialect() sqlstore.Dialect {
 			Claims:        "log_claims",
 		},
 		InsertIgnore:    "INSERT OR IGNORE",
+		InsertOrAbort:   "INSERT OR ROLLBACK",
 		OnTakenID:       " ON CONFLICT(id) DO NOTHING",
 		CreatedText:     true,
 		ForkOrder:       "rowid",
@@ -92,15 +98,29 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
+	kept, err := keptSize(ctx, w)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open ledger store: %w", err)
+	}
+	recs, err := recordfile.Open(recordfile.PathFor(path), kept)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open ledger store: %w", err)
+	}
 	r, err := sql.Open("sqlite", dsn+"&mode=ro")
 	if err != nil {
 		w.Close()
+		recs.Close()
 		return nil, fmt.Errorf("open ledger store readers: %w", err)
 	}
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4) // keep them: a new connection opens the file again and prepares every kept statement anew
-	return &Store{Store: sqlstore.New(dialect(), w, r), w: w}, nil
+	return &Store{Store: sqlstore.New(dialect(recs), w, r), w: w, recs: recs}, nil
 }
+
+// Close closes the database and the record file.
+func (s *Store) Close() error { return errors.Join(s.Store.Close(), s.recs.Close()) }
 
 // Registered implements store.RegistrationLister, in log order.
 func (s *Store) Registered(ctx context.Context, kind, issuer string) ([]store.Registration, error) {

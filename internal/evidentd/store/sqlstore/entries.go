@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/internal/evidentd/store/recordfile"
 )
 
 // insertRows and insertBytes bound one multi-row INSERT: in rows, and in record bytes so a
@@ -30,7 +31,22 @@ func batchLen(es []store.Entry) int {
 // insertEntries writes es in one INSERT inside tx; a taken seq, link or record id is
 // store.ErrConflict.
 func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, es []store.Entry) error {
-	const cols = 11
+	cols := 11
+	head := s.d.InsertOrAbort + ` INTO ` + s.d.Tables.Entries + ` (chain, seq, prev, link, arrival, record, record_id, method, sender, ts, signed`
+	var places []recordfile.Place
+	if s.d.Records != nil {
+		recs := make([][]byte, len(es))
+		for i := range es {
+			recs[i] = es[i].Record
+		}
+		var err error
+		if places, err = s.d.Records.Put(ctx, tx, recs); err != nil {
+			return fmt.Errorf("%d entries from %q seq %d: %w", len(es), es[0].Chain, es[0].Seq, err)
+		}
+		cols += 2
+		head += `, rec_off, rec_len`
+	}
+	head += `)`
 	args := make([]any, 0, cols*len(es))
 	size := 0
 	for i := range es {
@@ -42,10 +58,14 @@ func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, es []store.Entry)
 		if !e.TS.IsZero() {
 			ts = ms(e.TS)
 		}
-		args = append(args, e.Chain, e.Seq, e.Prev[:], e.Link[:], ms(e.Arrival), e.Record, rid, e.Method, e.Sender, ts, e.Signed)
-		size += len(e.Record)
+		if places == nil {
+			args = append(args, e.Chain, e.Seq, e.Prev[:], e.Link[:], ms(e.Arrival), e.Record, rid, e.Method, e.Sender, ts, e.Signed)
+			size += len(e.Record)
+			continue
+		}
+		args = append(args, e.Chain, e.Seq, e.Prev[:], e.Link[:], ms(e.Arrival), []byte{}, rid, e.Method, e.Sender, ts, e.Signed, places[i].Off, places[i].Len)
+		size += 64
 	}
-	head := `INSERT INTO ` + s.d.Tables.Entries + ` (chain, seq, prev, link, arrival, record, record_id, method, sender, ts, signed)`
 	if err := s.insertRows(ctx, tx, head, cols, args, size); err != nil {
 		return fmt.Errorf("%d entries from %q seq %d on: %w", len(es), es[0].Chain, es[0].Seq, s.conflict(err))
 	}
@@ -75,10 +95,14 @@ func execSized(ctx context.Context, tx *sql.Tx, size int, q string, args []any) 
 }
 
 // entriesQuery returns the SELECT answering Entries(chain, f), so a filter means the same
-// thing on every dialect. Times are Unix milliseconds.
-func entriesQuery(t Tables, chain string, f store.Filter) (string, []any) {
-	q := `SELECT e.seq, e.prev, e.link, e.arrival, e.record, e.record_id, e.method, e.sender, e.ts, e.signed, m.meta FROM ` + t.Entries +
-		` e LEFT JOIN ` + t.Meta + ` m ON m.chain=e.chain AND m.seq=e.seq WHERE e.chain=? AND e.seq>=?`
+// thing on every dialect; with places, it also selects the records' places in the record
+// file (Dialect.Records). Times are Unix milliseconds.
+func entriesQuery(t Tables, chain string, f store.Filter, places bool) (string, []any) {
+	q := `SELECT e.seq, e.prev, e.link, e.arrival, e.record, e.record_id, e.method, e.sender, e.ts, e.signed, m.meta`
+	if places {
+		q += `, e.rec_off, e.rec_len`
+	}
+	q += ` FROM ` + t.Entries + ` e LEFT JOIN ` + t.Meta + ` m ON m.chain=e.chain AND m.seq=e.seq WHERE e.chain=? AND e.seq>=?`
 	args := []any{chain, f.From}
 	if f.Method != "" {
 		q += ` AND e.method=?`
@@ -110,18 +134,29 @@ func entriesQuery(t Tables, chain string, f store.Filter) (string, []any) {
 	return q, args
 }
 
-// scanEntries reads the rows of an entriesQuery (without attributes) and closes them.
-func scanEntries(rows *sql.Rows, chain string) ([]store.Entry, error) {
+// scanEntries reads the rows of an entriesQuery (without attributes) and closes them,
+// then the records kept in the record file.
+func (s *Store) scanEntries(rows *sql.Rows, chain string) ([]store.Entry, error) {
 	defer rows.Close()
 	var out []store.Entry
+	var places []recordfile.Place
+	var kept []int // the indexes in out of the entries whose records are in places
 	for rows.Next() {
 		e := store.Entry{Chain: chain}
 		var prev, link []byte
 		var arrival int64
 		var rid sql.NullString
-		var ts sql.NullInt64
-		if err := rows.Scan(&e.Seq, &prev, &link, &arrival, &e.Record, &rid, &e.Method, &e.Sender, &ts, &e.Signed, &e.Meta); err != nil {
+		var ts, off, n sql.NullInt64
+		dest := []any{&e.Seq, &prev, &link, &arrival, &e.Record, &rid, &e.Method, &e.Sender, &ts, &e.Signed, &e.Meta}
+		if s.d.Records != nil {
+			dest = append(dest, &off, &n)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("entries of %q: %w", chain, err)
+		}
+		if off.Valid { // else the record is in the table: stored before the record file
+			places = append(places, recordfile.Place{Off: off.Int64, Len: int(n.Int64)})
+			kept = append(kept, len(out))
 		}
 		copy(e.Prev[:], prev)
 		copy(e.Link[:], link)
@@ -134,6 +169,15 @@ func scanEntries(rows *sql.Rows, chain string) ([]store.Entry, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("entries of %q: %w", chain, err)
+	}
+	if len(places) > 0 {
+		recs, err := s.d.Records.Get(places)
+		if err != nil {
+			return nil, fmt.Errorf("entries of %q: %w", chain, err)
+		}
+		for i, k := range kept {
+			out[k].Record = recs[i]
+		}
 	}
 	return out, nil
 }
@@ -148,7 +192,7 @@ func (s *Store) insertMeta(ctx context.Context, tx *sql.Tx, es []store.Entry) er
 			size += len(es[i].Meta)
 		}
 	}
-	if err := s.insertRows(ctx, tx, `INSERT INTO `+s.d.Tables.Meta+` (chain, seq, meta)`, 3, args, size); err != nil {
+	if err := s.insertRows(ctx, tx, s.d.InsertOrAbort+` INTO `+s.d.Tables.Meta+` (chain, seq, meta)`, 3, args, size); err != nil {
 		return fmt.Errorf("entry metadata: %w", s.conflict(err))
 	}
 	return nil

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/internal/evidentd/store/recordfile"
 	"github.com/evident-log/evident/ledger"
 )
 
@@ -46,6 +47,11 @@ type Dialect struct {
 	// InsertIgnore begins an INSERT whose rows colliding with a unique key are skipped:
 	// "INSERT OR IGNORE" (SQLite) or "INSERT IGNORE" (MySQL).
 	InsertIgnore string
+	// InsertOrAbort begins an INSERT of several rows inside a larger transaction that, when
+	// a row collides with a unique key, fails the whole transaction (which is then rolled
+	// back): "INSERT OR ROLLBACK" (SQLite, which then keeps no statement journal to undo the
+	// statement alone; the unique-key error is reported as ever), or "INSERT" (MySQL).
+	InsertOrAbort string
 	// OnTakenID ends the INSERT of a new chain so that, when a chain with that id exists,
 	// the statement writes nothing and counts no affected row, and where rows are locked
 	// locks the existing row for update: " ON CONFLICT(id) DO NOTHING" (SQLite) or
@@ -70,6 +76,23 @@ type Dialect struct {
 	// Conflict returns err wrapping store.ErrConflict when it means that a concurrent
 	// writer got there first (a unique key taken, a deadlock); other errors unchanged.
 	Conflict func(err error) error
+	// Records, when set, keeps the entries' record bytes outside the database (the
+	// embedded store's record file): the entries table then holds each record's place in
+	// columns rec_off and rec_len, and an empty record. Nil keeps records in the table.
+	Records Records
+}
+
+// Records keeps entries' record bytes outside the database, in a file whose kept size the
+// database holds (package recordfile).
+type Records interface {
+	// Put writes recs inside the write transaction tx, after the bytes tx's database says
+	// the file holds, and stores the new size in tx. They are durable once Sync returns,
+	// which the transaction's commit waits for.
+	Put(ctx context.Context, tx *sql.Tx, recs [][]byte) ([]recordfile.Place, error)
+	// Sync makes what Put wrote durable.
+	Sync() error
+	// Get reads the records at places.
+	Get(places []recordfile.Place) ([][]byte, error)
 }
 
 // Store is the ledger store on one SQL database.
@@ -86,6 +109,9 @@ type Store struct {
 func New(d Dialect, w, r *sql.DB) *Store {
 	if d.Conflict == nil {
 		d.Conflict = func(err error) error { return err }
+	}
+	if d.InsertOrAbort == "" {
+		d.InsertOrAbort = "INSERT"
 	}
 	return &Store{d: d, w: w, r: r}
 }
@@ -136,6 +162,12 @@ func (s *Store) runTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if err := fn(tx); err != nil {
 		tx.Rollback()
 		return err
+	}
+	if s.d.Records != nil { // the records the transaction names are on disk before it commits
+		if err := s.d.Records.Sync(); err != nil {
+			tx.Rollback()
+			return err
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", s.conflict(err))
@@ -366,12 +398,12 @@ func (s *Store) FindRecordIDs(ctx context.Context, chain string, ids []string) (
 
 // Entries implements store.Store.
 func (s *Store) Entries(ctx context.Context, chain string, f store.Filter) ([]store.Entry, error) {
-	q, args := entriesQuery(s.d.Tables, chain, f)
+	q, args := entriesQuery(s.d.Tables, chain, f, s.d.Records != nil)
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("entries of %q: %w", chain, err)
 	}
-	out, err := scanEntries(rows, chain)
+	out, err := s.scanEntries(rows, chain)
 	if err != nil {
 		return nil, err
 	}
