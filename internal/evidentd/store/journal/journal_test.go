@@ -529,6 +529,72 @@ func TestBatchShapeRefused(t *testing.T) {
 	checkChain(t, l, "a", 3, b.Chain.Head)
 }
 
+// TestLinkageRefused: a batch that does not follow its chain's head link by link is
+// refused with store.ErrConflict, whether the chain's state is in the overlay or only in
+// the store (folded, the journal reopened), and so is a batch reusing a link the store
+// holds, which the journal no longer looks up. Nothing refused is kept.
+func TestLinkageRefused(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l := open(t, dir, noFold)
+	first := batch("a", 0, ledger.Genesis, 3)
+	if err := l.Commit(ctx, first.Chain, 0, first.Entries); err != nil {
+		t.Fatal(err)
+	}
+	next := batch("a", 3, first.Chain.Head, 2)
+	cases := map[string]func(store.Batch) store.Batch{
+		"first entry not after the head": func(b store.Batch) store.Batch {
+			return batch("a", 3, first.Entries[1].Link, 2)
+		},
+		"a link not its record's": func(b store.Batch) store.Batch {
+			b.Entries = slices.Clone(b.Entries)
+			b.Entries[1].Link[0] ^= 1
+			c := *b.Chain
+			c.Head = b.Entries[1].Link
+			b.Chain = &c
+			return b
+		},
+		"an entry not after the one before it": func(b store.Batch) store.Batch {
+			b.Entries = slices.Clone(b.Entries)
+			b.Entries[1].Prev = first.Chain.Head
+			b.Entries[1].Link = ledger.NextLink(b.Entries[1].Record, b.Entries[1].Prev)
+			return b
+		},
+		"a link the chain holds": func(b store.Batch) store.Batch {
+			b.Entries = slices.Clone(b.Entries)
+			b.Entries[0].Link = first.Entries[2].Link
+			return b
+		},
+	}
+	refuseAll := func(when string) {
+		for name, bad := range cases {
+			x := bad(next)
+			if err := l.Commit(ctx, x.Chain, x.PrevSize, x.Entries); !errors.Is(err, store.ErrConflict) {
+				t.Errorf("%s, %s: %v, want ErrConflict", when, name, err)
+			}
+		}
+		wrongHead := next
+		c := *next.Chain
+		c.Head = first.Chain.Head
+		wrongHead.Chain = &c
+		if err := l.Commit(ctx, wrongHead.Chain, 3, wrongHead.Entries); err == nil {
+			t.Errorf("%s: a chain head that is not the last link: accepted", when)
+		}
+		checkChain(t, l, "a", 3, first.Chain.Head)
+	}
+	refuseAll("in the overlay")
+	if _, err := l.Chains(ctx); err != nil { // folds
+		t.Fatal(err)
+	}
+	l.Close()
+	l = open(t, dir, noFold)
+	refuseAll("in the store")
+	if err := l.Commit(ctx, next.Chain, 3, next.Entries); err != nil {
+		t.Fatal(err)
+	}
+	checkChain(t, l, "a", 5, next.Chain.Head)
+}
+
 // TestReadsWhileCommitting: reads that fold the journal while commits go on never fail
 // and always see at least what was acknowledged before them.
 func TestReadsWhileCommitting(t *testing.T) {

@@ -33,8 +33,6 @@ type Inner interface {
 	store.Store
 	// CommitAll commits every batch in one transaction: all of them, or none and an error.
 	CommitAll(ctx context.Context, batches []store.Batch) error
-	// UsedLinks returns, of keys, those whose chain holds the link, with the seq holding it.
-	UsedLinks(ctx context.Context, keys []store.ChainLink) (map[store.ChainLink]uint64, error)
 	// UsedRecordIDs returns, of keys, those whose chain holds an entry with the record id,
 	// with that entry's seq.
 	UsedRecordIDs(ctx context.Context, keys []store.ChainRecordID) (map[store.ChainRecordID]uint64, error)
@@ -118,13 +116,14 @@ type Ledger struct {
 	closeErr  error
 }
 
-// sizeCache remembers chains' sizes and creation times, so that a commit need not read its
-// chain from the store: the Ledger is its store's only writer, so what it wrote last is
-// what the store holds. It forgets everything when it holds maxCachedSizes chains.
+// sizeCache remembers chains' sizes, heads and creation times, so that a commit need not
+// read its chain from the store: the Ledger is its store's only writer, so what it wrote
+// last is what the store holds. It forgets everything when it holds maxCachedSizes chains.
 type sizeCache map[string]cachedChain
 
 type cachedChain struct {
 	size    uint64
+	head    ledger.Link
 	created time.Time
 }
 
@@ -135,16 +134,16 @@ func (c *sizeCache) get(id string) (cachedChain, bool) {
 	return v, ok
 }
 
-// put remembers the chain's size and creation time; a zero time (a commit of the chain's
-// state alone names none) keeps the one remembered, which never changes.
-func (c *sizeCache) put(id string, size uint64, created time.Time) {
+// put remembers the chain's size, head and creation time; a zero time (a commit of the
+// chain's state alone names none) keeps the one remembered, which never changes.
+func (c *sizeCache) put(id string, size uint64, head ledger.Link, created time.Time) {
 	if *c == nil || len(*c) >= maxCachedSizes {
 		*c = sizeCache{}
 	}
 	if old, ok := (*c)[id]; ok && created.IsZero() {
 		created = old.created
 	}
-	(*c)[id] = cachedChain{size, created}
+	(*c)[id] = cachedChain{size, head, created}
 }
 
 // absentCache remembers record ids that a lookup found unused in a chain, with the chain's
@@ -331,7 +330,7 @@ func (l *Ledger) CommitGroup(ctx context.Context, batches []store.Batch) []error
 			}
 			if err == nil {
 				l.ov.Lock()
-				l.sizes.put(id, b.Chain.Size, b.Chain.Created)
+				l.sizes.put(id, b.Chain.Size, b.Chain.Head, b.Chain.Created)
 				l.ov.Unlock()
 			}
 		} else {
@@ -404,21 +403,36 @@ func (l *Ledger) room(ctx context.Context) error {
 // knownSize returns the size of chain id as the overlay or the size cache know it; the
 // caller holds ov.
 func (l *Ledger) knownSize(id string) (uint64, bool) {
-	if oc := l.chains[id]; oc != nil {
-		return oc.rec.Size, true
-	}
-	cc, ok := l.sizes.get(id)
-	return cc.size, ok
+	size, _, ok := l.known(id)
+	return size, ok
 }
 
-// check returns nil when b may be committed as far as the chain's size, the batch itself
+// known returns the size and head of chain id as the overlay or the size cache know them;
+// the caller holds ov.
+func (l *Ledger) known(id string) (uint64, ledger.Link, bool) {
+	if oc := l.chains[id]; oc != nil {
+		return oc.rec.Size, oc.rec.Head, true
+	}
+	cc, ok := l.sizes.get(id)
+	return cc.size, cc.head, ok
+}
+
+// check returns nil when b may be committed as far as the chain's state, the batch itself
 // and the overlay tell: the chain is at b.PrevSize (absent when 0), the batch's entries are
-// its next ones (seqs from b.PrevSize on, b.Chain.Size after them), their links and record
-// ids distinct and not in the overlay. What the store holds is checkStored's.
+// its next ones (seqs from b.PrevSize on, b.Chain.Size after them), linked after its head
+// (each entry's Prev the link before it, the first's the chain's head; each Link the
+// ledger.NextLink of its Record after its Prev; b.Chain.Head the last Link), and their
+// record ids distinct and not in the overlay. What the store holds of the record ids is
+// checkStored's.
+//
+// Linked so, no link of the batch can be one the chain holds short of a SHA-256 collision:
+// a link equal to the link at seq k would make the head equal to the link at seq k-1, and
+// so on down to the genesis link. So links are not looked up in the store, as record ids
+// are; a link that is taken is refused here as one that does not follow its predecessor.
 func (l *Ledger) check(ctx context.Context, b store.Batch) error {
 	id := b.Chain.ID
 	l.ov.RLock()
-	size, exists := l.knownSize(id)
+	size, head, exists := l.known(id)
 	l.ov.RUnlock()
 	if !exists {
 		c, err := l.inner.LoadChain(ctx, id)
@@ -427,9 +441,9 @@ func (l *Ledger) check(ctx context.Context, b store.Batch) error {
 		case err != nil:
 			return err
 		default:
-			exists, size = true, c.Size
+			exists, size, head = true, c.Size, c.Head
 			l.ov.Lock()
-			l.sizes.put(id, c.Size, c.Created)
+			l.sizes.put(id, c.Size, c.Head, c.Created)
 			l.ov.Unlock()
 		}
 	}
@@ -442,23 +456,29 @@ func (l *Ledger) check(ctx context.Context, b store.Batch) error {
 	if want := b.PrevSize + uint64(len(b.Entries)); b.Chain.Size != want {
 		return fmt.Errorf("chain %q: %d entries from size %d make size %d, not %d", id, len(b.Entries), b.PrevSize, want, b.Chain.Size)
 	}
-	links := make(map[ledger.Link]bool, len(b.Entries))
 	rids := make(map[string]bool)
-	for i, e := range b.Entries {
+	prev := head
+	for i := range b.Entries {
+		e := &b.Entries[i]
 		switch {
 		case e.Chain != id:
 			return fmt.Errorf("an entry of chain %q in the batch of %q", e.Chain, id)
 		case e.Seq != b.PrevSize+uint64(i):
 			return fmt.Errorf("chain %q: entry %d of the batch has seq %d, want %d: %w", id, i, e.Seq, b.PrevSize+uint64(i), store.ErrConflict)
-		case links[e.Link]:
-			return fmt.Errorf("chain %q: link %s twice in the batch: %w", id, e.Link, store.ErrConflict)
+		case (exists || i > 0) && e.Prev != prev:
+			return fmt.Errorf("chain %q: entry at seq %d names predecessor %s, not the link before it, %s: %w", id, e.Seq, e.Prev, prev, store.ErrConflict)
+		case e.Link != ledger.NextLink(e.Record, e.Prev):
+			return fmt.Errorf("chain %q: entry at seq %d has link %s, not its record's link after its predecessor: %w", id, e.Seq, e.Link, store.ErrConflict)
 		case e.RecordID != "" && rids[e.RecordID]:
 			return fmt.Errorf("chain %q: record id %.80q twice in the batch: %w", id, e.RecordID, store.ErrConflict)
 		}
-		links[e.Link] = true
+		prev = e.Link
 		if e.RecordID != "" {
 			rids[e.RecordID] = true
 		}
+	}
+	if b.Chain.Head != prev {
+		return fmt.Errorf("chain %q: head %s is not the batch's last link %s", id, b.Chain.Head, prev)
 	}
 	l.ov.RLock()
 	defer l.ov.RUnlock()
@@ -477,14 +497,13 @@ func (l *Ledger) check(ctx context.Context, b store.Batch) error {
 	return nil
 }
 
-// checkStored refuses (in errs) those of batches[ok...] whose links or record ids the
-// inner store holds for their chain, looking all of them up at once. It runs after check:
-// an entry that a fold moves from the overlay to the store in between is in the store by
-// now. A chain without entries (b.PrevSize 0) has none to look up; neither has a record
-// id a lookup found unused at the chain's present size (absentCache). An error is the
-// lookup's.
+// checkStored refuses (in errs) those of batches[ok...] whose record ids the inner store
+// holds for their chain, looking all of them up at once (their links need no lookup:
+// check). It runs after check: an entry that a fold moves from the overlay to the store in
+// between is in the store by now. A chain without entries (b.PrevSize 0) has none to look
+// up; neither has a record id a lookup found unused at the chain's present size
+// (absentCache). An error is the lookup's.
 func (l *Ledger) checkStored(ctx context.Context, batches []store.Batch, ok []int, errs []error) error {
-	var links []store.ChainLink
 	var ids []store.ChainRecordID
 	of := map[string]int{}
 	l.ov.RLock()
@@ -495,7 +514,6 @@ func (l *Ledger) checkStored(ctx context.Context, batches []store.Batch, ok []in
 		}
 		of[b.Chain.ID] = i
 		for _, e := range b.Entries {
-			links = append(links, store.ChainLink{Chain: b.Chain.ID, Link: e.Link})
 			if e.RecordID == "" {
 				continue
 			}
@@ -509,15 +527,6 @@ func (l *Ledger) checkStored(ctx context.Context, batches []store.Batch, ok []in
 	refuse := func(chain string, err error) {
 		if i := of[chain]; errs[i] == nil {
 			errs[i] = fmt.Errorf("commit chain %q: %w", chain, err)
-		}
-	}
-	if len(links) > 0 {
-		used, err := l.inner.UsedLinks(ctx, links)
-		if err != nil {
-			return err
-		}
-		for k, seq := range used {
-			refuse(k.Chain, fmt.Errorf("chain %q: link %s taken at seq %d: %w", k.Chain, k.Link, seq, store.ErrConflict))
 		}
 	}
 	if len(ids) > 0 {
@@ -562,7 +571,7 @@ func (l *Ledger) overlay(n uint64, payload []byte, batches []store.Batch) {
 			}
 		}
 		count += len(b.Entries)
-		l.sizes.put(b.Chain.ID, b.Chain.Size, oc.rec.Created)
+		l.sizes.put(b.Chain.ID, b.Chain.Size, b.Chain.Head, oc.rec.Created)
 	}
 	l.frames = append(l.frames, pending{n: n, payload: payload, entries: count})
 	l.entries += count
