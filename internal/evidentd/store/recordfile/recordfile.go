@@ -111,26 +111,50 @@ func (f *File) Write(at int64, recs [][]byte) ([]Place, int64, error) {
 	if f.broken != nil {
 		return nil, 0, f.broken
 	}
-	places := make([]Place, len(recs))
-	f.buf = f.buf[:0]
-	end := at
-	for i, r := range recs {
+	for _, r := range recs {
 		if len(r) == 0 || len(r) > frame.MaxPayload {
 			return nil, 0, fmt.Errorf("record file: a record of %d bytes", len(r))
+		}
+	}
+	places := make([]Place, len(recs))
+	end := at
+	from := at // where f.buf goes
+	f.buf = f.buf[:0]
+	for i, r := range recs {
+		if len(f.buf) > 0 && len(f.buf)+frame.Header+len(r) > writeChunk {
+			if err := f.writeAt(from); err != nil {
+				return nil, 0, err
+			}
+			from, f.buf = end, f.buf[:0]
 		}
 		places[i] = Place{Off: end, Len: len(r)}
 		f.buf = frame.Append(f.buf, r)
 		end = places[i].end()
 	}
-	if _, err := f.f.WriteAt(f.buf, int64(len(magic))+at); err != nil {
-		f.broken = fmt.Errorf("record file %s: write failed, no more writes until restart: %w", f.path, err)
-		return nil, 0, f.broken
+	if err := f.writeAt(from); err != nil {
+		return nil, 0, err
 	}
-	if cap(f.buf) > maxRead {
-		f.buf = nil // do not keep one large fold's buffer
+	if cap(f.buf) > 2*writeChunk {
+		f.buf = nil // do not keep the buffer of one outsized record
 	}
 	f.dirty = f.dirty || len(recs) > 0
 	return places, end, nil
+}
+
+// writeChunk is about how many bytes of frames Write gathers into one write: a buffer
+// kept from one Write to the next instead of one as large as a whole fold.
+const writeChunk = 1 << 20
+
+// writeAt writes f.buf at offset off past the magic; the caller holds mu.
+func (f *File) writeAt(off int64) error {
+	if len(f.buf) == 0 {
+		return nil
+	}
+	if _, err := f.f.WriteAt(f.buf, int64(len(magic))+off); err != nil {
+		f.broken = fmt.Errorf("record file %s: write failed, no more writes until restart: %w", f.path, err)
+		return f.broken
+	}
+	return nil
 }
 
 // Sync makes what Write wrote durable (fsync); it does nothing when nothing was written.

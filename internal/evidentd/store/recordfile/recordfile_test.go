@@ -212,3 +212,30 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// TestWriteInChunks writes more than one chunk's worth at once, records straddling the
+// chunks' edges and one larger than a chunk, and reads every one back.
+func TestWriteInChunks(t *testing.T) {
+	f := open(t, filepath.Join(t.TempDir(), "r"), 0)
+	var recs [][]byte
+	for i := range 3000 {
+		recs = append(recs, fmt.Appendf(nil, `{"i":%d,"pad":%q}`, i, bytes.Repeat([]byte("y"), 700+i%300)))
+	}
+	recs = append(recs[:1500], append([][]byte{bytes.Repeat([]byte("z"), 3*writeChunk)}, recs[1500:]...)...)
+	places, end, err := f.Write(0, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := places[len(places)-1].end(); end != want {
+		t.Fatalf("end %d, want %d", end, want)
+	}
+	got, err := f.Read(places)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range recs {
+		if !bytes.Equal(got[i], recs[i]) {
+			t.Fatalf("record %d differs", i)
+		}
+	}
+}
