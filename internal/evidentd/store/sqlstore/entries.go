@@ -141,16 +141,23 @@ func (s *Store) scanEntries(rows *sql.Rows, chain string) ([]store.Entry, error)
 	var out []store.Entry
 	var places []recordfile.Place
 	var kept []int // the indexes in out of the entries whose records are in places
+	// Each row is scanned into these, then copied into its entry: one set of destinations
+	// for every row.
+	var (
+		e             store.Entry
+		prev, link    []byte
+		arrival       int64
+		rid           sql.NullString
+		ts, off, n    sql.NullInt64
+		dest          = []any{&e.Seq, &prev, &link, &arrival, &e.Record, &rid, &e.Method, &e.Sender, &ts, &e.Signed, &e.Meta, &off, &n}
+		withoutPlaces = len(dest) - 2
+	)
+	if s.d.Records == nil {
+		dest = dest[:withoutPlaces]
+	}
 	for rows.Next() {
-		e := store.Entry{Chain: chain}
-		var prev, link []byte
-		var arrival int64
-		var rid sql.NullString
-		var ts, off, n sql.NullInt64
-		dest := []any{&e.Seq, &prev, &link, &arrival, &e.Record, &rid, &e.Method, &e.Sender, &ts, &e.Signed, &e.Meta}
-		if s.d.Records != nil {
-			dest = append(dest, &off, &n)
-		}
+		e = store.Entry{Chain: chain}
+		off, n = sql.NullInt64{}, sql.NullInt64{}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("entries of %q: %w", chain, err)
 		}
