@@ -152,33 +152,51 @@ func (f *File) writeAt(off int64) error {
 	}
 	if _, err := f.f.WriteAt(f.buf, int64(len(magic))+off); err != nil {
 		f.broken = fmt.Errorf("record file %s: write failed, no more writes until restart: %w", f.path, err)
+		f.dirty = false // the transaction that wrote fails: nothing of it is to be made durable
 		return f.broken
 	}
 	return nil
 }
 
-// Sync makes what Write wrote durable (fsync); it does nothing when nothing was written.
+// Sync makes what Write wrote since the last Sync durable (fsync); it does nothing when
+// nothing was. A failed fsync fails the transaction whose records it was to make durable,
+// and every later Write (Err says why); transactions that write no records go on.
 func (f *File) Sync() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.broken != nil {
-		return f.broken
-	}
 	if !f.dirty {
 		return nil
 	}
+	f.dirty = false
 	if err := f.f.Sync(); err != nil {
 		f.broken = fmt.Errorf("record file %s: fsync failed, no more writes until restart: %w", f.path, err)
 		return f.broken
 	}
-	f.dirty = false
 	return nil
+}
+
+// Err returns why the file takes no more writes (a failed write or fsync), or nil.
+func (f *File) Err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.broken
 }
 
 // Read returns the records at places, each checked against its frame; places that follow
 // each other in the file are read together. A record is a slice of a buffer shared with
-// its neighbours, capped at its length.
+// its neighbours, capped at its length. A place outside the file (as a damaged database
+// could name) or a frame that does not check is an error wrapping ErrCorrupt.
 func (f *File) Read(places []Place) ([][]byte, error) {
+	st, err := f.f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("record file %s: %w", f.path, err)
+	}
+	size := st.Size() - int64(len(magic))
+	for _, p := range places {
+		if p.Off < 0 || p.Len < 1 || p.Len > frame.MaxPayload || p.Off > size-frame.Header-int64(p.Len) {
+			return nil, fmt.Errorf("record file %s: a record of %d bytes at %d is outside the file's %d bytes: %w", f.path, p.Len, p.Off, size, ErrCorrupt)
+		}
+	}
 	out := make([][]byte, len(places))
 	for i := 0; i < len(places); {
 		j := i + 1 // places[i:j] are contiguous, read at once
@@ -187,7 +205,10 @@ func (f *File) Read(places []Place) ([][]byte, error) {
 		}
 		buf := make([]byte, places[j-1].end()-places[i].Off)
 		if _, err := f.f.ReadAt(buf, int64(len(magic))+places[i].Off); err != nil {
-			return nil, fmt.Errorf("record file %s: reading %d bytes at %d: %w", f.path, len(buf), places[i].Off, errors.Join(ErrCorrupt, err))
+			if errors.Is(err, io.EOF) { // cut short since the bounds were checked
+				err = errors.Join(ErrCorrupt, err)
+			}
+			return nil, fmt.Errorf("record file %s: reading %d bytes at %d: %w", f.path, len(buf), places[i].Off, err)
 		}
 		for k := i; k < j; k++ {
 			b := buf[places[k].Off-places[i].Off:]

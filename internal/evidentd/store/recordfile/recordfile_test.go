@@ -239,3 +239,65 @@ func TestWriteInChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestHostilePlaces: places a damaged or tampered database could name are refused with
+// ErrCorrupt before anything is allocated for them.
+func TestHostilePlaces(t *testing.T) {
+	f := open(t, filepath.Join(t.TempDir(), "r"), 0)
+	places, end, err := f.Write(0, records(2, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string]Place{
+		"negative offset":       {Off: -13, Len: 5},
+		"negative length":       {Off: 0, Len: -1},
+		"zero length":           {Off: 0, Len: 0},
+		"over the frame bound":  {Off: 0, Len: 1 << 40},
+		"past the end":          {Off: end, Len: 1},
+		"reaching past the end": {Off: places[1].Off, Len: places[1].Len + 100},
+		"huge offset":           {Off: 1 << 62, Len: 1},
+	} {
+		if _, err := f.Read([]Place{places[0], p}); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v, want ErrCorrupt", name, err)
+		}
+	}
+}
+
+// TestBrokenAfterFailedWrite: once a write fails, Err says so and every later Write fails,
+// while Sync, which then has nothing to make durable, lets transactions without records go
+// on; kept records still read.
+func TestBrokenAfterFailedWrite(t *testing.T) {
+	f := open(t, filepath.Join(t.TempDir(), "r"), 0)
+	kept, end, err := f.Write(0, records(2, "kept"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil || f.Err() != nil {
+		t.Fatalf("Sync %v, Err %v", err, f.Err())
+	}
+	// A read-only descriptor in place of the file: the next write fails as a full disk would.
+	ro, err := os.Open(f.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw := f.f
+	f.f = ro
+	defer rw.Close()
+	if _, _, err := f.Write(end, records(1, "lost")); err == nil {
+		t.Fatal("a write to a read-only descriptor succeeded")
+	}
+	if f.Err() == nil {
+		t.Fatal("Err is nil after a failed write")
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatalf("Sync with nothing to make durable: %v", err)
+	}
+	f.f = rw
+	if _, _, err := f.Write(end, records(1, "after")); err == nil || !errors.Is(err, f.Err()) {
+		t.Fatalf("a write after the failure: %v, want the failure again", err)
+	}
+	if got, err := f.Read(kept); err != nil || !bytes.Equal(got[1], records(2, "kept")[1]) {
+		t.Fatalf("kept records after the failure: %v", err)
+	}
+	ro.Close()
+}

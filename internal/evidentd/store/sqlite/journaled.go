@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/internal/evidentd/store/journal"
@@ -44,8 +45,10 @@ func OpenJournaled(ctx context.Context, path, journalDir string, o journal.Optio
 	return &Journaled{Store: s, l: l}, nil
 }
 
-// Err returns why the journal takes no more commits, or nil (journal.Ledger.Err).
-func (j *Journaled) Err() error { return j.l.Err() }
+// Err returns why the store takes no more commits, or nil: a failed write or fsync of the
+// journal (journal.Ledger.Err), or of the record file the journal is folded into, after
+// which the journal's entries can no longer reach the database.
+func (j *Journaled) Err() error { return errors.Join(j.l.Err(), j.recs.Err()) }
 
 // Pending returns the entries journaled and not yet folded into the database.
 func (j *Journaled) Pending() int { return j.l.Pending() }

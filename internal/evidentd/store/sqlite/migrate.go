@@ -33,6 +33,9 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 		return fmt.Errorf("ledger store schema version: %w", err)
 	}
+	if last := migrations[len(migrations)-1].version; v > last {
+		return fmt.Errorf("ledger store schema version %d is newer than this evidentd knows (%d): run the evidentd that wrote it, or a later one", v, last)
+	}
 	if v == 0 {
 		v = 1 // the base schema was just created (or predates version tracking)
 		if _, err := db.ExecContext(ctx, "PRAGMA user_version = 1"); err != nil {

@@ -11,7 +11,10 @@ import (
 
 // records keeps the entries' record bytes in the record file beside the database
 // (sqlstore.Records), the file's kept size in table record_file.
-type records struct{ f *recordfile.File }
+type records struct {
+	f           *recordfile.File
+	beforeWrite func() // tests: runs between reading the kept size and writing there
+}
 
 var _ sqlstore.Records = records{}
 
@@ -32,6 +35,9 @@ func (r records) Put(ctx context.Context, tx *sql.Tx, recs [][]byte) ([]recordfi
 	at, err := keptSize(ctx, tx)
 	if err != nil {
 		return nil, err
+	}
+	if r.beforeWrite != nil {
+		r.beforeWrite()
 	}
 	places, end, err := r.f.Write(at, recs)
 	if err != nil {

@@ -5,9 +5,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/internal/evidentd/store/recordfile"
@@ -202,5 +206,150 @@ func TestRecordFileDamaged(t *testing.T) {
 			}
 			t.Errorf("%s: Open = %v, want ErrCorrupt", name, err)
 		}
+	}
+}
+
+// TestCancelledCommitWritesNothingOver: a commit whose context ends after it read the
+// record file's kept size and before it wrote there keeps the database's write lock until
+// it has rolled back, so another store on the same database (another process) cannot
+// commit records at that size in between and have them written over.
+func TestCancelledCommitWritesNothingOver(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	ctxA, cancel := context.WithCancel(ctx)
+	paused, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	a, err := open(ctx, path, func() {
+		once.Do(func() {
+			cancel()
+			close(paused)
+			<-resume
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	big := bytes.Repeat([]byte("a"), 64<<10)
+	recA := append(append([]byte(`{"a":"`), big...), `"}`...)
+	la := ledger.NextLink(recA, ledger.Genesis)
+	doneA := make(chan error, 1)
+	go func() {
+		doneA <- a.Commit(ctxA, &store.ChainRecord{ID: "a", Profile: "chap/0.3", Size: 1, Head: la, Tree: []byte("{}"), State: []byte("{}")}, 0,
+			[]store.Entry{{Chain: "a", Seq: 0, Prev: ledger.Genesis, Link: la, Record: recA, Method: "m", Sender: "s"}})
+	}()
+	<-paused
+	doneB := make(chan error, 1)
+	go func() {
+		_, err := commitRecs(t, b, 0, ledger.Genesis, []string{`{"b":"acknowledged"}`}, nil)
+		doneB <- err
+	}()
+	select {
+	case err := <-doneB:
+		t.Errorf("the second store committed (%v) while the first, its context ended, still held the kept size", err)
+		doneB <- err
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(resume)
+	if err := <-doneA; err == nil {
+		t.Error("the cancelled commit succeeded")
+	}
+	if err := <-doneB; err != nil {
+		t.Fatalf("the second store's commit: %v", err)
+	}
+	es, err := b.Entries(ctx, "c", store.Filter{})
+	if err != nil || len(es) != 1 || string(es[0].Record) != `{"b":"acknowledged"}` {
+		t.Fatalf("the acknowledged entry: %+v, %v", es, err)
+	}
+}
+
+// TestRecordNotItsOwnRefused: a record file whose frames are not the ones the database
+// placed there (a file from another backup, bytes written over) is refused on read even
+// where every frame checks: the record must be the one its entry's link hashes.
+func TestRecordNotItsOwnRefused(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := commitRecs(t, s, 0, ledger.Genesis, []string{`{"amount":100}`, `{"amount":999}`}, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	rp := recordfile.PathFor(path)
+	raw, err := os.ReadFile(rp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two frames of the same length: swapped, each still checks.
+	n := (len(raw) - 8) / 2
+	swapped := append(append(append([]byte{}, raw[:8]...), raw[8+n:]...), raw[8:8+n]...)
+	if err := os.WriteFile(rp, swapped, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if es, err := s.Entries(ctx, "c", store.Filter{}); !errors.Is(err, recordfile.ErrCorrupt) {
+		t.Fatalf("swapped records: %+v, %v; want ErrCorrupt", es, err)
+	}
+}
+
+// TestHostilePlaceRefused: a place in the database that the record file cannot hold (a
+// damaged or tampered row) is an error wrapping recordfile.ErrCorrupt, not a panic or an
+// allocation of what it names.
+func TestHostilePlaceRefused(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := commitRecs(t, s, 0, ledger.Genesis, []string{`{"n":0}`}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range []string{"rec_len = -1", "rec_len = 0", "rec_len = 1099511627776", "rec_off = -13", "rec_off = 4611686018427387904"} {
+		if _, err := s.w.ExecContext(ctx, `UPDATE entries SET `+set+` WHERE chain = 'c' AND seq = 0`); err != nil {
+			t.Fatal(err)
+		}
+		if es, err := s.Entries(ctx, "c", store.Filter{}); !errors.Is(err, recordfile.ErrCorrupt) {
+			t.Errorf("%s: %+v, %v; want ErrCorrupt", set, es, err)
+		}
+		s.w.ExecContext(ctx, `UPDATE entries SET rec_off = 0, rec_len = 7 WHERE chain = 'c' AND seq = 0`)
+	}
+	if es, err := s.Entries(ctx, "c", store.Filter{}); err != nil || string(es[0].Record) != `{"n":0}` {
+		t.Fatalf("the place put back: %+v, %v", es, err)
+	}
+}
+
+// TestNewerSchemaRefused: a database a later evidentd migrated further than this one knows
+// is refused at open, not read with columns this one does not know of.
+func TestNewerSchemaRefused(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := migrations[len(migrations)-1].version
+	if _, err := s.w.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", last+1)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err := Open(ctx, path); err == nil || !strings.Contains(err.Error(), "newer than this evidentd knows") {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("a newer schema: %v", err)
 	}
 }

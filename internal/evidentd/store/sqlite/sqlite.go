@@ -37,9 +37,9 @@ var (
 
 // dialect is the SQL of this package's tables (schema.go). Write transactions begin
 // IMMEDIATE, so they need no row locks: one writer at a time holds the whole database.
-func dialect(recs *recordfile.File) sqlstore.Dialect {
+func dialect(recs records) sqlstore.Dialect {
 	return sqlstore.Dialect{
-		Records: records{recs},
+		Records: recs,
 		Tables: sqlstore.Tables{
 			Chains:        "chains",
 			Entries:       "entries",
@@ -75,8 +75,13 @@ func conflict(err error) error {
 	return err
 }
 
-// Open opens (creating if needed) the database file at path.
-func Open(ctx context.Context, path string) (*Store, error) {
+// Open opens (creating if needed) the database file at path, and beside it its record
+// file (recordfile.PathFor).
+func Open(ctx context.Context, path string) (*Store, error) { return open(ctx, path, nil) }
+
+// open is Open; beforeWrite, when set, runs in every Records.Put between reading the
+// record file's kept size and writing there (tests).
+func open(ctx context.Context, path string, beforeWrite func()) (*Store, error) {
 	q := url.Values{}
 	for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)", "foreign_keys(1)", "temp_store(MEMORY)"} {
 		q.Add("_pragma", p)
@@ -116,7 +121,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	r.SetMaxOpenConns(4)
 	r.SetMaxIdleConns(4) // keep them: a new connection opens the file again and prepares every kept statement anew
-	return &Store{Store: sqlstore.New(dialect(recs), w, r), w: w, recs: recs}, nil
+	return &Store{Store: sqlstore.New(dialect(records{recs, beforeWrite}), w, r), w: w, recs: recs}, nil
 }
 
 // Close closes the database and the record file.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/internal/evidentd/store/recordfile"
+	"github.com/evident-log/evident/ledger"
 )
 
 // insertRows and insertBytes bound one multi-row INSERT: in rows, and in record bytes so a
@@ -183,7 +184,14 @@ func (s *Store) scanEntries(rows *sql.Rows, chain string) ([]store.Entry, error)
 			return nil, fmt.Errorf("entries of %q: %w", chain, err)
 		}
 		for i, k := range kept {
-			out[k].Record = recs[i]
+			// The file is a separate file: a record is served only if it is the one its
+			// entry's link hashes, so a file from another backup than the database, or
+			// bytes written over, are an error and never another record.
+			e := &out[k]
+			if ledger.NextLink(recs[i], e.Prev) != e.Link {
+				return nil, fmt.Errorf("entries of %q: seq %d: the record at %d of the record file is not the one its link hashes: %w", chain, e.Seq, places[i].Off, recordfile.ErrCorrupt)
+			}
+			e.Record = recs[i]
 		}
 	}
 	return out, nil

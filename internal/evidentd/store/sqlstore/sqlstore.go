@@ -154,14 +154,30 @@ func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 }
 
 // runTx runs fn in a write transaction and commits it, or rolls it back on error.
+//
+// The transaction is begun without ctx's cancellation, on a connection taken with it:
+// database/sql would otherwise roll the transaction back from another goroutine the moment
+// ctx ends, releasing the database's write lock while fn may still be writing records past
+// the size it read (Records.Put), where the next writer, in this process or another, then
+// writes its own. A ctx that ends still stops fn's statements, and the transaction is
+// rolled back here, once fn has returned.
 func (s *Store) runTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(context.WithoutCancel(ctx), nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
 		return err
+	}
+	if err := ctx.Err(); err != nil {
+		tx.Rollback()
+		return fmt.Errorf("before commit: %w", err)
 	}
 	if s.d.Records != nil { // the records the transaction names are on disk before it commits
 		if err := s.d.Records.Sync(); err != nil {
