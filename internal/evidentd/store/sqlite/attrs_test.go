@@ -2,8 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"path/filepath"
 	"testing"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
@@ -15,22 +13,7 @@ import (
 // (and is not matched by an attribute filter), and that new entries are filtered on theirs.
 func TestMigrateToVersion3(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, schema+registrationsSchema+"PRAGMA user_version = 2;"); err != nil {
-		t.Fatal(err)
-	}
-	l0 := ledger.NextLink([]byte(`{"a":0}`), ledger.Genesis)
-	if _, err := db.ExecContext(ctx, `INSERT INTO entries (chain, seq, prev, link, arrival, record, method, sender, signed) VALUES ('c', 0, ?, ?, 0, '{"a":0}', 'm', 's', 0)`, ledger.Genesis[:], l0[:]); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, `INSERT INTO chains (id, profile, size, head, tree, state, created) VALUES ('c', 'chap/0.3', 1, ?, '{}', '{}', '2026-01-01T00:00:00Z')`, l0[:]); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	path, l0 := oldDatabase(t, schema+registrationsSchema, 2)
 
 	s, err := Open(ctx, path)
 	if err != nil {

@@ -65,28 +65,13 @@ func keptBytes(t *testing.T, s *Store) int64 {
 // (its row holding an empty record and a place), and one read returns both.
 func TestMigrateToVersion6(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	v5 := schema
 	for _, m := range migrations {
 		if m.version <= 5 {
 			v5 += m.stmts[0]
 		}
 	}
-	if _, err := db.ExecContext(ctx, v5+"PRAGMA user_version = 5;"); err != nil {
-		t.Fatal(err)
-	}
-	l0 := ledger.NextLink([]byte(`{"a":0}`), ledger.Genesis)
-	if _, err := db.ExecContext(ctx, `INSERT INTO entries (chain, seq, prev, link, arrival, record, method, sender, signed) VALUES ('c', 0, ?, ?, 0, '{"a":0}', 'm', 's', 0)`, ledger.Genesis[:], l0[:]); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, `INSERT INTO chains (id, profile, size, head, tree, state, created) VALUES ('c', 'chap/0.3', 1, ?, '{}', '{}', '2026-01-01T00:00:00Z')`, l0[:]); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	path, l0 := oldDatabase(t, v5, 5)
 
 	s, err := Open(ctx, path)
 	if err != nil {
@@ -352,4 +337,29 @@ func TestNewerSchemaRefused(t *testing.T) {
 		}
 		t.Fatalf("a newer schema: %v", err)
 	}
+}
+
+// oldDatabase creates a database with schema (the statements of some version) at version
+// user_version, holding chain "c" with one entry whose record, {"a":0}, is in the table;
+// it returns the database's path and the entry's link.
+func oldDatabase(t *testing.T, schema string, version int) (string, ledger.Link) {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, fmt.Sprintf("%sPRAGMA user_version = %d;", schema, version)); err != nil {
+		t.Fatal(err)
+	}
+	l0 := ledger.NextLink([]byte(`{"a":0}`), ledger.Genesis)
+	if _, err := db.ExecContext(ctx, `INSERT INTO entries (chain, seq, prev, link, arrival, record, method, sender, signed) VALUES ('c', 0, ?, ?, 0, '{"a":0}', 'm', 's', 0)`, ledger.Genesis[:], l0[:]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO chains (id, profile, size, head, tree, state, created) VALUES ('c', 'chap/0.3', 1, ?, '{}', '{}', '2026-01-01T00:00:00Z')`, l0[:]); err != nil {
+		t.Fatal(err)
+	}
+	return path, l0
 }
