@@ -45,7 +45,7 @@ func rawRow(t *testing.T, path string, seq int) (record []byte, off sql.NullInt6
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if err := db.QueryRow(`SELECT record, rec_off FROM entries WHERE chain = 'c' AND seq = ?`, seq).Scan(&record, &off); err != nil {
+	if err := db.QueryRow(`SELECT inline_record, rec_off FROM entries WHERE chain = 'c' AND seq = ?`, seq).Scan(&record, &off); err != nil {
 		t.Fatal(err)
 	}
 	return record, off
@@ -98,6 +98,16 @@ func TestMigrateToVersion6(t *testing.T) {
 	}
 	if rec, off := rawRow(t, path, 2); len(rec) != 0 || !off.Valid {
 		t.Fatalf("a new row: record %q, place %v; want an empty record and a place", rec, off)
+	}
+	// An evidentd from before the record file, which knows the column as "record", fails.
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var old []byte
+	if err := db.QueryRow(`SELECT record FROM entries WHERE chain = 'c' AND seq = 2`).Scan(&old); err == nil {
+		t.Fatalf("the column of records is still named record (%q): an older evidentd would read it", old)
 	}
 	raw, err := os.ReadFile(recordfile.PathFor(path))
 	if err != nil || !bytes.Contains(raw, []byte(`{"a":2}`)) || int64(len(raw)) != 8+keptBytes(t, s) {

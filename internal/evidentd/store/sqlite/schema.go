@@ -124,9 +124,13 @@ CREATE TABLE IF NOT EXISTS log_claims (
 // recordFileSchema is migration 6: the entries' record bytes move out of the database into
 // the record file beside it (package recordfile). A row written from then on holds an
 // empty record and the record's place in the file (rec_off, rec_len); a row written
-// before keeps its record, and NULL places. record_file holds the one number the file's
-// writers go by: how many bytes of it (past its magic) the database holds.
+// before keeps its record, and NULL places. The column of records is renamed
+// inline_record, so that an evidentd from before the move, which would read the empty
+// records as the entries' records, fails on the database instead. record_file holds the
+// one number the file's writers go by: how many bytes of it (past its magic) the database
+// holds.
 const recordFileSchema = `
+ALTER TABLE entries RENAME COLUMN record TO inline_record;
 ALTER TABLE entries ADD COLUMN rec_off INTEGER;
 ALTER TABLE entries ADD COLUMN rec_len INTEGER;
 CREATE TABLE IF NOT EXISTS record_file (

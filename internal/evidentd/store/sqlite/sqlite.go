@@ -53,6 +53,7 @@ func dialect(recs records) sqlstore.Dialect {
 		},
 		InsertIgnore:    "INSERT OR IGNORE",
 		InsertOrAbort:   "INSERT OR ROLLBACK",
+		RecordColumn:    "inline_record", // migration 6
 		OnTakenID:       " ON CONFLICT(id) DO NOTHING",
 		CreatedText:     true,
 		ForkOrder:       "rowid",

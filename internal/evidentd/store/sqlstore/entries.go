@@ -33,7 +33,7 @@ func batchLen(es []store.Entry) int {
 // store.ErrConflict.
 func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, es []store.Entry) error {
 	cols := 11
-	head := s.d.InsertOrAbort + ` INTO ` + s.d.Tables.Entries + ` (chain, seq, prev, link, arrival, record, record_id, method, sender, ts, signed`
+	head := s.d.InsertOrAbort + ` INTO ` + s.d.Tables.Entries + ` (chain, seq, prev, link, arrival, ` + s.d.RecordColumn + `, record_id, method, sender, ts, signed`
 	var places []recordfile.Place
 	if s.d.Records != nil {
 		recs := make([][]byte, len(es))
@@ -96,10 +96,11 @@ func execSized(ctx context.Context, tx *sql.Tx, size int, q string, args []any) 
 }
 
 // entriesQuery returns the SELECT answering Entries(chain, f), so a filter means the same
-// thing on every dialect; with places, it also selects the records' places in the record
-// file (Dialect.Records). Times are Unix milliseconds.
-func entriesQuery(t Tables, chain string, f store.Filter, places bool) (string, []any) {
-	q := `SELECT e.seq, e.prev, e.link, e.arrival, e.record, e.record_id, e.method, e.sender, e.ts, e.signed, m.meta`
+// thing on every dialect; record is the entries table's column of records, and with
+// places the query also selects the records' places in the record file (Dialect.Records).
+// Times are Unix milliseconds.
+func entriesQuery(t Tables, record, chain string, f store.Filter, places bool) (string, []any) {
+	q := `SELECT e.seq, e.prev, e.link, e.arrival, e.` + record + `, e.record_id, e.method, e.sender, e.ts, e.signed, m.meta`
 	if places {
 		q += `, e.rec_off, e.rec_len`
 	}

@@ -80,6 +80,10 @@ type Dialect struct {
 	// embedded store's record file): the entries table then holds each record's place in
 	// columns rec_off and rec_len, and an empty record. Nil keeps records in the table.
 	Records Records
+	// RecordColumn names the entries table's column of records: "record" (the default), or
+	// what a store that moved records out renamed it to, so that a binary from before the
+	// move fails on it loudly instead of reading the empty records it now holds.
+	RecordColumn string
 }
 
 // Records keeps entries' record bytes outside the database, in a file whose kept size the
@@ -112,6 +116,9 @@ func New(d Dialect, w, r *sql.DB) *Store {
 	}
 	if d.InsertOrAbort == "" {
 		d.InsertOrAbort = "INSERT"
+	}
+	if d.RecordColumn == "" {
+		d.RecordColumn = "record"
 	}
 	return &Store{d: d, w: w, r: r}
 }
@@ -414,7 +421,7 @@ func (s *Store) FindRecordIDs(ctx context.Context, chain string, ids []string) (
 
 // Entries implements store.Store.
 func (s *Store) Entries(ctx context.Context, chain string, f store.Filter) ([]store.Entry, error) {
-	q, args := entriesQuery(s.d.Tables, chain, f, s.d.Records != nil)
+	q, args := entriesQuery(s.d.Tables, s.d.RecordColumn, chain, f, s.d.Records != nil)
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("entries of %q: %w", chain, err)

@@ -52,7 +52,7 @@ func TestEntriesQuery(t *testing.T) {
 			[]any{"c", uint64(0), "c", "a", "2", "c", "a", "3", "c", "z", "1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q, args := entriesQuery(tables, "c", tc.f, false)
+			q, args := entriesQuery(tables, "record", "c", tc.f, false)
 			want := `SELECT e.seq, e.prev, e.link, e.arrival, e.record, e.record_id, e.method, e.sender, e.ts, e.signed, m.meta FROM ents e LEFT JOIN mt m ON m.chain=e.chain AND m.seq=e.seq WHERE e.chain=? AND e.seq>=?` + tc.where
 			if q != want {
 				t.Errorf("query\n%s\nwant\n%s", q, want)
