@@ -427,8 +427,9 @@ func (l *Ledger) known(id string) (uint64, ledger.Link, bool) {
 //
 // Linked so, no link of the batch can be one the chain holds short of a SHA-256 collision:
 // a link equal to the link at seq k would make the head equal to the link at seq k-1, and
-// so on down to the genesis link. So links are not looked up in the store, as record ids
-// are; a link that is taken is refused here as one that does not follow its predecessor.
+// so on down to the genesis link. So links are looked up neither in the overlay nor in the
+// store, as record ids are; a link that is taken is refused here as one that does not
+// follow its predecessor.
 func (l *Ledger) check(ctx context.Context, b store.Batch) error {
 	id := b.Chain.ID
 	l.ov.RLock()
@@ -487,9 +488,6 @@ func (l *Ledger) check(ctx context.Context, b store.Batch) error {
 		return nil
 	}
 	for _, e := range b.Entries {
-		if p, taken := oc.links[e.Link]; taken {
-			return fmt.Errorf("chain %q: link %s taken at seq %d: %w", id, e.Link, p.seq, store.ErrConflict)
-		}
 		if p, taken := oc.ids[e.RecordID]; taken && e.RecordID != "" {
 			return fmt.Errorf("chain %q: record id %.80q used at seq %d: %w", id, e.RecordID, p.seq, store.ErrConflict)
 		}

@@ -33,7 +33,7 @@ const magic = "EVRECS1\n"
 const maxRead = 4 << 20
 
 // ErrCorrupt means the file does not hold what the database says it holds: a frame that
-// does not check, or fewer bytes than the database names.
+// does not check, a place outside the file, or fewer bytes than the database names.
 var ErrCorrupt = errors.New("record file corrupt")
 
 // Place is where one record is: the offset of its frame (from the end of the magic) and the
@@ -98,13 +98,10 @@ func check(f *os.File, kept int64) error {
 	return nil
 }
 
-// Path returns the file's path.
-func (f *File) Path() string { return f.path }
-
 // Write writes recs, one frame each, from offset at (the end the database names) on, and
 // returns their places and the new end. Nothing written is durable before Sync. After a
-// failed write every Write and Sync fails: what the file then holds past the kept end is
-// not known (reads of kept records go on).
+// failed write every later Write fails (Err says why): what the file then holds past the
+// kept end is not known. Reads of kept records go on.
 func (f *File) Write(at int64, recs [][]byte) ([]Place, int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -12,8 +12,8 @@ import (
 // Journaled is the embedded store with a journal in front of its commits (package
 // journal): a commit is one append and fsync of the journal, and the journal's entries are
 // folded into the database behind. Everything else is the database's: its claims,
-// registrations, seals and forks. The database's own CommitAll, UsedLinks and
-// UsedRecordIDs are reachable through the embedded *Store but go around the journal: they
+// registrations, seals and forks. The database's own CommitAll and UsedRecordIDs (and
+// UsedLinks) are reachable through the embedded *Store but go around the journal: they
 // are for the journal, not for callers. Only one Journaled may be open on a database:
 // OpenJournaled locks the journal's directory.
 type Journaled struct {

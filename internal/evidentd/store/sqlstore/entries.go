@@ -59,13 +59,15 @@ func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, es []store.Entry)
 		if !e.TS.IsZero() {
 			ts = ms(e.TS)
 		}
-		if places == nil {
-			args = append(args, e.Chain, e.Seq, e.Prev[:], e.Link[:], ms(e.Arrival), e.Record, rid, e.Method, e.Sender, ts, e.Signed)
-			size += len(e.Record)
-			continue
+		rec := e.Record
+		if places != nil {
+			rec = []byte{} // the record is in the record file, at places[i]
 		}
-		args = append(args, e.Chain, e.Seq, e.Prev[:], e.Link[:], ms(e.Arrival), []byte{}, rid, e.Method, e.Sender, ts, e.Signed, places[i].Off, places[i].Len)
-		size += 64
+		args = append(args, e.Chain, e.Seq, e.Prev[:], e.Link[:], ms(e.Arrival), rec, rid, e.Method, e.Sender, ts, e.Signed)
+		if places != nil {
+			args = append(args, places[i].Off, places[i].Len)
+		}
+		size += len(rec)
 	}
 	if err := s.insertRows(ctx, tx, head, cols, args, size); err != nil {
 		return fmt.Errorf("%d entries from %q seq %d on: %w", len(es), es[0].Chain, es[0].Seq, s.conflict(err))
@@ -146,16 +148,15 @@ func (s *Store) scanEntries(rows *sql.Rows, chain string) ([]store.Entry, error)
 	// Each row is scanned into these, then copied into its entry: one set of destinations
 	// for every row.
 	var (
-		e             store.Entry
-		prev, link    []byte
-		arrival       int64
-		rid           sql.NullString
-		ts, off, n    sql.NullInt64
-		dest          = []any{&e.Seq, &prev, &link, &arrival, &e.Record, &rid, &e.Method, &e.Sender, &ts, &e.Signed, &e.Meta, &off, &n}
-		withoutPlaces = len(dest) - 2
+		e          store.Entry
+		prev, link []byte
+		arrival    int64
+		rid        sql.NullString
+		ts, off, n sql.NullInt64
+		dest       = []any{&e.Seq, &prev, &link, &arrival, &e.Record, &rid, &e.Method, &e.Sender, &ts, &e.Signed, &e.Meta, &off, &n}
 	)
 	if s.d.Records == nil {
-		dest = dest[:withoutPlaces]
+		dest = dest[:len(dest)-2] // no places selected
 	}
 	for rows.Next() {
 		e = store.Entry{Chain: chain}
