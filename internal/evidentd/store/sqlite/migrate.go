@@ -25,6 +25,7 @@ var migrations = []migration{
 	{version: 4, name: "entry metadata and evidence heads (Coordinator audit entries)", stmts: []string{entryMetaSchema}},
 	{version: 5, name: "claims on log entries (one statement, one log index)", stmts: []string{logClaimsSchema}},
 	{version: 6, name: "records in the record file beside the database", stmts: []string{recordFileSchema}},
+	{version: 7, name: "attributes and metadata in the entry's row, attributes indexed by number", stmts: []string{attrsInRowSchema}},
 }
 
 // migrate brings the database from its PRAGMA user_version up to the last migration.

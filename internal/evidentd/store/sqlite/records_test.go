@@ -65,20 +65,14 @@ func keptBytes(t *testing.T, s *Store) int64 {
 // (its row holding an empty record and a place), and one read returns both.
 func TestMigrateToVersion6(t *testing.T) {
 	ctx := context.Background()
-	v5 := schema
-	for _, m := range migrations {
-		if m.version <= 5 {
-			v5 += m.stmts[0]
-		}
-	}
-	path, l0 := oldDatabase(t, v5, 5)
+	path, l0 := oldDatabase(t, schemaAt(5), 5)
 
 	s, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if v, err := s.SchemaVersion(ctx); err != nil || v != 6 {
+	if v, err := s.SchemaVersion(ctx); err != nil || v != migrations[len(migrations)-1].version {
 		t.Fatalf("version %d, %v after migration", v, err)
 	}
 	if _, err := commitRecs(t, s, 1, l0, []string{`{"a":1}`, `{"a":2}`}, nil); err != nil {
@@ -347,6 +341,18 @@ func TestNewerSchemaRefused(t *testing.T) {
 		}
 		t.Fatalf("a newer schema: %v", err)
 	}
+}
+
+// schemaAt returns the statements that create the schema of version v: the base schema
+// and the migrations up to v.
+func schemaAt(v int) string {
+	s := schema
+	for _, m := range migrations {
+		if m.version <= v {
+			s += strings.Join(m.stmts, "")
+		}
+	}
+	return s
 }
 
 // oldDatabase creates a database with schema (the statements of some version) at version

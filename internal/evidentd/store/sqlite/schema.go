@@ -139,3 +139,41 @@ CREATE TABLE IF NOT EXISTS record_file (
 );
 INSERT INTO record_file (id, size) VALUES (1, 0);
 `
+
+// attrsInRowSchema is migration 7: an entry's attributes and metadata move into its own
+// row, and the attributes are indexed by number (sqlstore.Dialect.AttrsInRow). Each
+// distinct (chain, name, value) is numbered once in attr_values; entry_attr_seqs holds a
+// row of two integers (value number, seq) per value of an entry, in place of the two
+// text-keyed index rows per value of entry_attrs; the row's attrs column holds the
+// entry's attributes as a JSON object of sorted arrays, and its meta column what
+// entry_meta held. The rows of entry_attrs and entry_meta are carried over, then both
+// tables dropped.
+const attrsInRowSchema = `
+CREATE TABLE attr_values (
+	id INTEGER PRIMARY KEY,
+	chain TEXT NOT NULL,
+	name TEXT NOT NULL,
+	value TEXT NOT NULL,
+	UNIQUE (chain, name, value)
+);
+CREATE TABLE entry_attr_seqs (
+	value INTEGER NOT NULL,
+	seq INTEGER NOT NULL,
+	PRIMARY KEY (value, seq)
+) WITHOUT ROWID;
+ALTER TABLE entries ADD COLUMN attrs TEXT;
+ALTER TABLE entries ADD COLUMN meta BLOB;
+INSERT INTO attr_values (chain, name, value)
+	SELECT DISTINCT chain, name, value FROM entry_attrs ORDER BY chain, name, value;
+INSERT INTO entry_attr_seqs (value, seq)
+	SELECT v.id, a.seq FROM entry_attrs a JOIN attr_values v ON v.chain=a.chain AND v.name=a.name AND v.value=a.value;
+UPDATE entries SET attrs = (
+	SELECT json_group_object(name, json(vals) ORDER BY name) FROM (
+		SELECT name, json_group_array(value ORDER BY value) AS vals FROM entry_attrs a
+		WHERE a.chain=entries.chain AND a.seq=entries.seq GROUP BY name))
+	WHERE EXISTS (SELECT 1 FROM entry_attrs a WHERE a.chain=entries.chain AND a.seq=entries.seq);
+UPDATE entries SET meta = (SELECT meta FROM entry_meta m WHERE m.chain=entries.chain AND m.seq=entries.seq)
+	WHERE EXISTS (SELECT 1 FROM entry_meta m WHERE m.chain=entries.chain AND m.seq=entries.seq);
+DROP TABLE entry_attrs;
+DROP TABLE entry_meta;
+`

@@ -43,8 +43,8 @@ func dialect(recs records) sqlstore.Dialect {
 		Tables: sqlstore.Tables{
 			Chains:        "chains",
 			Entries:       "entries",
-			Attrs:         "entry_attrs",
-			Meta:          "entry_meta",
+			AttrValues:    "attr_values",     // migration 7
+			AttrSeqs:      "entry_attr_seqs", // migration 7
 			Heads:         "evidence_heads",
 			Seals:         "seals",
 			Forks:         "forks",
@@ -54,6 +54,7 @@ func dialect(recs records) sqlstore.Dialect {
 		InsertIgnore:    "INSERT OR IGNORE",
 		InsertOrAbort:   "INSERT OR ROLLBACK",
 		RecordColumn:    "inline_record", // migration 6
+		AttrsInRow:      true,            // migration 7
 		OnTakenID:       " ON CONFLICT(id) DO NOTHING",
 		CreatedText:     true,
 		ForkOrder:       "rowid",

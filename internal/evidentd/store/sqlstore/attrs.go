@@ -3,8 +3,12 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
+	"strings"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
 )
@@ -96,4 +100,203 @@ func scanAttrs(rows *sql.Rows, es []store.Entry) error {
 		es[i].Attrs[name] = append(es[i].Attrs[name], value)
 	}
 	return rows.Err()
+}
+
+// encodeAttrs returns the indexable attributes of m (store.Indexable) as the JSON object
+// an entry's row keeps with Dialect.AttrsInRow: names in order, each name's values in
+// order and once, as an array; "" when m has none. Migration 7 of the embedded store builds
+// the same object from older rows with SQLite's JSON functions; decodeAttrs reads either.
+func encodeAttrs(m map[string][]string) string {
+	var b strings.Builder
+	var vals []string
+	for _, name := range attrNames(m) {
+		vals = vals[:0]
+		for _, v := range m[name] {
+			if store.Indexable(name, v) {
+				vals = append(vals, v)
+			}
+		}
+		if len(vals) == 0 {
+			continue
+		}
+		slices.Sort(vals)
+		vals = slices.Compact(vals)
+		if b.Len() == 0 {
+			b.WriteByte('{')
+		} else {
+			b.WriteByte(',')
+		}
+		appendJSONString(&b, name)
+		b.WriteString(`:[`)
+		for i, v := range vals {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			appendJSONString(&b, v)
+		}
+		b.WriteByte(']')
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// appendJSONString writes s, valid UTF-8, to b as a JSON string.
+func appendJSONString(b *strings.Builder, s string) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b.WriteString(s[start:i])
+		switch c {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '\t':
+			b.WriteString(`\t`)
+		default:
+			b.WriteString(`\u00`)
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&0xf])
+		}
+		start = i + 1
+	}
+	b.WriteString(s[start:])
+	b.WriteByte('"')
+}
+
+// errAttrs is the error of a row whose attributes are not a JSON object of arrays of
+// strings: a database written by something other than this package.
+var errAttrs = errors.New("stored attributes are not a JSON object of arrays of strings")
+
+// decodeAttrs reads the attributes of an entry's row (encodeAttrs).
+func decodeAttrs(b []byte) (map[string][]string, error) {
+	var m map[string][]string
+	if err := json.Unmarshal(b, &m); err != nil || m == nil {
+		return nil, fmt.Errorf("%w: %.60q", errAttrs, b)
+	}
+	for _, vs := range m {
+		if vs == nil {
+			return nil, fmt.Errorf("%w: %.60q", errAttrs, b)
+		}
+	}
+	return m, nil
+}
+
+// attrKey is a distinct attribute value of a chain: one row of Tables.AttrValues.
+type attrKey struct{ chain, name, value string }
+
+// insertAttrSeqs indexes the attributes of entries inside tx (Dialect.AttrsInRow): the
+// number of each distinct value, added to the dictionary when new, then a row (number,
+// seq) per value of each entry, in multi-row statements.
+func (s *Store) insertAttrSeqs(ctx context.Context, tx *sql.Tx, entries []store.Entry) error {
+	ids := map[attrKey]int64{}
+	var keys []attrKey
+	n := 0
+	for i := range entries {
+		e := &entries[i]
+		for name, vs := range e.Attrs {
+			for _, v := range vs {
+				if !store.Indexable(name, v) {
+					continue
+				}
+				n++
+				k := attrKey{e.Chain, name, v}
+				if _, ok := ids[k]; !ok {
+					ids[k] = 0
+					keys = append(keys, k)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := s.attrIDs(ctx, tx, keys, ids); err != nil {
+		return fmt.Errorf("entry attributes: %w", err)
+	}
+	args := make([]any, 0, 2*n)
+	for i := range entries {
+		e := &entries[i]
+		for name, vs := range e.Attrs {
+			for _, v := range vs {
+				if store.Indexable(name, v) {
+					args = append(args, ids[attrKey{e.Chain, name, v}], e.Seq)
+				}
+			}
+		}
+	}
+	// Ignored: a value listed twice for one entry.
+	if err := s.insertRows(ctx, tx, s.d.InsertIgnore+` INTO `+s.d.Tables.AttrSeqs+` (value, seq)`, 2, args, 0); err != nil {
+		return fmt.Errorf("entry attributes: %w", s.conflict(err))
+	}
+	return nil
+}
+
+// attrIDs sets ids[k] to the dictionary's number of each of keys, inside tx, numbering
+// those it lacks. The numbers of committed rows never change: rows are only ever added.
+func (s *Store) attrIDs(ctx context.Context, tx *sql.Tx, keys []attrKey, ids map[attrKey]int64) error {
+	scan := func(rows *sql.Rows) error {
+		defer rows.Close()
+		for rows.Next() {
+			var k attrKey
+			var id int64
+			if err := rows.Scan(&id, &k.chain, &k.name, &k.value); err != nil {
+				return err
+			}
+			ids[k] = id
+		}
+		return rows.Err()
+	}
+	t := s.d.Tables.AttrValues
+	for part := range slices.Chunk(keys, maxUsedKeys) {
+		// A power of two of terms (the last repeated), so that few statements are kept.
+		terms := 1 << bits.Len(uint(len(part)-1))
+		args := make([]any, 0, 3*terms)
+		for i := range terms {
+			k := part[min(i, len(part)-1)]
+			args = append(args, k.chain, k.name, k.value)
+		}
+		term := `(chain=? AND name=? AND value=?)`
+		rows, err := s.queryTx(ctx, tx, `SELECT id, chain, name, value FROM `+t+` WHERE `+term+strings.Repeat(` OR `+term, terms-1), args...)
+		if err != nil {
+			return err
+		}
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	var missing []any
+	for _, k := range keys {
+		if ids[k] == 0 {
+			missing = append(missing, k.chain, k.name, k.value)
+		}
+	}
+	for len(missing) > 0 {
+		n := min(len(missing)/3, maxUsedKeys)
+		rows, err := tx.QueryContext(ctx, rowsQuery(`INSERT INTO `+t+` (chain, name, value)`, 3, n)+` RETURNING id, chain, name, value`, missing[:3*n]...)
+		if err != nil {
+			return s.conflict(err)
+		}
+		if err := scan(rows); err != nil {
+			return s.conflict(err)
+		}
+		missing = missing[3*n:]
+	}
+	for _, k := range keys {
+		if ids[k] == 0 {
+			return fmt.Errorf("no number for attribute %q=%.40q of %q", k.name, k.value, k.chain)
+		}
+	}
+	return nil
 }

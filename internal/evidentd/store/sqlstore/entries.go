@@ -30,7 +30,8 @@ func batchLen(es []store.Entry) int {
 }
 
 // insertEntries writes es in one INSERT inside tx; a taken seq, link or record id is
-// store.ErrConflict.
+// store.ErrConflict. With Dialect.AttrsInRow each row also holds the entry's attributes
+// and metadata.
 func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, es []store.Entry) error {
 	cols := 11
 	head := s.d.InsertOrAbort + ` INTO ` + s.d.Tables.Entries + ` (chain, seq, prev, link, arrival, ` + s.d.RecordColumn + `, record_id, method, sender, ts, signed`
@@ -46,6 +47,10 @@ func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, es []store.Entry)
 		}
 		cols += 2
 		head += `, rec_off, rec_len`
+	}
+	if s.d.AttrsInRow {
+		cols += 2
+		head += `, attrs, meta`
 	}
 	head += `)`
 	args := make([]any, 0, cols*len(es))
@@ -66,6 +71,14 @@ func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, es []store.Entry)
 		args = append(args, e.Chain, e.Seq, e.Prev[:], e.Link[:], ms(e.Arrival), rec, rid, e.Method, e.Sender, ts, e.Signed)
 		if places != nil {
 			args = append(args, places[i].Off, places[i].Len)
+		}
+		if s.d.AttrsInRow {
+			var attrs any
+			if a := encodeAttrs(e.Attrs); a != "" { // attrs.go
+				attrs = a
+			}
+			args = append(args, attrs, e.Meta)
+			size += len(e.Meta)
 		}
 		size += len(rec)
 	}
@@ -97,16 +110,26 @@ func execSized(ctx context.Context, tx *sql.Tx, size int, q string, args []any) 
 	return err
 }
 
-// entriesQuery returns the SELECT answering Entries(chain, f), so a filter means the same
-// thing on every dialect; record is the entries table's column of records, and with
-// places the query also selects the records' places in the record file (Dialect.Records).
-// Times are Unix milliseconds.
-func entriesQuery(t Tables, record, chain string, f store.Filter, places bool) (string, []any) {
-	q := `SELECT e.seq, e.prev, e.link, e.arrival, e.` + record + `, e.record_id, e.method, e.sender, e.ts, e.signed, m.meta`
-	if places {
+// entriesQuery returns the SELECT answering Entries(chain, f) on the tables of d, so a
+// filter means the same thing on every dialect. It selects the records' places in the
+// record file where d keeps records there (Dialect.Records), and the attributes where rows
+// hold them (Dialect.AttrsInRow). Times are Unix milliseconds.
+func entriesQuery(d *Dialect, chain string, f store.Filter) (string, []any) {
+	t := &d.Tables
+	q := `SELECT e.seq, e.prev, e.link, e.arrival, e.` + d.RecordColumn + `, e.record_id, e.method, e.sender, e.ts, e.signed`
+	if d.AttrsInRow {
+		q += `, e.meta, e.attrs`
+	} else {
+		q += `, m.meta`
+	}
+	if d.Records != nil {
 		q += `, e.rec_off, e.rec_len`
 	}
-	q += ` FROM ` + t.Entries + ` e LEFT JOIN ` + t.Meta + ` m ON m.chain=e.chain AND m.seq=e.seq WHERE e.chain=? AND e.seq>=?`
+	q += ` FROM ` + t.Entries + ` e`
+	if !d.AttrsInRow {
+		q += ` LEFT JOIN ` + t.Meta + ` m ON m.chain=e.chain AND m.seq=e.seq`
+	}
+	q += ` WHERE e.chain=? AND e.seq>=?`
 	args := []any{chain, f.From}
 	if f.Method != "" {
 		q += ` AND e.method=?`
@@ -124,10 +147,15 @@ func entriesQuery(t Tables, record, chain string, f store.Filter, places bool) (
 		q += ` AND e.arrival<?`
 		args = append(args, f.Until.UnixMilli())
 	}
-	// Every listed value of every listed attribute, driven by the attributes' lookup index.
+	// Every listed value of every listed attribute, driven by the attributes' index. A
+	// value the dictionary lacks numbers NULL, which no row equals.
 	for _, name := range attrNames(f.Attrs) {
 		for _, v := range f.Attrs[name] {
-			q += ` AND e.seq IN (SELECT seq FROM ` + t.Attrs + ` WHERE chain=? AND name=? AND value=?)`
+			if d.AttrsInRow {
+				q += ` AND e.seq IN (SELECT seq FROM ` + t.AttrSeqs + ` WHERE value=(SELECT id FROM ` + t.AttrValues + ` WHERE chain=? AND name=? AND value=?))`
+			} else {
+				q += ` AND e.seq IN (SELECT seq FROM ` + t.Attrs + ` WHERE chain=? AND name=? AND value=?)`
+			}
 			args = append(args, chain, name, v)
 		}
 	}
@@ -138,8 +166,8 @@ func entriesQuery(t Tables, record, chain string, f store.Filter, places bool) (
 	return q, args
 }
 
-// scanEntries reads the rows of an entriesQuery (without attributes) and closes them,
-// then the records kept in the record file.
+// scanEntries reads the rows of an entriesQuery and closes them, then the records kept in
+// the record file. Without Dialect.AttrsInRow the entries' attributes are not read.
 func (s *Store) scanEntries(rows *sql.Rows, chain string) ([]store.Entry, error) {
 	defer rows.Close()
 	var out []store.Entry
@@ -153,16 +181,26 @@ func (s *Store) scanEntries(rows *sql.Rows, chain string) ([]store.Entry, error)
 		arrival    int64
 		rid        sql.NullString
 		ts, off, n sql.NullInt64
-		dest       = []any{&e.Seq, &prev, &link, &arrival, &e.Record, &rid, &e.Method, &e.Sender, &ts, &e.Signed, &e.Meta, &off, &n}
+		attrs      []byte
+		dest       = []any{&e.Seq, &prev, &link, &arrival, &e.Record, &rid, &e.Method, &e.Sender, &ts, &e.Signed, &e.Meta}
 	)
-	if s.d.Records == nil {
-		dest = dest[:len(dest)-2] // no places selected
+	if s.d.AttrsInRow {
+		dest = append(dest, &attrs)
+	}
+	if s.d.Records != nil {
+		dest = append(dest, &off, &n)
 	}
 	for rows.Next() {
 		e = store.Entry{Chain: chain}
 		off, n = sql.NullInt64{}, sql.NullInt64{}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("entries of %q: %w", chain, err)
+		}
+		if attrs != nil {
+			var err error
+			if e.Attrs, err = decodeAttrs(attrs); err != nil { // attrs.go
+				return nil, fmt.Errorf("entries of %q: seq %d: %w", chain, e.Seq, err)
+			}
 		}
 		if off.Valid { // else the record is in the table: stored before the record file
 			places = append(places, recordfile.Place{Off: off.Int64, Len: int(n.Int64)})

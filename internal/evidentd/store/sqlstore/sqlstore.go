@@ -28,8 +28,10 @@ import (
 type Tables struct {
 	Chains        string // one row per chain: its head, tree and state
 	Entries       string // the accepted records
-	Attrs         string // the entries' attributes, one row per value
-	Meta          string // what submitters sent beside the entries' records, unhashed
+	Attrs         string // the entries' attributes, one row per value (without AttrsInRow)
+	Meta          string // what submitters sent beside the entries' records, unhashed (without AttrsInRow)
+	AttrValues    string // each distinct attribute value of a chain once, numbered (AttrsInRow)
+	AttrSeqs      string // (value number, seq): the entries carrying each value (AttrsInRow)
 	Heads         string // the evidence heads the chains' senders reported, one per chain
 	Seals         string // the chains' seals
 	Forks         string // the evidence of refused forks
@@ -84,6 +86,12 @@ type Dialect struct {
 	// what a store that moved records out renamed it to, so that a binary from before the
 	// move fails on it loudly instead of reading the empty records it now holds.
 	RecordColumn string
+	// AttrsInRow keeps each entry's attributes (as a JSON object, attrs.go) and metadata
+	// in columns attrs and meta of its own row, and indexes the attributes by number: each
+	// distinct (chain, name, value) once in Tables.AttrValues, and a row of two integers
+	// (value number, seq) per value of an entry in Tables.AttrSeqs. Unset, every value of
+	// an entry is a row of Tables.Attrs, and metadata a row of Tables.Meta.
+	AttrsInRow bool
 }
 
 // Records keeps entries' record bytes outside the database, in a file whose kept size the
@@ -345,11 +353,17 @@ func (s *Store) insertAll(ctx context.Context, tx *sql.Tx, entries []store.Entry
 		if err := s.insertEntries(ctx, tx, entries[:n]); err != nil {
 			return err
 		}
-		if err := s.insertAttrs(ctx, tx, entries[:n]); err != nil { // attrs.go
-			return err
-		}
-		if err := s.insertMeta(ctx, tx, entries[:n]); err != nil {
-			return err
+		if s.d.AttrsInRow {
+			if err := s.insertAttrSeqs(ctx, tx, entries[:n]); err != nil { // attrs.go
+				return err
+			}
+		} else {
+			if err := s.insertAttrs(ctx, tx, entries[:n]); err != nil { // attrs.go
+				return err
+			}
+			if err := s.insertMeta(ctx, tx, entries[:n]); err != nil {
+				return err
+			}
 		}
 		entries = entries[n:]
 	}
@@ -421,7 +435,7 @@ func (s *Store) FindRecordIDs(ctx context.Context, chain string, ids []string) (
 
 // Entries implements store.Store.
 func (s *Store) Entries(ctx context.Context, chain string, f store.Filter) ([]store.Entry, error) {
-	q, args := entriesQuery(s.d.Tables, s.d.RecordColumn, chain, f, s.d.Records != nil)
+	q, args := entriesQuery(&s.d, chain, f)
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("entries of %q: %w", chain, err)
@@ -430,8 +444,10 @@ func (s *Store) Entries(ctx context.Context, chain string, f store.Filter) ([]st
 	if err != nil {
 		return nil, err
 	}
-	if err := s.loadAttrs(ctx, chain, out); err != nil { // attrs.go
-		return nil, err
+	if !s.d.AttrsInRow {
+		if err := s.loadAttrs(ctx, chain, out); err != nil { // attrs.go
+			return nil, err
+		}
 	}
 	return out, nil
 }

@@ -126,6 +126,17 @@ func (s *Store) queryRowTx(ctx context.Context, tx *sql.Tx, q string, args ...an
 	return tx.QueryRowContext(ctx, q, args...)
 }
 
+// queryTx is QueryContext inside tx, through a kept statement where the dialect keeps
+// them.
+func (s *Store) queryTx(ctx context.Context, tx *sql.Tx, q string, args ...any) (*sql.Rows, error) {
+	if s.d.KeepStatements {
+		if st := s.stmts.get(q); st != nil {
+			return tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+		}
+	}
+	return tx.QueryContext(ctx, q, args...)
+}
+
 // insertRows runs the multi-row INSERT "head VALUES (?,…),(?,…)…" of args, cols values a
 // row, inside tx; size is the bytes of the values. Where the dialect keeps statements it is
 // sent in chunks of a power of two rows (at most maxChunkRows); elsewhere in statements of
