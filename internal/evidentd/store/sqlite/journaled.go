@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"errors"
+	"log/slog"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/internal/evidentd/store/journal"
@@ -31,9 +32,13 @@ var (
 
 // OpenJournaled opens the database file at path with its journal in the directory
 // journalDir, folding into the database what the journal holds that it does not (after a
-// crash).
+// crash). Schema migrations are logged to o.Logger.
 func OpenJournaled(ctx context.Context, path, journalDir string, o journal.Options) (*Journaled, error) {
-	s, err := Open(ctx, path)
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s, err := open(ctx, path, log, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
+	"time"
 )
 
 // Schema versions. The base schema (the constant schema in schema.go, created with IF NOT
@@ -28,8 +30,10 @@ var migrations = []migration{
 	{version: 7, name: "attributes and metadata in the entry's row, attributes indexed by number", stmts: []string{attrsInRowSchema}},
 }
 
-// migrate brings the database from its PRAGMA user_version up to the last migration.
-func migrate(ctx context.Context, db *sql.DB) error {
+// migrate brings the database from its PRAGMA user_version up to the last migration,
+// logging each one to log (when set): a migration that rewrites rows takes about half a
+// minute a million entries (BENCHMARKS.md). db must have a single connection.
+func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) (err error) {
 	var v int
 	if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
 		return fmt.Errorf("ledger store schema version: %w", err)
@@ -43,9 +47,25 @@ func migrate(ctx context.Context, db *sql.DB) error {
 			return fmt.Errorf("ledger store schema version: %w", err)
 		}
 	}
+	if v < migrations[len(migrations)-1].version {
+		// A migration's sorts and temporary tables go to temporary files, not to memory
+		// (the store's temp_store): carrying rows over needs room in proportion to them.
+		if _, err := db.ExecContext(ctx, "PRAGMA temp_store = FILE"); err != nil {
+			return fmt.Errorf("ledger store migration: %w", err)
+		}
+		defer func() {
+			if _, rerr := db.ExecContext(ctx, "PRAGMA temp_store = MEMORY"); rerr != nil && err == nil {
+				err = fmt.Errorf("ledger store migration: %w", rerr)
+			}
+		}()
+	}
 	for _, m := range migrations {
 		if m.version <= v {
 			continue
+		}
+		start := time.Now()
+		if log != nil {
+			log.Info("ledger store: migrating the schema", "version", m.version, "migration", m.name)
 		}
 		tx, err := db.BeginTx(ctx, nil)
 		if err != nil {
@@ -64,6 +84,9 @@ func migrate(ctx context.Context, db *sql.DB) error {
 		}
 		if err := tx.Commit(); err != nil {
 			return fmt.Errorf("ledger store migration %d (%s): %w", m.version, m.name, err)
+		}
+		if log != nil {
+			log.Info("ledger store: schema migrated", "version", m.version, "took", time.Since(start).Round(time.Millisecond))
 		}
 		v = m.version
 	}

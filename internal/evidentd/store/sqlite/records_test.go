@@ -208,7 +208,7 @@ func TestCancelledCommitWritesNothingOver(t *testing.T) {
 	ctxA, cancel := context.WithCancel(ctx)
 	paused, resume := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	a, err := open(ctx, path, func() {
+	a, err := open(ctx, path, nil, func() {
 		once.Do(func() {
 			cancel()
 			close(paused)

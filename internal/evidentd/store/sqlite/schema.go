@@ -167,13 +167,12 @@ INSERT INTO attr_values (chain, name, value)
 	SELECT DISTINCT chain, name, value FROM entry_attrs ORDER BY chain, name, value;
 INSERT INTO entry_attr_seqs (value, seq)
 	SELECT v.id, a.seq FROM entry_attrs a JOIN attr_values v ON v.chain=a.chain AND v.name=a.name AND v.value=a.value;
-UPDATE entries SET attrs = (
-	SELECT json_group_object(name, json(vals) ORDER BY name) FROM (
-		SELECT name, json_group_array(value ORDER BY value) AS vals FROM entry_attrs a
-		WHERE a.chain=entries.chain AND a.seq=entries.seq GROUP BY name))
-	WHERE EXISTS (SELECT 1 FROM entry_attrs a WHERE a.chain=entries.chain AND a.seq=entries.seq);
-UPDATE entries SET meta = (SELECT meta FROM entry_meta m WHERE m.chain=entries.chain AND m.seq=entries.seq)
-	WHERE EXISTS (SELECT 1 FROM entry_meta m WHERE m.chain=entries.chain AND m.seq=entries.seq);
+UPDATE entries SET attrs = a.attrs FROM (
+	SELECT chain, seq, json_group_object(name, json(vals) ORDER BY name) AS attrs FROM (
+		SELECT chain, seq, name, json_group_array(value ORDER BY value) AS vals FROM entry_attrs GROUP BY chain, seq, name)
+	GROUP BY chain, seq) AS a
+	WHERE a.chain = entries.chain AND a.seq = entries.seq;
+UPDATE entries SET meta = m.meta FROM entry_meta AS m WHERE m.chain = entries.chain AND m.seq = entries.seq;
 DROP TABLE entry_attrs;
 DROP TABLE entry_meta;
 `

@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
@@ -79,11 +80,12 @@ func conflict(err error) error {
 
 // Open opens (creating if needed) the database file at path, and beside it its record
 // file (recordfile.PathFor).
-func Open(ctx context.Context, path string) (*Store, error) { return open(ctx, path, nil) }
+func Open(ctx context.Context, path string) (*Store, error) { return open(ctx, path, nil, nil) }
 
-// open is Open; beforeWrite, when set, runs in every Records.Put between reading the
-// record file's kept size and writing there (tests).
-func open(ctx context.Context, path string, beforeWrite func()) (*Store, error) {
+// open is Open, logging schema migrations to log when it is set; beforeWrite, when set,
+// runs in every Records.Put between reading the record file's kept size and writing there
+// (tests).
+func open(ctx context.Context, path string, log *slog.Logger, beforeWrite func()) (*Store, error) {
 	q := url.Values{}
 	for _, p := range []string{"journal_mode(WAL)", "synchronous(FULL)", "busy_timeout(10000)", "foreign_keys(1)", "temp_store(MEMORY)"} {
 		q.Add("_pragma", p)
@@ -101,7 +103,7 @@ func open(ctx context.Context, path string, beforeWrite func()) (*Store, error) 
 		w.Close()
 		return nil, fmt.Errorf("ledger store schema: %w", err)
 	}
-	if err := migrate(ctx, w); err != nil { // schema changes after version 1: migrate.go
+	if err := migrate(ctx, w, log); err != nil { // schema changes after version 1: migrate.go
 		w.Close()
 		return nil, err
 	}
