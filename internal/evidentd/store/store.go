@@ -59,8 +59,9 @@ type Entry struct {
 	// Meta is what the submitter sent beside the record, unhashed (ledger.Admission.Meta: a
 	// CHAP audit entry's seq, arrived and prev_hash); nil when nothing was.
 	Meta []byte
-	// Attrs are the profile's attributes of the record (ledger.Admission.Attrs), kept in an
-	// indexed side table for filtered reads; Entries returns them.
+	// Attrs are the profile's attributes of the record (ledger.Admission.Attrs), indexed for
+	// filtered reads (Filter.Attrs); Entries returns those that are Indexable, each name's
+	// values sorted and once.
 	Attrs map[string][]string
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -80,7 +81,7 @@ func TestMigrateToVersion7(t *testing.T) {
 		exec(`INSERT INTO chains (id, profile, size, head, tree, state, created) VALUES (?, 'chap/0.3', ?, ?, '{}', '{}', '2026-01-01T00:00:00Z')`, c.chain, c.n, prev[:])
 	}
 	want := map[uint64]map[string][]string{
-		0: {ledger.AttrOutcome: {"accepted"}, ledger.AttrTask: {"t1"}, ledger.AttrTag: {"a\"q\\", "b", "c\x01\n"}},
+		0: {ledger.AttrOutcome: {"accepted"}, ledger.AttrTask: {"t1"}, ledger.AttrTag: {"a\"q\\", "b", "c\x01\n", "d\b\f\x7f"}},
 		1: {ledger.AttrOutcome: {"accepted"}, ledger.AttrTask: {"t2"}, ledger.AttrLogicalID: {"é €"}},
 		3: {ledger.AttrOutcome: {"refused"}, ledger.AttrTask: {"t1"}},
 	}
@@ -102,6 +103,9 @@ func TestMigrateToVersion7(t *testing.T) {
 	defer s.Close()
 	if v, err := s.SchemaVersion(ctx); err != nil || v != 7 {
 		t.Fatalf("version %d, %v after migration", v, err)
+	}
+	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() != 0 {
+		t.Errorf("the WAL after the migration: %v, %v; want it truncated", fi.Size(), err)
 	}
 	all, err := s.Entries(ctx, "c", store.Filter{})
 	if err != nil || len(all) != 4 {
@@ -157,7 +161,7 @@ func TestMigrateToVersion7(t *testing.T) {
 	rec := []byte(`{"chain":"c","seq":4}`)
 	l4 := ledger.NextLink(rec, head["c"])
 	e := store.Entry{Chain: "c", Seq: 4, Prev: head["c"], Link: l4, Record: rec, Method: "m", Sender: "s",
-		Attrs: map[string][]string{ledger.AttrTask: {"t1"}, ledger.AttrTag: {"b", "c\x01\n", "a\"q\\"}, ledger.AttrOutcome: {"accepted"}}}
+		Attrs: map[string][]string{ledger.AttrTask: {"t1"}, ledger.AttrTag: {"b", "d\b\f\x7f", "c\x01\n", "a\"q\\"}, ledger.AttrOutcome: {"accepted"}}}
 	if err := s.Commit(ctx, &store.ChainRecord{ID: "c", Profile: "chap/0.3", Size: 5, Head: l4, Tree: []byte("{}"), State: []byte("{}")}, 4, []store.Entry{e}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,10 +9,13 @@ import (
 )
 
 // Schema versions. The base schema (the constant schema in schema.go, created with IF NOT
-// EXISTS on every open) is version 1. Every later change is a migration below: additive
-// (new tables, new nullable or defaulted columns, new indexes), applied once, in version
-// order, each in its own transaction together with the PRAGMA user_version that records
-// it. To add one, append to migrations with the next version number; never edit or
+// EXISTS on every open) is version 1. Every later change is a migration below, applied
+// once, in version order, each in its own transaction together with the PRAGMA
+// user_version that records it: a migration that fails leaves the database at the version
+// before it. Most are additive (new tables, new nullable or defaulted columns, new
+// indexes); 6 and 7 move data, and an evidentd from before them refuses the database
+// (version 6 and later refuse a newer schema; 5 and earlier fail on the renamed column of
+// records). To add one, append to migrations with the next version number; never edit or
 // reorder a migration that has shipped.
 type migration struct {
 	version int
@@ -59,6 +62,7 @@ func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) (err error) {
 			}
 		}()
 	}
+	migrated := false
 	for _, m := range migrations {
 		if m.version <= v {
 			continue
@@ -89,6 +93,13 @@ func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) (err error) {
 			log.Info("ledger store: schema migrated", "version", m.version, "took", time.Since(start).Round(time.Millisecond))
 		}
 		v = m.version
+		migrated = true
+	}
+	if migrated {
+		// A migration that rewrote rows left a WAL of their size: give the space back.
+		if _, err := db.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+			return fmt.Errorf("ledger store migration: checkpoint: %w", err)
+		}
 	}
 	return nil
 }

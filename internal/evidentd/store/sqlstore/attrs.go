@@ -158,6 +158,10 @@ func appendJSONString(b *strings.Builder, s string) {
 		case '"', '\\':
 			b.WriteByte('\\')
 			b.WriteByte(c)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\f':
+			b.WriteString(`\f`)
 		case '\n':
 			b.WriteString(`\n`)
 		case '\r':
@@ -179,16 +183,26 @@ func appendJSONString(b *strings.Builder, s string) {
 // strings: a database written by something other than this package.
 var errAttrs = errors.New("stored attributes are not a JSON object of arrays of strings")
 
-// decodeAttrs reads the attributes of an entry's row (encodeAttrs).
+// decodeAttrs reads the attributes of an entry's row (encodeAttrs): a JSON object of at
+// least one name, each an array of strings.
 func decodeAttrs(b []byte) (map[string][]string, error) {
-	var m map[string][]string
-	if err := json.Unmarshal(b, &m); err != nil || m == nil {
+	var raw map[string][]*string
+	if err := json.Unmarshal(b, &raw); err != nil || len(raw) == 0 {
 		return nil, fmt.Errorf("%w: %.60q", errAttrs, b)
 	}
-	for _, vs := range m {
-		if vs == nil {
+	m := make(map[string][]string, len(raw))
+	for name, ps := range raw {
+		if ps == nil {
 			return nil, fmt.Errorf("%w: %.60q", errAttrs, b)
 		}
+		vs := make([]string, len(ps))
+		for i, p := range ps {
+			if p == nil {
+				return nil, fmt.Errorf("%w: %.60q", errAttrs, b)
+			}
+			vs[i] = *p
+		}
+		m[name] = vs
 	}
 	return m, nil
 }
@@ -284,12 +298,14 @@ func (s *Store) attrIDs(ctx context.Context, tx *sql.Tx, keys []attrKey, ids map
 	}
 	for len(missing) > 0 {
 		n := min(len(missing)/3, maxUsedKeys)
+		// Inside the write transaction no other writer adds these rows: an error here is
+		// not a conflict to retry.
 		rows, err := tx.QueryContext(ctx, rowsQuery(`INSERT INTO `+t+` (chain, name, value)`, 3, n)+` RETURNING id, chain, name, value`, missing[:3*n]...)
 		if err != nil {
-			return s.conflict(err)
+			return err
 		}
 		if err := scan(rows); err != nil {
-			return s.conflict(err)
+			return err
 		}
 		missing = missing[3*n:]
 	}

@@ -24,6 +24,7 @@ func TestEncodeAttrs(t *testing.T) {
 		{"sorted and once", map[string][]string{"z": {"2", "1", "2"}, "a": {"x"}}, `{"a":["x"],"z":["1","2"]}`},
 		{"unindexable values left out", map[string][]string{"a": {long, "ok", "\xfe"}}, `{"a":["ok"]}`},
 		{"escapes", map[string][]string{"t": {"q\"b\\s/\n\r\t\x01\x1f<é>"}}, `{"t":["q\"b\\s/\n\r\t\u0001\u001f<é>"]}`},
+		{"short escapes", map[string][]string{"t": {"\b\f\x7f"}}, "{\"t\":[\"\\b\\f\x7f\"]}"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := encodeAttrs(tc.in)
@@ -45,7 +46,7 @@ func TestEncodeAttrs(t *testing.T) {
 }
 
 func TestDecodeAttrsRefuses(t *testing.T) {
-	for _, b := range []string{``, `null`, `[]`, `{"a":"x"}`, `{"a":[1]}`, `{"a":null}`, `{"a":["x"]`, `{"a":["x"]} x`} {
+	for _, b := range []string{``, `null`, `[]`, `{"a":"x"}`, `{"a":[1]}`, `{"a":null}`, `{"a":["x"]`, `{"a":["x"]} x`, `{}`, `{"a":[null]}`, `{"a":["x",null]}`} {
 		if m, err := decodeAttrs([]byte(b)); !errors.Is(err, errAttrs) {
 			t.Errorf("decodeAttrs(%s) = %q, %v; want errAttrs", b, m, err)
 		}
