@@ -14,8 +14,9 @@ import (
 )
 
 // attrsOf gives entry seq of the attribute test its attributes: a task per seq%3, a
-// refusal every 7th, tags "even" and "five", a logical id on every 4th, and on seq 11 a
-// value over store.MaxAttrValue (not indexed).
+// refusal every 7th, tags "even" and "five", a logical id on every 4th, on seq 11 a value
+// over store.MaxAttrValue (not indexed), and on seq 17 odd tags: characters JSON escapes,
+// non-ASCII, one twice, and one not valid UTF-8 (not indexed).
 func attrsOf(seq uint64) map[string][]string {
 	a := map[string][]string{ledger.AttrTask: {fmt.Sprintf("t%d", seq%3)}, ledger.AttrOutcome: {"accepted"}}
 	if seq%7 == 0 {
@@ -37,13 +38,19 @@ func attrsOf(seq uint64) map[string][]string {
 	if seq == 11 {
 		a["long"] = []string{strings.Repeat("x", store.MaxAttrValue+1)}
 	}
+	if seq == 17 {
+		a[ledger.AttrTag] = []string{oddTag, "é€😀", "", "dup", "dup", "\xff"}
+	}
 	if seq == 13 {
 		return nil // an entry without attributes
 	}
 	return a
 }
 
-// indexed is what a store returns for attrsOf(seq): every indexable value, sorted.
+// oddTag is a tag of characters a JSON encoding must escape.
+const oddTag = "q\"b\\s/\b\f\n\r\t\x01\x1f\x7f<>&"
+
+// indexed is what a store returns for attrsOf(seq): every indexable value, sorted, once.
 func indexed(seq uint64) map[string][]string {
 	out := map[string][]string{}
 	for k, vs := range attrsOf(seq) {
@@ -53,6 +60,7 @@ func indexed(seq uint64) map[string][]string {
 			}
 		}
 		slices.Sort(out[k])
+		out[k] = slices.Compact(out[k])
 	}
 	if len(out) == 0 {
 		return nil
@@ -124,6 +132,9 @@ func testAttrFilters(t *testing.T, b Backend) {
 		{"attribute, sender and window", store.Filter{Sender: "s0", Since: base.Add(3 * time.Second), Until: base.Add(25 * time.Second),
 			Attrs: map[string][]string{ledger.AttrOutcome: {"accepted"}}}, []uint64{3, 6, 9, 12, 15, 18, 24}},
 		{"attribute and limit", store.Filter{Limit: 3, Attrs: map[string][]string{ledger.AttrTask: {"t2"}}}, []uint64{2, 5, 8}},
+		{"odd value", store.Filter{Attrs: map[string][]string{ledger.AttrTag: {oddTag, "é€😀"}}}, []uint64{17}},
+		{"empty value", store.Filter{Attrs: map[string][]string{ledger.AttrTag: {""}}}, []uint64{17}},
+		{"value not valid UTF-8 is not indexed", store.Filter{Attrs: map[string][]string{ledger.AttrTag: {"\xff"}}}, nil},
 		{"unknown value", store.Filter{Attrs: map[string][]string{ledger.AttrTask: {"ghost"}}}, nil},
 		{"value over the bound is not indexed", store.Filter{Attrs: map[string][]string{"long": {strings.Repeat("x", store.MaxAttrValue+1)}}}, nil},
 		{"tasks are exclusive", store.Filter{Attrs: map[string][]string{ledger.AttrTask: {"t0", "t1"}}}, nil},
