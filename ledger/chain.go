@@ -63,6 +63,18 @@ func (c *Chain) AppendBy(record []byte, arrival time.Time, submitter string) (*A
 	return c.admit(arrival, submitter, func(at Position) (*Admission, error) { return c.State.Admit(at, record) })
 }
 
+// AppendIdentified is AppendBy for a record whose Identity the chain's profile has read
+// (Identifier): a profile that kept its reading (IdentifiedAdmitter, Identity.Parsed)
+// admits the record from it instead of parsing the record again. id must be the Identity of
+// record.
+func (c *Chain) AppendIdentified(record []byte, id *Identity, arrival time.Time, submitter string) (*Appended, error) {
+	ia, ok := c.State.(IdentifiedAdmitter)
+	if !ok || id == nil || id.Parsed == nil {
+		return c.AppendBy(record, arrival, submitter)
+	}
+	return c.admit(arrival, submitter, func(at Position) (*Admission, error) { return ia.AdmitIdentified(at, id) })
+}
+
 // AppendStored is Append for a record read back from storage or a bundle together with the
 // metadata split off it at ingest (Admission.Meta; nil when none).
 func (c *Chain) AppendStored(record, meta []byte, arrival time.Time) (*Appended, error) {

@@ -13,6 +13,16 @@ type Identity struct {
 	// CHAP audit entry's seq, arrived and prev_hash); nil when none. A stored entry is the
 	// record only if it kept the same.
 	Meta []byte
+	// Parsed is the profile's own reading of the record, which its AdmitIdentified
+	// (IdentifiedAdmitter) admits without reading the record again; nil when it keeps none.
+	Parsed any
+}
+
+// IdentifiedAdmitter is implemented by a ProfileState whose Identify keeps its reading of
+// the record in Identity.Parsed: AdmitIdentified admits the record id was read from,
+// exactly as Admit would admit its bytes, without parsing them again.
+type IdentifiedAdmitter interface {
+	AdmitIdentified(at Position, id *Identity) (*Admission, error)
 }
 
 // Identifier is implemented by a ProfileState that can read a record's Identity without

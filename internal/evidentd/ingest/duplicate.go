@@ -20,22 +20,25 @@ import (
 // of these is looked for in the chain's tail: the batch's prefix must then be the chain's
 // last entries, so a record without a position is a retry only if nothing came after it.
 //
+// It also returns the profile's Identity of records[0] when it read one, so that a new first
+// record is admitted from it (ledger.Chain.AppendIdentified) instead of being parsed again.
+//
 // The caller holds the chain's lock; the answer is for c as loaded (entries a concurrent
 // writer stored after it are not considered: its commit then conflicts and the batch is
 // looked at again).
-func (p *Pipeline) repeated(ctx context.Context, c *ledger.Chain, records [][]byte) ([]Accepted, error) {
+func (p *Pipeline) repeated(ctx context.Context, c *ledger.Chain, records [][]byte) ([]Accepted, *ledger.Identity, error) {
 	idf, ok := c.State.(ledger.Identifier)
 	if !ok || c.Size == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	at := ledger.Position{Chain: c.ID, Submitter: SubmitterFrom(ctx)}
 	first, err := idf.Identify(at, records[0])
 	if err != nil {
-		return nil, nil // not readable: the profile's rules refuse it with their code
+		return nil, nil, nil // not readable: the profile's rules refuse it with their code
 	}
 	k, found, err := p.positionOf(ctx, c, first)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var stored []store.Entry
 	switch {
@@ -45,7 +48,7 @@ func (p *Pipeline) repeated(ctx context.Context, c *ledger.Chain, records [][]by
 		stored, err = p.tail(ctx, c, idf, at, first, records)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("chain %q: looking for resubmitted records: %w", c.ID, err)
+		return nil, nil, fmt.Errorf("chain %q: looking for resubmitted records: %w", c.ID, err)
 	}
 	var acc []Accepted
 	for i, e := range stored {
@@ -63,7 +66,7 @@ func (p *Pipeline) repeated(ctx context.Context, c *ledger.Chain, records [][]by
 		}
 		acc = append(acc, Accepted{Seq: e.Seq, Prev: e.Prev, Link: e.Link, Arrival: ledger.Timestamp(e.Arrival), Duplicate: true})
 	}
-	return acc, nil
+	return acc, first, nil
 }
 
 // positionOf returns the position a record states or implies by its predecessor or id;

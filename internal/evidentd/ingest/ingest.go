@@ -259,7 +259,7 @@ func (p *Pipeline) ingestLocked(ctx context.Context, s *chainSlot, id, profile s
 	}
 	// A retried submission: what is already stored is acknowledged again, before the
 	// profile's admission rules (which would refuse a second join, a reused id, a fork).
-	dups, err := p.repeated(ctx, cur, records)
+	dups, first, err := p.repeated(ctx, cur, records)
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +277,12 @@ func (p *Pipeline) ingestLocked(ctx context.Context, s *chainSlot, id, profile s
 	defer sigs.stop()
 	for j, rec := range records[off:] {
 		i := off + j
-		a, err := next.AppendBy(rec, now, SubmitterFrom(ctx))
+		var a *ledger.Appended
+		if i == 0 && first != nil {
+			a, err = next.AppendIdentified(rec, first, now, SubmitterFrom(ctx)) // read once, by repeated
+		} else {
+			a, err = next.AppendBy(rec, now, SubmitterFrom(ctx))
+		}
 		if err != nil {
 			// The first refusal names the first bad record: an earlier record whose signature
 			// fails comes before this one (a record altered in a chain whose next entry names
