@@ -66,7 +66,7 @@ func (c *Chain) AppendBy(record []byte, arrival time.Time, submitter string) (*A
 // AppendIdentified is AppendBy for a record whose Identity the chain's profile has read
 // (Identifier): a profile that kept its reading (IdentifiedAdmitter, Identity.Parsed)
 // admits the record from it instead of parsing the record again. id must be the Identity of
-// record.
+// record: when the profile admits from id, record itself is not read again.
 func (c *Chain) AppendIdentified(record []byte, id *Identity, arrival time.Time, submitter string) (*Appended, error) {
 	ia, ok := c.State.(IdentifiedAdmitter)
 	if !ok || id == nil || id.Parsed == nil {

@@ -20,7 +20,10 @@ type Identity struct {
 
 // IdentifiedAdmitter is implemented by a ProfileState whose Identify keeps its reading of
 // the record in Identity.Parsed: AdmitIdentified admits the record id was read from,
-// exactly as Admit would admit its bytes, without parsing them again.
+// exactly as Admit would admit its bytes, without parsing them again. Parsed may depend on
+// the record's bytes and Identify's Position's Chain and Submitter only, never on the
+// state Identify ran on: the identity is read before the record's place is known, and
+// admitted on another copy of the state.
 type IdentifiedAdmitter interface {
 	AdmitIdentified(at Position, id *Identity) (*Admission, error)
 }
