@@ -20,15 +20,7 @@ import (
 func TestMigrateToVersion3(t *testing.T) {
 	ctx := context.Background()
 	path, l0 := oldDatabase(t, schema+registrationsSchema, 2)
-
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if v, err := s.SchemaVersion(ctx); err != nil || v != migrations[len(migrations)-1].version {
-		t.Fatalf("version %d, %v after migration", v, err)
-	}
+	s := openMigrated(t, path)
 	l1 := ledger.NextLink([]byte(`{"a":1}`), l0)
 	e := store.Entry{Chain: "c", Seq: 1, Prev: l0, Link: l1, Record: []byte(`{"a":1}`), Method: "m", Sender: "s",
 		Attrs: map[string][]string{ledger.AttrTask: {"t1"}}, Meta: []byte(`{"seq":1}`)}
@@ -96,14 +88,7 @@ func TestMigrateToVersion7(t *testing.T) {
 	exec(`INSERT INTO entry_meta (chain, seq, meta) VALUES ('c', 1, '{"seq":1}'), ('c', 3, '{"seq":3}')`)
 	db.Close()
 
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if v, err := s.SchemaVersion(ctx); err != nil || v != 7 {
-		t.Fatalf("version %d, %v after migration", v, err)
-	}
+	s := openMigrated(t, path)
 	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() != 0 {
 		t.Errorf("the WAL after the migration: %v, %v; want it truncated", fi.Size(), err)
 	}

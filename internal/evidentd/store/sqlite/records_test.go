@@ -66,15 +66,7 @@ func keptBytes(t *testing.T, s *Store) int64 {
 func TestMigrateToVersion6(t *testing.T) {
 	ctx := context.Background()
 	path, l0 := oldDatabase(t, schemaAt(5), 5)
-
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if v, err := s.SchemaVersion(ctx); err != nil || v != migrations[len(migrations)-1].version {
-		t.Fatalf("version %d, %v after migration", v, err)
-	}
+	s := openMigrated(t, path)
 	if _, err := commitRecs(t, s, 1, l0, []string{`{"a":1}`, `{"a":2}`}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -351,6 +343,22 @@ func schemaAt(v int) string {
 		if m.version <= v {
 			s += strings.Join(m.stmts, "")
 		}
+	}
+	return s
+}
+
+// openMigrated opens the database at path, which Open migrates, closes it when the test
+// ends, and fails the test unless it is at the last schema version.
+func openMigrated(t *testing.T, path string) *Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if v, err := s.SchemaVersion(ctx); err != nil || v != migrations[len(migrations)-1].version {
+		t.Fatalf("version %d, %v after migration", v, err)
 	}
 	return s
 }

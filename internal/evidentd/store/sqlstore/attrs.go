@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/bits"
 	"slices"
 	"strings"
 
@@ -23,19 +22,45 @@ func attrNames(m map[string][]string) []string {
 	return names
 }
 
-// insertAttrs writes the indexable attributes of entries inside tx, in multi-row
-// statements; a value over the bounds of store.Indexable is not stored.
+// attrValues is one attribute of an entry as stores keep it: its name and its indexable
+// values, sorted and once.
+type attrValues struct {
+	name   string
+	values []string
+}
+
+// indexedAttrs returns what a store keeps of the attributes m: the indexable ones
+// (store.Indexable), names in order, each name's values sorted and once; nil when there
+// are none.
+func indexedAttrs(m map[string][]string) []attrValues {
+	var out []attrValues
+	for _, name := range attrNames(m) {
+		var vals []string
+		for _, v := range m[name] {
+			if store.Indexable(name, v) {
+				vals = append(vals, v)
+			}
+		}
+		if len(vals) == 0 {
+			continue
+		}
+		slices.Sort(vals)
+		out = append(out, attrValues{name, slices.Compact(vals)})
+	}
+	return out
+}
+
+// insertAttrs writes the indexable attributes of entries inside tx, one row per value, in
+// multi-row statements (without Dialect.AttrsInRow).
 func (s *Store) insertAttrs(ctx context.Context, tx *sql.Tx, entries []store.Entry) error {
 	var args []any
 	size := 0
 	for i := range entries {
 		e := &entries[i]
-		for _, name := range attrNames(e.Attrs) {
-			for _, v := range e.Attrs[name] {
-				if store.Indexable(name, v) {
-					args = append(args, e.Chain, e.Seq, name, v)
-					size += len(name) + len(v)
-				}
+		for _, a := range indexedAttrs(e.Attrs) {
+			for _, v := range a.values {
+				args = append(args, e.Chain, e.Seq, a.name, v)
+				size += len(a.name) + len(v)
 			}
 		}
 	}
@@ -102,42 +127,29 @@ func scanAttrs(rows *sql.Rows, es []store.Entry) error {
 	return rows.Err()
 }
 
-// encodeAttrs returns the indexable attributes of m (store.Indexable) as the JSON object
-// an entry's row keeps with Dialect.AttrsInRow: names in order, each name's values in
-// order and once, as an array; "" when m has none. Migration 7 of the embedded store builds
-// the same object from older rows with SQLite's JSON functions; decodeAttrs reads either.
-func encodeAttrs(m map[string][]string) string {
+// encodeAttrs returns attrs (indexedAttrs) as the JSON object an entry's row keeps with
+// Dialect.AttrsInRow, each name's values an array; "" when there are none. Migration 7 of
+// the embedded store builds the same object from older rows with SQLite's JSON functions;
+// decodeAttrs reads either.
+func encodeAttrs(attrs []attrValues) string {
+	if len(attrs) == 0 {
+		return ""
+	}
 	var b strings.Builder
-	var vals []string
-	for _, name := range attrNames(m) {
-		vals = vals[:0]
-		for _, v := range m[name] {
-			if store.Indexable(name, v) {
-				vals = append(vals, v)
-			}
-		}
-		if len(vals) == 0 {
-			continue
-		}
-		slices.Sort(vals)
-		vals = slices.Compact(vals)
-		if b.Len() == 0 {
-			b.WriteByte('{')
-		} else {
+	b.WriteByte('{')
+	for i, a := range attrs {
+		if i > 0 {
 			b.WriteByte(',')
 		}
-		appendJSONString(&b, name)
+		appendJSONString(&b, a.name)
 		b.WriteString(`:[`)
-		for i, v := range vals {
-			if i > 0 {
+		for j, v := range a.values {
+			if j > 0 {
 				b.WriteByte(',')
 			}
 			appendJSONString(&b, v)
 		}
 		b.WriteByte(']')
-	}
-	if b.Len() == 0 {
-		return ""
 	}
 	b.WriteByte('}')
 	return b.String()
@@ -210,22 +222,19 @@ func decodeAttrs(b []byte) (map[string][]string, error) {
 // attrKey is a distinct attribute value of a chain: one row of Tables.AttrValues.
 type attrKey struct{ chain, name, value string }
 
-// insertAttrSeqs indexes the attributes of entries inside tx (Dialect.AttrsInRow): the
-// number of each distinct value, added to the dictionary when new, then a row (number,
-// seq) per value of each entry, in multi-row statements.
-func (s *Store) insertAttrSeqs(ctx context.Context, tx *sql.Tx, entries []store.Entry) error {
+// insertAttrSeqs indexes the attributes of entries inside tx (Dialect.AttrsInRow), kept[i]
+// those of entries[i] (indexedAttrs): the number of each distinct value, added to the
+// dictionary when new, then a row (number, seq) per value of each entry, in multi-row
+// statements.
+func (s *Store) insertAttrSeqs(ctx context.Context, tx *sql.Tx, entries []store.Entry, kept [][]attrValues) error {
 	ids := map[attrKey]int64{}
 	var keys []attrKey
 	n := 0
 	for i := range entries {
-		e := &entries[i]
-		for name, vs := range e.Attrs {
-			for _, v := range vs {
-				if !store.Indexable(name, v) {
-					continue
-				}
+		for _, a := range kept[i] {
+			for _, v := range a.values {
 				n++
-				k := attrKey{e.Chain, name, v}
+				k := attrKey{entries[i].Chain, a.name, v}
 				if _, ok := ids[k]; !ok {
 					ids[k] = 0
 					keys = append(keys, k)
@@ -241,16 +250,12 @@ func (s *Store) insertAttrSeqs(ctx context.Context, tx *sql.Tx, entries []store.
 	}
 	args := make([]any, 0, 2*n)
 	for i := range entries {
-		e := &entries[i]
-		for name, vs := range e.Attrs {
-			for _, v := range vs {
-				if store.Indexable(name, v) {
-					args = append(args, ids[attrKey{e.Chain, name, v}], e.Seq)
-				}
+		for _, a := range kept[i] {
+			for _, v := range a.values {
+				args = append(args, ids[attrKey{entries[i].Chain, a.name, v}], entries[i].Seq)
 			}
 		}
 	}
-	// Ignored: a value listed twice for one entry.
 	if err := s.insertRows(ctx, tx, s.d.InsertIgnore+` INTO `+s.d.Tables.AttrSeqs+` (value, seq)`, 2, args, 0); err != nil {
 		return fmt.Errorf("entry attributes: %w", s.conflict(err))
 	}
@@ -274,15 +279,12 @@ func (s *Store) attrIDs(ctx context.Context, tx *sql.Tx, keys []attrKey, ids map
 	}
 	t := s.d.Tables.AttrValues
 	for part := range slices.Chunk(keys, maxUsedKeys) {
-		// A power of two of terms (the last repeated), so that few statements are kept.
-		terms := 1 << bits.Len(uint(len(part)-1))
-		args := make([]any, 0, 3*terms)
-		for i := range terms {
-			k := part[min(i, len(part)-1)]
+		args := make([]any, 0, 3*len(part))
+		for _, k := range part {
 			args = append(args, k.chain, k.name, k.value)
 		}
-		term := `(chain=? AND name=? AND value=?)`
-		rows, err := s.queryTx(ctx, tx, `SELECT id, chain, name, value FROM `+t+` WHERE `+term+strings.Repeat(` OR `+term, terms-1), args...)
+		where, args := orTerms(`(chain=? AND name=? AND value=?)`, 3, args)
+		rows, err := s.queryTx(ctx, tx, `SELECT id, chain, name, value FROM `+t+` WHERE `+where, args...)
 		if err != nil {
 			return err
 		}

@@ -30,9 +30,9 @@ func batchLen(es []store.Entry) int {
 }
 
 // insertEntries writes es in one INSERT inside tx; a taken seq, link or record id is
-// store.ErrConflict. With Dialect.AttrsInRow each row also holds the entry's attributes
-// and metadata.
-func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, es []store.Entry) error {
+// store.ErrConflict. With Dialect.AttrsInRow each row also holds the entry's metadata and
+// attributes, kept[i] those of es[i] (indexedAttrs).
+func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, es []store.Entry, kept [][]attrValues) error {
 	cols := 11
 	head := s.d.InsertOrAbort + ` INTO ` + s.d.Tables.Entries + ` (chain, seq, prev, link, arrival, ` + s.d.RecordColumn + `, record_id, method, sender, ts, signed`
 	var places []recordfile.Place
@@ -74,7 +74,7 @@ func (s *Store) insertEntries(ctx context.Context, tx *sql.Tx, es []store.Entry)
 		}
 		if s.d.AttrsInRow {
 			var attrs any
-			if a := encodeAttrs(e.Attrs); a != "" { // attrs.go
+			if a := encodeAttrs(kept[i]); a != "" { // attrs.go
 				attrs = a
 			}
 			args = append(args, attrs, e.Meta)

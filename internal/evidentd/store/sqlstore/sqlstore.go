@@ -350,11 +350,18 @@ func (s *Store) commitBatch(ctx context.Context, tx *sql.Tx, b store.Batch) erro
 func (s *Store) insertAll(ctx context.Context, tx *sql.Tx, entries []store.Entry) error {
 	for len(entries) > 0 {
 		n := batchLen(entries)
-		if err := s.insertEntries(ctx, tx, entries[:n]); err != nil {
+		var kept [][]attrValues // what the rows keep of each entry's attributes (attrs.go)
+		if s.d.AttrsInRow {
+			kept = make([][]attrValues, n)
+			for i := range kept {
+				kept[i] = indexedAttrs(entries[i].Attrs)
+			}
+		}
+		if err := s.insertEntries(ctx, tx, entries[:n], kept); err != nil {
 			return err
 		}
 		if s.d.AttrsInRow {
-			if err := s.insertAttrSeqs(ctx, tx, entries[:n]); err != nil { // attrs.go
+			if err := s.insertAttrSeqs(ctx, tx, entries[:n], kept); err != nil {
 				return err
 			}
 		} else {

@@ -67,8 +67,7 @@ func (s *Store) UsedRecordIDs(ctx context.Context, keys []store.ChainRecordID) (
 
 // lookup runs "SELECT chain, col, seq FROM entries WHERE (chain=? AND col=?) OR …" for
 // the (chain, value) pairs of args, maxUsedKeys pairs a statement, calling scan for each
-// row. The terms of a statement are rounded up to a power of two (its last pair repeated),
-// so that a bounded set of statements, prepared once and kept, serves every lookup.
+// row; the terms of a statement are rounded up to a power of two (orTerms).
 func (s *Store) lookup(ctx context.Context, col string, args []any, scan func(*sql.Rows) error) error {
 	for len(args) > 0 {
 		n := min(len(args), 2*maxUsedKeys)
@@ -80,15 +79,22 @@ func (s *Store) lookup(ctx context.Context, col string, args []any, scan func(*s
 	return nil
 }
 
+// orTerms returns "term OR term …", one term for each row of args (width values a row),
+// and the args to bind to it: their rows rounded up to a power of two by repeating the
+// last, so that a bounded set of statements, prepared once and kept, serves every lookup.
+// The rows are appended to args: its spare capacity must be free.
+func orTerms(term string, width int, args []any) (string, []any) {
+	terms := 1 << bits.Len(uint(len(args)/width-1))
+	for len(args) < width*terms {
+		args = append(args, args[len(args)-width:]...)
+	}
+	return term + strings.Repeat(` OR `+term, terms-1), args
+}
+
 // lookupChunk is one statement of lookup.
 func (s *Store) lookupChunk(ctx context.Context, col string, args []any, scan func(*sql.Rows) error) error {
-	terms := 1 << bits.Len(uint(len(args)/2-1))
-	for len(args) < 2*terms {
-		args = append(args, args[len(args)-2], args[len(args)-1])
-	}
-	term := `(chain=? AND ` + col + `=?)`
-	q := `SELECT chain, ` + col + `, seq FROM ` + s.d.Tables.Entries + ` WHERE ` + term + strings.Repeat(` OR `+term, terms-1)
-	st, err := s.reads.prepared(ctx, s.r, q)
+	where, args := orTerms(`(chain=? AND `+col+`=?)`, 2, args)
+	st, err := s.reads.prepared(ctx, s.r, `SELECT chain, `+col+`, seq FROM `+s.d.Tables.Entries+` WHERE `+where)
 	if err != nil {
 		return err
 	}
