@@ -3,12 +3,14 @@ package chap
 import (
 	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
 
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
+	"github.com/evident-log/evident/ledger/internal/edkey"
 )
 
 // Key is one participant key and the window in which it may sign.
@@ -19,6 +21,27 @@ type Key struct {
 	Until   time.Time         `json:"until,omitzero"`    // not valid for records with ts ≥ Until (zero: open)
 	Revoked bool              `json:"revoked,omitempty"` // Until was set by participant.revoke_key, not by a rotation
 	AddedBy string            `json:"added_by"`          // method that introduced the key
+
+	// decoded is Public with its point decoded once, shared by copies of the Key; nil for a
+	// key that is not a curve point, which verifies nothing (newKey).
+	decoded *edkey.PublicKey
+}
+
+// newKey returns the key kid with public key pub, decoded for verifying.
+func newKey(kid string, pub ed25519.PublicKey) *Key {
+	k := &Key{Kid: kid, Public: pub}
+	k.decoded, _ = edkey.New(pub) // nil when pub is not a point: SignatureCheck.Verify refuses then
+	return k
+}
+
+// UnmarshalJSON reads a persisted key and decodes its point.
+func (k *Key) UnmarshalJSON(b []byte) error {
+	type plain Key
+	if err := json.Unmarshal(b, (*plain)(k)); err != nil {
+		return err
+	}
+	k.decoded, _ = edkey.New(k.Public)
+	return nil
 }
 
 // validAt reports whether the key may sign a record stamped ts that is admitted now. A revoked
@@ -69,8 +92,10 @@ func (k *Keyring) Clone() *Keyring {
 // SignatureCheck is a signature to verify: Public over Message. Verifying is left to the
 // caller so a batch's signatures can be checked on every core.
 type SignatureCheck struct {
-	Kid     string
-	Public  ed25519.PublicKey
+	Kid    string
+	Public ed25519.PublicKey
+	// key is Public decoded (Key.decoded), when the check was made from a keyring's key.
+	key     *edkey.PublicKey
 	Message []byte
 	Value   []byte
 	// Deferred marks a check with no signature to verify now: that of a pending
@@ -87,7 +112,16 @@ func (c *SignatureCheck) Verify() bool {
 	if c.Deferred {
 		return true
 	}
-	return ed25519.Verify(c.Public, c.Message, c.Value)
+	return c.verify(c.Message)
+}
+
+// verify checks the signature over msg with the check's key: crypto/ed25519.Verify's
+// verdict, from the key decoded once when there is one.
+func (c *SignatureCheck) verify(msg []byte) bool {
+	if c.key != nil && c.key.Is(c.Public) {
+		return c.key.Verify(msg, c.Value)
+	}
+	return len(c.Public) == ed25519.PublicKeySize && ed25519.Verify(c.Public, msg, c.Value)
 }
 
 // KeyFor returns the key of participant from with kid that is valid at ts.
@@ -178,7 +212,7 @@ func (k *Keyring) AdmitAt(seq uint64, r *Record) (*SignatureCheck, error) {
 			}
 		}
 		signer = key
-		check = &SignatureCheck{Kid: r.Sig.Kid, Public: key.Public, Message: msg, Value: r.Sig.Value}
+		check = &SignatureCheck{Kid: r.Sig.Kid, Public: key.Public, key: key.decoded, Message: msg, Value: r.Sig.Value}
 	} else if r.From != "" && k.hasValidKey(r.From, r.TS) {
 		return nil, ledger.Refuse(ledger.CodeSignatureRequired, "sender %.80q has a registered key; its records must be signed", r.From)
 	}
@@ -475,7 +509,7 @@ func ParseJWK(v canonical.Value) (*Key, error) {
 	if err != nil || len(x) != ed25519.PublicKeySize {
 		return nil, ledger.Refuse(ledger.CodeBadKey, "JWK x must be 32 bytes of base64url without padding")
 	}
-	return &Key{Kid: kid, Public: ed25519.PublicKey(x)}, nil
+	return newKey(kid, ed25519.PublicKey(x)), nil
 }
 
 // JWK renders an Ed25519 public key as a JWK object for participant.join.

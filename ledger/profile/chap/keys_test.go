@@ -555,3 +555,73 @@ func TestAdmissionVerifyHoldsNoRecord(t *testing.T) {
 		t.Fatalf("Verify of a tampered envelope = %v", err)
 	}
 }
+
+// TestSignatureCheckDecodedKey: the keys of a keyring, whether introduced by joins or read
+// back from the persisted state, carry their decoded point, and the checks made from them
+// use it; a check whose Public no longer matches it, or whose key is not a curve point,
+// gets crypto/ed25519's verdict.
+func TestSignatureCheckDecodedKey(t *testing.T) {
+	c := newKeysChain(t)
+	runSteps(t, &c, lifecycle()[:2])
+	js, err := c.State.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, err := Adapter{}.NewState(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, keys := range map[string]*Keyring{"admitted": c.State.(*State).Keys, "restored": restored.(*State).Keys} {
+		n := 0
+		for _, p := range keys.Participants {
+			for _, k := range p.Keys {
+				if k.decoded == nil || !k.decoded.Is(k.Public) {
+					t.Fatalf("%s: key %s of %s is not decoded", name, k.Kid, p.URI)
+				}
+				n++
+			}
+		}
+		if n == 0 {
+			t.Fatalf("%s: no keys", name)
+		}
+		r, err := Parse(signed(t, msg(alice1.uri, 3), alice1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		check, err := keys.Clone().AdmitAt(c.Size+1, r)
+		if err != nil || check == nil || check.key == nil {
+			t.Fatalf("%s: check %+v, %v", name, check, err)
+		}
+		if !check.Verify() {
+			t.Fatalf("%s: alice's signature does not verify", name)
+		}
+		tampered := *check
+		tampered.Value = append([]byte(nil), check.Value...)
+		tampered.Value[5] ^= 1
+		if tampered.Verify() {
+			t.Fatalf("%s: a tampered signature verifies", name)
+		}
+		// Public changed after the check was made: the decoded key no longer applies.
+		other := newSigner("human:mallory", "m1")
+		swapped := *check
+		swapped.Public = other.priv.Public().(ed25519.PublicKey)
+		if swapped.Verify() {
+			t.Fatalf("%s: alice's signature verifies under another Public", name)
+		}
+		swapped.Value = ed25519.Sign(other.priv, check.Message)
+		if !swapped.Verify() {
+			t.Fatalf("%s: the other key's signature does not verify under its Public", name)
+		}
+	}
+	// A 32-byte key that is not a point on the curve verifies nothing.
+	notPoint := make(ed25519.PublicKey, ed25519.PublicKeySize)
+	notPoint[0] = 2
+	k := newKey("np", notPoint)
+	if k.decoded != nil {
+		t.Fatal("a key that is not a point was decoded")
+	}
+	check := &SignatureCheck{Kid: "np", Public: k.Public, key: k.decoded, Message: []byte("m"), Value: make([]byte, ed25519.SignatureSize)}
+	if check.Verify() {
+		t.Fatal("a signature verifies under a key that is not a point")
+	}
+}

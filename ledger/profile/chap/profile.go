@@ -1,7 +1,6 @@
 package chap
 
 import (
-	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 
@@ -219,7 +218,7 @@ func echoedTaskID(r *Record, check *SignatureCheck) []byte {
 		return nil
 	}
 	msg, err := canonical.Encode(r.Object.Without("sig").WithoutIn("params", "task_id"))
-	if err != nil || !ed25519.Verify(check.Public, msg, check.Value) {
+	if err != nil || !check.verify(msg) {
 		return nil
 	}
 	return msg
