@@ -54,10 +54,19 @@ type OwnChain struct {
 // Clone returns a deep copy.
 func (s *State) Clone() ledger.ProfileState { return &State{Keys: s.Keys.Clone(), Own: s.Own} }
 
-// MarshalJSON persists the key history.
+// MarshalJSON persists the key history: the JSON encoding/json would write for State's
+// fields, written directly (statejson.go).
 func (s *State) MarshalJSON() ([]byte, error) {
-	type plain State
-	return json.Marshal((*plain)(s))
+	n := 64
+	if s.Keys != nil {
+		for _, p := range s.Keys.Participants {
+			if p != nil {
+				n += 64 + len(p.URI) + len(p.Role) + 160*len(p.Keys)
+			}
+		}
+		n += 160 * len(s.Keys.Pending)
+	}
+	return appendState(make([]byte, 0, n), s)
 }
 
 // Admit parses one CHAP record, checks the workspace, the named predecessor and the key rules,
