@@ -6,6 +6,7 @@ func (l *Ledger) Crash() {
 	l.closeOnce.Do(func() {
 		l.cancel()
 		<-l.done
+		<-l.loaded
 		l.log.Close()
 		l.lock()
 	})
@@ -23,3 +24,10 @@ var (
 
 // SegmentMagic is the first bytes of every segment.
 const SegmentMagic = segmentMagic
+
+// IDsReady reports whether the filter of record ids answers (the store's ids are read).
+func (l *Ledger) IDsReady() bool {
+	l.ov.RLock()
+	defer l.ov.RUnlock()
+	return l.ids.ready
+}

@@ -36,6 +36,9 @@ type Inner interface {
 	// UsedRecordIDs returns, of keys, those whose chain holds an entry with the record id,
 	// with that entry's seq.
 	UsedRecordIDs(ctx context.Context, keys []store.ChainRecordID) (map[store.ChainRecordID]uint64, error)
+	// EachRecordID calls fn with every (chain, record id) the store holds, up to n at a
+	// time, until fn fails.
+	EachRecordID(ctx context.Context, n int, fn func([]store.ChainRecordID) error) error
 }
 
 // Options tune a Ledger; the zero value is the default.
@@ -102,6 +105,10 @@ type Ledger struct {
 	// to be unused in a chain at a size.
 	sizes  sizeCache
 	absent absentCache
+	// ids is the filter of the record ids held (idfilter.go), filled from the store by
+	// loadIDs, which closes loaded when it is done.
+	ids    *idFilter
+	loaded chan struct{}
 
 	// applyMu is held while frames are folded into the store.
 	applyMu sync.Mutex
@@ -198,7 +205,8 @@ func Open(ctx context.Context, dir string, inner Inner, o Options) (*Ledger, err
 	if torn > 0 {
 		o.Logger.Warn("journal: cut off a torn frame (an append a crash interrupted, never acknowledged)", "bytes", torn)
 	}
-	l := &Ledger{inner: inner, log: log, lock: unlock, o: o, chains: map[string]*overlaid{}, kick: make(chan struct{}, 1), done: make(chan struct{})}
+	l := &Ledger{inner: inner, log: log, lock: unlock, o: o, chains: map[string]*overlaid{}, kick: make(chan struct{}, 1), done: make(chan struct{}),
+		ids: newIDFilter(), loaded: make(chan struct{})}
 	err = l.recover(ctx, payloads)
 	if err == nil {
 		err = log.start()
@@ -211,7 +219,36 @@ func Open(ctx context.Context, dir string, inner Inner, o Options) (*Ledger, err
 	bg, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
 	go l.index(bg)
+	go l.loadIDs(bg)
 	return l, nil
+}
+
+// loadIDs adds the record ids the store holds to the filter of record ids, which answers
+// from then on. The ids journaled meanwhile are added as they are journaled (overlay), so
+// none is missed: the store held every id journaled before Open when this started.
+func (l *Ledger) loadIDs(ctx context.Context) {
+	defer close(l.loaded)
+	start, n := time.Now(), 0
+	err := l.inner.EachRecordID(ctx, 4096, func(keys []store.ChainRecordID) error {
+		l.ov.Lock()
+		defer l.ov.Unlock()
+		for _, k := range keys {
+			l.ids.add(k)
+		}
+		n += len(keys)
+		return ctx.Err()
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			l.o.Logger.Warn("journal: reading the record ids failed; every record id is looked up in the store", "err", err)
+		}
+		return
+	}
+	l.ov.Lock()
+	l.ids.ready = true
+	mib, off := float64(l.ids.bytes())/(1<<20), l.ids.off
+	l.ov.Unlock()
+	l.o.Logger.Info("journal: record ids read into the filter of unused ids", "ids", n, "mib", fmt.Sprintf("%.1f", mib), "off", off, "took", time.Since(start).Round(time.Millisecond))
 }
 
 // recover folds the batches of payloads (the journal's frames, in order) that inner does
@@ -516,9 +553,10 @@ func (l *Ledger) checkStored(ctx context.Context, batches []store.Batch, ok []in
 				continue
 			}
 			k := store.ChainRecordID{Chain: b.Chain.ID, ID: e.RecordID}
-			if size, ok := l.absent[k]; !ok || size != b.PrevSize {
-				ids = append(ids, k)
+			if size, ok := l.absent[k]; ok && size == b.PrevSize || l.ids.absent(k) {
+				continue // unused as far as the chain's size or the filter of ids tell
 			}
+			ids = append(ids, k)
 		}
 	}
 	l.ov.RUnlock()
@@ -566,6 +604,7 @@ func (l *Ledger) overlay(n uint64, payload []byte, batches []store.Batch) {
 			oc.links[e.Link] = at{e.Seq, n}
 			if e.RecordID != "" {
 				oc.ids[e.RecordID] = at{e.Seq, n}
+				l.ids.add(store.ChainRecordID{Chain: b.Chain.ID, ID: e.RecordID})
 			}
 		}
 		count += len(b.Entries)
@@ -757,7 +796,9 @@ func (l *Ledger) FindRecordIDs(ctx context.Context, chain string, ids []string) 
 				continue
 			}
 		}
-		rest = append(rest, id)
+		if !l.ids.absent(store.ChainRecordID{Chain: chain, ID: id}) {
+			rest = append(rest, id)
+		}
 	}
 	l.ov.RUnlock()
 	if len(rest) == 0 {
@@ -868,6 +909,7 @@ func (l *Ledger) Close() error {
 	l.closeOnce.Do(func() {
 		l.cancel()
 		<-l.done
+		<-l.loaded
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -110,3 +110,33 @@ func (s *Store) lookupChunk(ctx context.Context, col string, args []any, scan fu
 	}
 	return rows.Err()
 }
+
+// EachRecordID calls fn with every (chain, record id) the store's entries hold, in batches
+// of up to n, from one read of the store; it stops at fn's first error.
+func (s *Store) EachRecordID(ctx context.Context, n int, fn func([]store.ChainRecordID) error) error {
+	rows, err := s.r.QueryContext(ctx, `SELECT chain, record_id FROM `+s.d.Tables.Entries+` WHERE record_id IS NOT NULL`)
+	if err != nil {
+		return fmt.Errorf("record ids: %w", err)
+	}
+	defer rows.Close()
+	keys := make([]store.ChainRecordID, 0, n)
+	for rows.Next() {
+		var k store.ChainRecordID
+		if err := rows.Scan(&k.Chain, &k.ID); err != nil {
+			return fmt.Errorf("record ids: %w", err)
+		}
+		if keys = append(keys, k); len(keys) == n {
+			if err := fn(keys); err != nil {
+				return err
+			}
+			keys = keys[:0]
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("record ids: %w", err)
+	}
+	if len(keys) > 0 {
+		return fn(keys)
+	}
+	return nil
+}

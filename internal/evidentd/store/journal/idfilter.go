@@ -1,0 +1,108 @@
+package journal
+
+import (
+	"hash/maphash"
+
+	"github.com/evident-log/evident/internal/evidentd/store"
+)
+
+// idFilter is a Bloom filter of the (chain, record id) pairs the store and the journal
+// hold: when it says a pair is absent, it is, and the commit's check that a record id is
+// unused (checkStored) and the retry check's lookup (FindRecordIDs) need not ask the store.
+// It may say a pair is present that is not (about half a percent of absent pairs in
+// TestIDFilter), and then the store is asked as before.
+//
+// It is built once per Ledger: every pair the journal takes from the Ledger's opening on
+// is added as it is journaled (overlay), and a scan of the store (loadIDs) adds the pairs
+// it held before; it answers only once that scan is done (ready). It lives in memory and
+// is rebuilt at every start: nothing about it is on disk. Blocked: the bits of one pair are
+// in one 512-bit block, one cache line, so a query reads one line per part.
+type idFilter struct {
+	seeds [2]maphash.Seed
+	parts []idBloom // each twice the capacity of the one before; pairs go to the last
+	ready bool      // the store's pairs have all been added
+	off   bool      // the pairs outgrew maxFilterBytes: the filter answers nothing
+}
+
+// idBloom is one part of an idFilter.
+type idBloom struct {
+	blocks   [][8]uint64
+	n, limit int // pairs added, and how many it takes
+}
+
+const (
+	// filterBitsPerID sizes a part: with 8 bits set in a 512-bit block, under 1 % of
+	// absent pairs are taken for present.
+	filterBitsPerID = 12
+	// firstFilterIDs is the capacity of the first part.
+	firstFilterIDs = 1 << 20
+	// maxFilterBytes bounds the filter's memory (about 350 million record ids); past it
+	// the filter is switched off and every check asks the store, as without it.
+	maxFilterBytes = 512 << 20
+)
+
+func newIDFilter() *idFilter {
+	return &idFilter{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
+}
+
+func (f *idFilter) hash(k store.ChainRecordID) uint64 {
+	return maphash.String(f.seeds[0], k.ID) ^ maphash.String(f.seeds[1], k.Chain)*0x9e3779b97f4a7c15
+}
+
+// add adds k; the caller holds ov for writing.
+func (f *idFilter) add(k store.ChainRecordID) {
+	if f.off {
+		return
+	}
+	if len(f.parts) == 0 || f.parts[len(f.parts)-1].n >= f.parts[len(f.parts)-1].limit {
+		limit := firstFilterIDs << len(f.parts)
+		if f.bytes()+limit*filterBitsPerID/8 > maxFilterBytes {
+			f.off, f.parts = true, nil
+			return
+		}
+		blocks := (limit*filterBitsPerID + 511) / 512
+		f.parts = append(f.parts, idBloom{blocks: make([][8]uint64, blocks), limit: limit})
+	}
+	p := &f.parts[len(f.parts)-1]
+	h := f.hash(k)
+	b := &p.blocks[block(h, len(p.blocks))]
+	for x, i := h, 0; i < 8; i++ {
+		x = x*0xbf58476d1ce4e5b9 + 0x94d049bb133111eb
+		bit := x >> 55 // 0 … 511
+		b[bit>>6] |= 1 << (bit & 63)
+	}
+	p.n++
+}
+
+// absent reports whether k is certainly not held; the caller holds ov.
+func (f *idFilter) absent(k store.ChainRecordID) bool {
+	if !f.ready || f.off {
+		return false
+	}
+	h := f.hash(k)
+	for i := range f.parts {
+		p := &f.parts[i]
+		b := &p.blocks[block(h, len(p.blocks))]
+		in := true
+		for x, j := h, 0; j < 8 && in; j++ {
+			x = x*0xbf58476d1ce4e5b9 + 0x94d049bb133111eb
+			bit := x >> 55
+			in = b[bit>>6]&(1<<(bit&63)) != 0
+		}
+		if in {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *idFilter) bytes() int {
+	n := 0
+	for i := range f.parts {
+		n += len(f.parts[i].blocks) * 64
+	}
+	return n
+}
+
+// block maps h's high half onto n blocks.
+func block(h uint64, n int) uint64 { return (h >> 32) * uint64(n) >> 32 }
