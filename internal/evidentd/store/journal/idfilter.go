@@ -22,6 +22,9 @@ type idFilter struct {
 	parts []idBloom // each twice the capacity of the one before; pairs go to the last
 	ready bool      // the store's pairs have all been added
 	off   bool      // the pairs outgrew maxFilterBytes: the filter answers nothing
+	// offLog is called once, when the filter switches itself off.
+	offLog   func(pairs int)
+	maxBytes int // maxFilterBytes, but in tests
 }
 
 // idBloom is one part of an idFilter.
@@ -41,8 +44,8 @@ const (
 	maxFilterBytes = 512 << 20
 )
 
-func newIDFilter() *idFilter {
-	return &idFilter{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
+func newIDFilter(offLog func(pairs int)) *idFilter {
+	return &idFilter{seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, offLog: offLog, maxBytes: maxFilterBytes}
 }
 
 func (f *idFilter) hash(k store.ChainRecordID) uint64 {
@@ -56,8 +59,15 @@ func (f *idFilter) add(k store.ChainRecordID) {
 	}
 	if len(f.parts) == 0 || f.parts[len(f.parts)-1].n >= f.parts[len(f.parts)-1].limit {
 		limit := firstFilterIDs << len(f.parts)
-		if f.bytes()+limit*filterBitsPerID/8 > maxFilterBytes {
+		if f.bytes()+limit*filterBitsPerID/8 > f.maxBytes {
+			pairs := 0
+			for i := range f.parts {
+				pairs += f.parts[i].n
+			}
 			f.off, f.parts = true, nil
+			if f.offLog != nil {
+				f.offLog(pairs)
+			}
 			return
 		}
 		blocks := (limit*filterBitsPerID + 511) / 512

@@ -11,7 +11,7 @@ import (
 // about 1 % of pairs never added are taken for held; nothing is certain before the filter
 // is ready or once it is off.
 func TestIDFilter(t *testing.T) {
-	f := newIDFilter()
+	f := newIDFilter(nil)
 	key := func(i int) store.ChainRecordID {
 		return store.ChainRecordID{Chain: fmt.Sprintf("wsp_%d", i%97), ID: fmt.Sprintf("req-%d", i)}
 	}
@@ -47,7 +47,24 @@ func TestIDFilter(t *testing.T) {
 		t.Fatalf("%.2f %% of absent pairs taken for held", 100*rate)
 	}
 	t.Logf("%.3f %% of absent pairs taken for held, %d bytes for %d pairs", 100*float64(taken)/fresh, f.bytes(), n)
-	f.off = true
+
+	// Past its memory bound the filter switches itself off, says so once, and then says
+	// nothing is absent.
+	offs := 0
+	f = newIDFilter(func(pairs int) {
+		offs++
+		if pairs != firstFilterIDs {
+			t.Errorf("switched off at %d pairs, want %d", pairs, firstFilterIDs)
+		}
+	})
+	f.maxBytes = 2 * firstFilterIDs * filterBitsPerID / 8 // room for the first part, not the second
+	f.ready = true
+	for i := range firstFilterIDs + 10 {
+		f.add(key(i))
+	}
+	if !f.off || offs != 1 || f.bytes() != 0 {
+		t.Fatalf("off %v after %d calls, %d bytes kept", f.off, offs, f.bytes())
+	}
 	if f.absent(key(n + 1)) {
 		t.Fatal("a filter that is off says a pair is absent")
 	}

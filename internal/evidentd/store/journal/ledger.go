@@ -206,7 +206,10 @@ func Open(ctx context.Context, dir string, inner Inner, o Options) (*Ledger, err
 		o.Logger.Warn("journal: cut off a torn frame (an append a crash interrupted, never acknowledged)", "bytes", torn)
 	}
 	l := &Ledger{inner: inner, log: log, lock: unlock, o: o, chains: map[string]*overlaid{}, kick: make(chan struct{}, 1), done: make(chan struct{}),
-		ids: newIDFilter(), loaded: make(chan struct{})}
+		loaded: make(chan struct{})}
+	l.ids = newIDFilter(func(pairs int) {
+		o.Logger.Warn("journal: the filter of unused record ids outgrew its memory bound and is off; every record id is looked up in the store", "ids", pairs, "bound_mib", maxFilterBytes>>20)
+	})
 	err = l.recover(ctx, payloads)
 	if err == nil {
 		err = log.start()
