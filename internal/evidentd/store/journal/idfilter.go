@@ -76,9 +76,7 @@ func (f *idFilter) add(k store.ChainRecordID) {
 	p := &f.parts[len(f.parts)-1]
 	h := f.hash(k)
 	b := &p.blocks[block(h, len(p.blocks))]
-	for x, i := h, 0; i < 8; i++ {
-		x = x*0xbf58476d1ce4e5b9 + 0x94d049bb133111eb
-		bit := x >> 55 // 0 … 511
+	for _, bit := range bitsOf(h) {
 		b[bit>>6] |= 1 << (bit & 63)
 	}
 	p.n++
@@ -90,14 +88,16 @@ func (f *idFilter) absent(k store.ChainRecordID) bool {
 		return false
 	}
 	h := f.hash(k)
+	bits := bitsOf(h)
 	for i := range f.parts {
 		p := &f.parts[i]
 		b := &p.blocks[block(h, len(p.blocks))]
 		in := true
-		for x, j := h, 0; j < 8 && in; j++ {
-			x = x*0xbf58476d1ce4e5b9 + 0x94d049bb133111eb
-			bit := x >> 55
-			in = b[bit>>6]&(1<<(bit&63)) != 0
+		for _, bit := range bits {
+			if b[bit>>6]&(1<<(bit&63)) == 0 {
+				in = false
+				break
+			}
 		}
 		if in {
 			return false
@@ -112,6 +112,15 @@ func (f *idFilter) bytes() int {
 		n += len(f.parts[i].blocks) * 64
 	}
 	return n
+}
+
+// bitsOf returns the eight bits (0 … 511) of a pair hashing to h within its block.
+func bitsOf(h uint64) (bits [8]uint64) {
+	for i := range bits {
+		h = h*0xbf58476d1ce4e5b9 + 0x94d049bb133111eb
+		bits[i] = h >> 55
+	}
+	return bits
 }
 
 // block maps h's high half onto n blocks.
