@@ -1,7 +1,7 @@
 // Package edkey verifies Ed25519 signatures with a public key decoded once.
 //
 // crypto/ed25519.Verify decodes the public key, a point on the curve, on every call: a
-// square root in the field, about 3 µs of the 45 a verification costs. A chain's records are
+// square root in the field, about 5 % of what a verification costs. A chain's records are
 // signed by a handful of keys, each many times, so a PublicKey here keeps the decoded point
 // and each Verify starts from it. The verification is otherwise crypto/ed25519's, step for
 // step and on the same curve arithmetic (filippo.io/edwards25519, the code the standard

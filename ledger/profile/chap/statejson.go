@@ -8,10 +8,10 @@ import (
 	"time"
 )
 
-// The chain state is encoded for every commit, and with a single envelope a request that is
-// once an envelope: with encoding/json's reflection over the key history, 10–15 µs of a
-// single envelope's CPU. appendState writes the same bytes directly; statejson_test.go
-// holds it to encoding/json over random key histories, odd strings and times included.
+// The chain state is encoded at every commit, so once an envelope when envelopes come one a
+// request; encoding/json's reflection over the key history took 10–15 µs of that
+// envelope's CPU. appendState writes the same bytes directly; statejson_test.go holds it to
+// encoding/json over random key histories, odd strings and times included.
 
 // appendState appends the JSON of s: what encoding/json writes for State's fields.
 func appendState(b []byte, s *State) ([]byte, error) {
