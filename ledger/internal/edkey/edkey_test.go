@@ -135,9 +135,38 @@ var smallOrder = []string{
 	"0100000000000000000000000000000000000000000000000000000000000080",
 }
 
+// nonCanonical returns the encodings of y = p + d for d = 0 … 18 (p = 2^255 − 19), which
+// are below 2^255 but not reduced, with either sign bit: the points they name, where they
+// name one, are those of y = d.
+func nonCanonical() [][]byte {
+	var out [][]byte
+	for d := range 19 {
+		y := make([]byte, 32)
+		v := 0xed + d // the low byte of p is 0xed; p + d carries for d ≥ 19 only
+		y[0] = byte(v)
+		for i := 1; i < 31; i++ {
+			y[i] = 0xff
+		}
+		y[31] = 0x7f
+		if v > 0xff {
+			panic("carry")
+		}
+		out = append(out, y, append(append([]byte(nil), y[:31]...), 0xff))
+	}
+	return out
+}
+
+func decodeAll(t *testing.T, hexes []string) [][]byte {
+	var out [][]byte
+	for _, h := range hexes {
+		out = append(out, mustHex(t, h))
+	}
+	return out
+}
+
 // TestAgreesWithStdlib compares Verify with crypto/ed25519 over valid signatures and
 // every single-bit change of signature, message and key, signatures with S + L, and keys
-// and R of small order.
+// and R of small order or encoded with y ≥ p.
 func TestAgreesWithStdlib(t *testing.T) {
 	rng := rand.New(rand.NewChaCha8([32]byte{'e', 'd', 'k', 'e', 'y'}))
 	check := func(what string, pub, msg, sig []byte) {
@@ -179,8 +208,7 @@ func TestAgreesWithStdlib(t *testing.T) {
 		}
 		// S + L: the same scalar, not canonically encoded.
 		check("S+L", pub, msg, addL(t, sig))
-		for _, so := range smallOrder {
-			p := mustHex(t, so)
+		for _, p := range append(nonCanonical(), decodeAll(t, smallOrder)...) {
 			check("small-order key", p, msg, sig)
 			check("small-order R", pub, msg, append(p, sig[32:]...))
 			check("small-order key and R", p, msg, append(append([]byte(nil), p...), sig[32:]...))

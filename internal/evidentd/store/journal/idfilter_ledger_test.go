@@ -137,3 +137,49 @@ func TestRecordIDFilter(t *testing.T) {
 		reuse(l, id, fmt.Sprintf("%s-1", id))
 	}
 }
+
+// TestRecordIDFilterAfterCrash: ids that were only in the journal when the process died
+// are folded in at the next Open, before the store's ids are read, and are refused once the
+// filter answers.
+func TestRecordIDFilterAfterCrash(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l, _ := openCounting(t, dir)
+	var last store.Batch
+	size, head := uint64(0), ledger.Genesis
+	for range 3 {
+		last = batch("a", size, head, 4)
+		if err := l.Commit(ctx, last.Chain, last.PrevSize, last.Entries); err != nil {
+			t.Fatal(err)
+		}
+		size, head = last.Chain.Size, last.Chain.Head
+	}
+	if l.Pending() == 0 {
+		t.Fatal("nothing pending: the test would not test recovery")
+	}
+	l.Crash()
+
+	l, c := openCounting(t, dir)
+	waitIDsReady(t, l)
+	if l.Pending() != 0 {
+		t.Fatalf("%d entries pending after recovery", l.Pending())
+	}
+	for _, id := range []string{"a-0", "a-5", last.Entries[3].RecordID} {
+		b := batch("a", size, head, 1)
+		b.Entries[0].RecordID = id
+		if err := l.Commit(ctx, b.Chain, b.PrevSize, b.Entries); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("record id %q reused after a crash: %v, want ErrConflict", id, err)
+		}
+	}
+	c.asked.Store(0)
+	for range 50 {
+		b := batch("a", size, head, 1)
+		if err := l.Commit(ctx, b.Chain, b.PrevSize, b.Entries); err != nil {
+			t.Fatal(err)
+		}
+		size, head = b.Chain.Size, b.Chain.Head
+	}
+	if asked := c.asked.Load(); asked > 5 {
+		t.Fatalf("the store was asked about %d of 50 unused record ids", asked)
+	}
+}

@@ -239,9 +239,18 @@ func (l *Ledger) loadIDs(ctx context.Context) {
 			l.ids.add(k)
 		}
 		n += len(keys)
+		if l.ids.off {
+			return errFilterOff // it will not answer: the rest of the scan is of no use
+		}
 		return ctx.Err()
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, errFilterOff):
+		return // the filter said so in the log when it switched off
+	case err != nil:
+		l.ov.Lock()
+		l.ids.switchOff() // it will not answer: let its memory go
+		l.ov.Unlock()
 		if ctx.Err() == nil {
 			l.o.Logger.Warn("journal: reading the record ids failed; every record id is looked up in the store", "err", err)
 		}
@@ -249,10 +258,13 @@ func (l *Ledger) loadIDs(ctx context.Context) {
 	}
 	l.ov.Lock()
 	l.ids.ready = true
-	mib, off := float64(l.ids.bytes())/(1<<20), l.ids.off
+	mib := float64(l.ids.bytes()) / (1 << 20)
 	l.ov.Unlock()
-	l.o.Logger.Info("journal: record ids read into the filter of unused ids", "ids", n, "mib", fmt.Sprintf("%.1f", mib), "off", off, "took", time.Since(start).Round(time.Millisecond))
+	l.o.Logger.Info("journal: record ids read into the filter of unused ids", "ids", n, "mib", fmt.Sprintf("%.1f", mib), "took", time.Since(start).Round(time.Millisecond))
 }
+
+// errFilterOff stops the scan of loadIDs once the filter has switched itself off.
+var errFilterOff = errors.New("the filter of record ids is off")
 
 // recover folds the batches of payloads (the journal's frames, in order) that inner does
 // not hold into it, then deletes the segments they were in.

@@ -112,31 +112,67 @@ func (s *Store) lookupChunk(ctx context.Context, col string, args []any, scan fu
 }
 
 // EachRecordID calls fn with every (chain, record id) the store's entries hold, in batches
-// of up to n, from one read of the store; it stops at fn's first error.
+// of up to n, chain by chain and in record id order; it stops at fn's first error. Each
+// batch is a statement of its own, so no read lasts the whole walk (a SQLite read holds the
+// WAL back from its checkpoint while it lasts); a pair added meanwhile may or may not be
+// seen, a pair held when it began is.
 func (s *Store) EachRecordID(ctx context.Context, n int, fn func([]store.ChainRecordID) error) error {
-	rows, err := s.r.QueryContext(ctx, `SELECT chain, record_id FROM `+s.d.Tables.Entries+` WHERE record_id IS NOT NULL`)
-	if err != nil {
-		return fmt.Errorf("record ids: %w", err)
-	}
-	defer rows.Close()
 	keys := make([]store.ChainRecordID, 0, n)
-	for rows.Next() {
-		var k store.ChainRecordID
-		if err := rows.Scan(&k.Chain, &k.ID); err != nil {
+	for after := ""; ; {
+		chains, err := s.ListChains(ctx, after, 1000)
+		if err != nil {
 			return fmt.Errorf("record ids: %w", err)
 		}
-		if keys = append(keys, k); len(keys) == n {
-			if err := fn(keys); err != nil {
-				return err
-			}
-			keys = keys[:0]
+		if len(chains) == 0 {
+			break
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("record ids: %w", err)
+		after = chains[len(chains)-1].ID
+		for _, c := range chains {
+			for from := ""; ; {
+				limit := n - len(keys)
+				got, err := s.recordIDsAfter(ctx, c.ID, from, limit, keys)
+				if err != nil {
+					return err
+				}
+				added := len(got) - len(keys)
+				if added > 0 {
+					from = got[len(got)-1].ID
+				}
+				if keys = got; len(keys) == n {
+					if err := fn(keys); err != nil {
+						return err
+					}
+					keys = keys[:0]
+				}
+				if added < limit {
+					break // the chain has no more
+				}
+			}
+		}
 	}
 	if len(keys) > 0 {
 		return fn(keys)
 	}
 	return nil
+}
+
+// recordIDsAfter appends to keys up to limit record ids of chain greater than after, in order.
+func (s *Store) recordIDsAfter(ctx context.Context, chain, after string, limit int, keys []store.ChainRecordID) ([]store.ChainRecordID, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT record_id FROM `+s.d.Tables.Entries+
+		` WHERE chain=? AND record_id IS NOT NULL AND record_id>? ORDER BY record_id LIMIT ?`, chain, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("record ids of %q: %w", chain, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		k := store.ChainRecordID{Chain: chain}
+		if err := rows.Scan(&k.ID); err != nil {
+			return nil, fmt.Errorf("record ids of %q: %w", chain, err)
+		}
+		keys = append(keys, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("record ids of %q: %w", chain, err)
+	}
+	return keys, nil
 }
