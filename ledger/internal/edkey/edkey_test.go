@@ -142,15 +142,11 @@ func nonCanonical() [][]byte {
 	var out [][]byte
 	for d := range 19 {
 		y := make([]byte, 32)
-		v := 0xed + d // the low byte of p is 0xed; p + d carries for d ≥ 19 only
-		y[0] = byte(v)
+		y[0] = byte(0xed + d) // the low byte of p is 0xed: p + d carries for d ≥ 19 only
 		for i := 1; i < 31; i++ {
 			y[i] = 0xff
 		}
 		y[31] = 0x7f
-		if v > 0xff {
-			panic("carry")
-		}
 		out = append(out, y, append(append([]byte(nil), y[:31]...), 0xff))
 	}
 	return out
@@ -175,7 +171,6 @@ func TestAgreesWithStdlib(t *testing.T) {
 			t.Fatalf("%s: Verify %v, crypto/ed25519 %v (pub %x msg %x sig %x)", what, got, std, pub, msg, sig)
 		}
 	}
-	accepted := 0
 	for i := range 24 {
 		var seed [ed25519.SeedSize]byte
 		for j := range seed {
@@ -191,7 +186,6 @@ func TestAgreesWithStdlib(t *testing.T) {
 		if !ours(pub, msg, sig) {
 			t.Fatalf("key %d: a valid signature is refused", i)
 		}
-		accepted++
 		flip := func(b []byte, bit int) []byte {
 			c := append([]byte(nil), b...)
 			c[bit/8] ^= 1 << (bit % 8)
@@ -216,9 +210,6 @@ func TestAgreesWithStdlib(t *testing.T) {
 		check("short signature", pub, msg, sig[:63])
 		check("long signature", pub, msg, append(append([]byte(nil), sig...), 0))
 		check("short key", pub[:31], msg, sig)
-	}
-	if accepted != 24 {
-		t.Fatalf("accepted %d valid signatures", accepted)
 	}
 }
 

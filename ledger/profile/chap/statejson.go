@@ -124,40 +124,31 @@ func appendParticipant(b []byte, p *Participant) ([]byte, error) {
 }
 
 func appendOwn(b []byte, o *OwnChain) []byte {
-	b = append(b, '{')
-	first := true
-	member := func(name string) {
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = append(b, '"')
-		b = append(b, name...)
-		b = append(b, `":`...)
-	}
-	uint := func(name string, v uint64) {
-		if v != 0 {
-			member(name)
-			b = strconv.AppendUint(b, v, 10)
-		}
-	}
+	// Each member is written with a leading comma; the first one's becomes the brace.
+	start := len(b)
 	if o.Begun {
-		member("begun")
-		b = append(b, "true"...)
+		b = append(b, `,"begun":true`...)
 	}
-	uint("from", o.From)
-	uint("unchained", o.Unchained)
+	if o.From != 0 {
+		b = strconv.AppendUint(append(b, `,"from":`...), o.From, 10)
+	}
+	if o.Unchained != 0 {
+		b = strconv.AppendUint(append(b, `,"unchained":`...), o.Unchained, 10)
+	}
 	if o.Diverged {
-		member("diverged")
-		b = append(b, "true"...)
+		b = append(b, `,"diverged":true`...)
 	}
 	if !o.Head.IsZero() {
-		member("head")
-		b = append(b, '"')
-		b, _ = o.Head.AppendText(b) // hexadecimal with its algorithm's name: nothing to escape
+		b, _ = o.Head.AppendText(append(b, `,"head":"`...)) // hexadecimal with its algorithm's name: nothing to escape
 		b = append(b, '"')
 	}
-	uint("next", o.Next)
+	if o.Next != 0 {
+		b = strconv.AppendUint(append(b, `,"next":`...), o.Next, 10)
+	}
+	if len(b) == start {
+		return append(b, "{}"...)
+	}
+	b[start] = '{'
 	return append(b, '}')
 }
 

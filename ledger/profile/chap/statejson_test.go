@@ -101,9 +101,8 @@ func TestStateJSONIsEncodingJSON(t *testing.T) {
 	sameJSON(t, "empty", &State{Keys: NewKeyring()})
 	sameJSON(t, "nil keys", &State{})
 	rng := rand.New(rand.NewChaCha8([32]byte{'s', 't', 'a', 't', 'e'}))
-	for i := range 3000 {
+	for range 3000 {
 		sameJSON(t, "random state", randomState(rng))
-		_ = i
 	}
 	// A year encoding/json cannot write: both refuse.
 	bad := &State{Keys: &Keyring{Participants: map[string]*Participant{"a": {URI: "a", Keys: []Key{{From: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}}}}}
