@@ -1,7 +1,11 @@
 package sqlite
 
+import "github.com/evident-log/evident/internal/evidentd/store/keyindex"
+
 // schema is the base schema (version 1), created with IF NOT EXISTS on every open; later
-// changes are the migrations of migrate.go.
+// changes are the migrations of migrate.go. Version 1 also had unique indexes of the
+// entries' links and record ids, entries_link and entries_record_id, which migration 8
+// drops; they are no longer created here, where they would come back on every open.
 const schema = `
 CREATE TABLE IF NOT EXISTS chains (
 	id TEXT PRIMARY KEY,
@@ -29,8 +33,6 @@ CREATE TABLE IF NOT EXISTS entries (
 	signed INTEGER NOT NULL,
 	PRIMARY KEY (chain, seq)
 ) WITHOUT ROWID;
-CREATE UNIQUE INDEX IF NOT EXISTS entries_link ON entries(chain, link);
-CREATE UNIQUE INDEX IF NOT EXISTS entries_record_id ON entries(chain, record_id) WHERE record_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS seals (
 	chain TEXT NOT NULL,
 	n INTEGER NOT NULL,
@@ -176,3 +178,12 @@ UPDATE entries SET meta = m.meta FROM entry_meta AS m WHERE m.chain = entries.ch
 DROP TABLE entry_attrs;
 DROP TABLE entry_meta;
 `
+
+// keyRunsSchema is migration 8: the entries' links and record ids are indexed as sorted
+// runs of keys (package keyindex) instead of by the two unique indexes of the entries
+// table, whose random-key inserts cost a fold more than anything else it wrote. The runs
+// of the entries already held are built by buildKeyRuns.
+const keyRunsSchema = `
+DROP INDEX IF EXISTS entries_link;
+DROP INDEX IF EXISTS entries_record_id;
+` + keyindex.Schema

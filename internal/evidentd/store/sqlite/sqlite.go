@@ -14,6 +14,7 @@ import (
 	"net/url"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/internal/evidentd/store/keyindex"
 	"github.com/evident-log/evident/internal/evidentd/store/recordfile"
 	"github.com/evident-log/evident/internal/evidentd/store/sqlstore"
 
@@ -56,6 +57,7 @@ func dialect(recs records) sqlstore.Dialect {
 		InsertOrAbort:   "INSERT OR ROLLBACK",
 		RecordColumn:    "inline_record", // migration 6
 		AttrsInRow:      true,            // migration 7
+		Keys:            keys(),          // migration 8
 		OnTakenID:       " ON CONFLICT(id) DO NOTHING",
 		CreatedText:     true,
 		ForkOrder:       "rowid",
@@ -65,6 +67,9 @@ func dialect(recs records) sqlstore.Dialect {
 		Conflict:        conflict,
 	}
 }
+
+// keys returns how the store writes and merges the runs of its links' and record ids' keys.
+func keys() *keyindex.Index { return &keyindex.Index{} }
 
 // conflict maps a taken primary or unique key to store.ErrConflict.
 func conflict(err error) error {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/internal/evidentd/store/keyindex"
 	"github.com/evident-log/evident/internal/evidentd/store/recordfile"
 	"github.com/evident-log/evident/ledger"
 )
@@ -92,6 +93,11 @@ type Dialect struct {
 	// (value number, seq) per value of an entry in Tables.AttrSeqs. Unset, every value of
 	// an entry is a row of Tables.Attrs, and metadata a row of Tables.Meta.
 	AttrsInRow bool
+	// Keys, when set, indexes the entries' links and record ids as sorted runs of keys in
+	// tables of their own (package keyindex, keys.go), not by unique indexes of the entries
+	// table: Commit then looks a batch's links and record ids up before writing it, and
+	// CommitAll, whose batches a journal has checked, does not.
+	Keys *keyindex.Index
 }
 
 // Records keeps entries' record bytes outside the database, in a file whose kept size the
@@ -342,12 +348,22 @@ func (s *Store) commitBatch(ctx context.Context, tx *sql.Tx, b store.Batch) erro
 	if err := s.putChain(ctx, tx, b.Chain, b.PrevSize); err != nil {
 		return err
 	}
+	if s.d.Keys != nil {
+		if err := s.refuseTaken(ctx, tx, b); err != nil { // keys.go
+			return err
+		}
+	}
 	return s.insertAll(ctx, tx, b.Entries)
 }
 
 // insertAll writes entries (of one chain or several) inside tx, with their attributes and
-// metadata, in multi-row statements.
+// metadata, in multi-row statements, and their keys (Dialect.Keys).
 func (s *Store) insertAll(ctx context.Context, tx *sql.Tx, entries []store.Entry) error {
+	if s.d.Keys != nil && len(entries) > 0 {
+		if err := s.addKeys(ctx, tx, entries); err != nil { // keys.go
+			return err
+		}
+	}
 	for len(entries) > 0 {
 		n := batchLen(entries)
 		var kept [][]attrValues // what the rows keep of each entry's attributes (attrs.go)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/internal/evidentd/store/keyindex"
 	"github.com/evident-log/evident/ledger"
 )
 
@@ -17,6 +18,17 @@ const maxUsedKeys = 256
 // UsedLinks returns, of keys (over any chains), those whose chain holds the link, each with
 // the seq holding it.
 func (s *Store) UsedLinks(ctx context.Context, keys []store.ChainLink) (map[store.ChainLink]uint64, error) {
+	if s.d.Keys != nil {
+		var out map[store.ChainLink]uint64
+		err := s.readTx(ctx, func(tx keyindex.Tx) (err error) {
+			out, err = s.keyedLinks(ctx, tx, keys)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("used links: %w", err)
+		}
+		return out, nil
+	}
 	out := map[store.ChainLink]uint64{}
 	args := make([]any, 0, 2*len(keys))
 	for _, k := range keys {
@@ -45,6 +57,17 @@ func (s *Store) UsedLinks(ctx context.Context, keys []store.ChainLink) (map[stor
 // UsedRecordIDs returns, of keys (over any chains), those whose chain holds an entry with
 // the record id, each with the seq of that entry.
 func (s *Store) UsedRecordIDs(ctx context.Context, keys []store.ChainRecordID) (map[store.ChainRecordID]uint64, error) {
+	if s.d.Keys != nil {
+		var out map[store.ChainRecordID]uint64
+		err := s.readTx(ctx, func(tx keyindex.Tx) (err error) {
+			out, err = s.keyedRecordIDs(ctx, tx, keys)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("used record ids: %w", err)
+		}
+		return out, nil
+	}
 	out := map[store.ChainRecordID]uint64{}
 	args := make([]any, 0, 2*len(keys))
 	for _, k := range keys {
@@ -112,10 +135,10 @@ func (s *Store) lookupChunk(ctx context.Context, col string, args []any, scan fu
 }
 
 // EachRecordID calls fn with every (chain, record id) the store's entries hold, in batches
-// of up to n, chain by chain and in record id order; it stops at fn's first error. Each
-// batch is a statement of its own, so no read lasts the whole walk (a SQLite read holds the
-// WAL back from its checkpoint while it lasts); a pair added meanwhile may or may not be
-// seen, a pair held when it began is.
+// of up to n, chain by chain and in seq order; it stops at fn's first error. Each batch is
+// a statement of its own, so no read lasts the whole walk (a SQLite read holds the WAL back
+// from its checkpoint while it lasts); a pair added meanwhile may or may not be seen, a
+// pair held when it began is.
 func (s *Store) EachRecordID(ctx context.Context, n int, fn func([]store.ChainRecordID) error) error {
 	keys := make([]store.ChainRecordID, 0, n)
 	for after := ""; ; {
@@ -128,16 +151,14 @@ func (s *Store) EachRecordID(ctx context.Context, n int, fn func([]store.ChainRe
 		}
 		after = chains[len(chains)-1].ID
 		for _, c := range chains {
-			for from := ""; ; {
+			for from := int64(-1); ; {
 				limit := n - len(keys)
-				got, err := s.recordIDsAfter(ctx, c.ID, from, limit, keys)
+				got, last, err := s.recordIDsAfter(ctx, c.ID, from, limit, keys)
 				if err != nil {
 					return err
 				}
 				added := len(got) - len(keys)
-				if added > 0 {
-					from = got[len(got)-1].ID
-				}
+				from = last
 				if keys = got; len(keys) == n {
 					if err := fn(keys); err != nil {
 						return err
@@ -156,23 +177,24 @@ func (s *Store) EachRecordID(ctx context.Context, n int, fn func([]store.ChainRe
 	return nil
 }
 
-// recordIDsAfter appends to keys up to limit record ids of chain greater than after, in order.
-func (s *Store) recordIDsAfter(ctx context.Context, chain, after string, limit int, keys []store.ChainRecordID) ([]store.ChainRecordID, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT record_id FROM `+s.d.Tables.Entries+
-		` WHERE chain=? AND record_id IS NOT NULL AND record_id>? ORDER BY record_id LIMIT ?`, chain, after, limit)
+// recordIDsAfter appends to keys up to limit record ids of chain's entries past seq after,
+// in seq order, and returns the seq of the last (after when there are none).
+func (s *Store) recordIDsAfter(ctx context.Context, chain string, after int64, limit int, keys []store.ChainRecordID) ([]store.ChainRecordID, int64, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, record_id FROM `+s.d.Tables.Entries+
+		` WHERE chain=? AND seq>? AND record_id IS NOT NULL ORDER BY seq LIMIT ?`, chain, after, limit)
 	if err != nil {
-		return nil, fmt.Errorf("record ids of %q: %w", chain, err)
+		return nil, after, fmt.Errorf("record ids of %q: %w", chain, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		k := store.ChainRecordID{Chain: chain}
-		if err := rows.Scan(&k.ID); err != nil {
-			return nil, fmt.Errorf("record ids of %q: %w", chain, err)
+		if err := rows.Scan(&after, &k.ID); err != nil {
+			return nil, after, fmt.Errorf("record ids of %q: %w", chain, err)
 		}
 		keys = append(keys, k)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("record ids of %q: %w", chain, err)
+		return nil, after, fmt.Errorf("record ids of %q: %w", chain, err)
 	}
-	return keys, nil
+	return keys, after, nil
 }
