@@ -94,7 +94,8 @@ type Tx interface {
 
 // Index says how runs are written and merged; the zero value is the default.
 type Index struct {
-	// Fanout is how many runs of one level are merged into one of the next (default 4).
+	// Fanout is how many runs of one level are merged into one of the next (default 4;
+	// below 2, the default: a fanout of 1 would move every new run through every level).
 	Fanout int
 	// MaxRunPairs bounds a merged run (default 4,194,304 pairs, 64 MiB): runs that would
 	// merge into a larger one stay as they are, so that no transaction rewrites more.
@@ -103,12 +104,13 @@ type Index struct {
 	BlockPairs int
 }
 
-func (ix *Index) fanout() int      { return cmpOr(ix.Fanout, 4) }
-func (ix *Index) maxRunPairs() int { return cmpOr(ix.MaxRunPairs, 4<<20) }
-func (ix *Index) blockPairs() int  { return cmpOr(ix.BlockPairs, 224) }
+func (ix *Index) fanout() int      { return atLeast(ix.Fanout, 2, 4) }
+func (ix *Index) maxRunPairs() int { return atLeast(ix.MaxRunPairs, 1, 4<<20) }
+func (ix *Index) blockPairs() int  { return atLeast(ix.BlockPairs, 1, 224) }
 
-func cmpOr(v, def int) int {
-	if v > 0 {
+// atLeast returns v when it is at least least, else def.
+func atLeast(v, least, def int) int {
+	if v >= least {
 		return v
 	}
 	return def

@@ -97,6 +97,7 @@ func TestAddLookup(t *testing.T) {
 	for _, ix := range []*Index{
 		{Fanout: 2, BlockPairs: 1, MaxRunPairs: 40},
 		{Fanout: 3, BlockPairs: 4, MaxRunPairs: 200},
+		{Fanout: 1, BlockPairs: 2, MaxRunPairs: 100}, // a fanout below 2 is the default's
 		{}, // the defaults
 	} {
 		db := openDB(t)
@@ -299,4 +300,38 @@ func FuzzAppendBlock(f *testing.F) {
 			t.Fatalf("%x decoded and encoded again is %x", b, enc)
 		}
 	})
+}
+
+// BenchmarkLargestMerge is the largest merge the defaults make: four runs of 1,048,576
+// random pairs each into one run of 4,194,304 (MaxRunPairs), timed as the Add of the fourth
+// run, whose transaction writes it and then merges all four.
+func BenchmarkLargestMerge(b *testing.B) {
+	ctx := context.Background()
+	const per = 1 << 20
+	rng := rand.New(rand.NewPCG(1, 2))
+	pairsOf := func(from uint64) []Pair {
+		ps := make([]Pair, per)
+		for i := range ps {
+			ps[i] = Pair{Key(rng.Uint64()), from + uint64(i)}
+		}
+		return ps
+	}
+	ix := &Index{}
+	for b.Loop() {
+		b.StopTimer()
+		db := openDB(b)
+		for r := range 3 {
+			inTx(b, db, func(tx *sql.Tx) error { return ix.Add(ctx, tx, pairsOf(uint64(r*per))) })
+		}
+		last := pairsOf(3 * per)
+		b.StartTimer()
+		inTx(b, db, func(tx *sql.Tx) error { return ix.Add(ctx, tx, last) })
+		b.StopTimer()
+		var n, level int
+		if err := db.QueryRow(`SELECT count(*), max(level) FROM key_runs`).Scan(&n, &level); err != nil || n != 1 || level != 1 {
+			b.Fatalf("after the merge: %d runs, level %d (%v); want one run of level 1", n, level, err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/(4*per), "µs/pair")
 }

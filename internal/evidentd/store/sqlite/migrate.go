@@ -43,7 +43,7 @@ var migrations = []migration{
 func buildKeyRuns(ctx context.Context, tx *sql.Tx) error {
 	const page = 8192
 	ix := keys()
-	pairs := make([]keyindex.Pair, 0, buildPairs)
+	var pairs []keyindex.Pair // grown as the entries need: a new database has none
 	chain, seq := "", int64(-1)
 	for {
 		rows, err := tx.QueryContext(ctx, `SELECT chain, seq, link, record_id FROM entries WHERE (chain, seq) > (?, ?) ORDER BY chain, seq LIMIT ?`, chain, seq, page)

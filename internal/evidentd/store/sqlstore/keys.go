@@ -85,60 +85,41 @@ func (s *Store) refuseTaken(ctx context.Context, tx *sql.Tx, b store.Batch) erro
 	return nil
 }
 
-// readTx runs fn in a read-only transaction of the reader database: one snapshot for a
-// lookup's several statements.
-func (s *Store) readTx(ctx context.Context, fn func(keyindex.Tx) error) error {
-	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return fmt.Errorf("begin read: %w", err)
-	}
-	defer tx.Rollback()
-	return fn(tx)
-}
-
 // keyedLinks is UsedLinks in a store with Dialect.Keys, reading through q.
 func (s *Store) keyedLinks(ctx context.Context, q keyindex.Tx, keys []store.ChainLink) (map[store.ChainLink]uint64, error) {
-	out := map[store.ChainLink]uint64{}
-	ks := make([]keyindex.Key, len(keys))
-	for i, k := range keys {
-		ks[i] = keyindex.LinkKey(k.Chain, k.Link)
-	}
-	found, err := keyindex.Lookup(ctx, q, ks)
-	if err != nil {
-		return nil, err
-	}
-	for i, k := range keys {
-		for _, seq := range found[ks[i]] {
-			var link []byte
-			if err := s.candidate(ctx, q, `link`, k.Chain, seq, &link); err != nil {
-				return nil, err
-			}
-			if bytes.Equal(link, k.Link[:]) {
-				out[k] = seq
-			}
-		}
-	}
-	return out, nil
+	return keyed(ctx, s, q, `link`, keys, func(k store.ChainLink) (string, keyindex.Key, []byte) {
+		return k.Chain, keyindex.LinkKey(k.Chain, k.Link), k.Link[:]
+	})
 }
 
 // keyedRecordIDs is UsedRecordIDs in a store with Dialect.Keys, reading through q.
 func (s *Store) keyedRecordIDs(ctx context.Context, q keyindex.Tx, keys []store.ChainRecordID) (map[store.ChainRecordID]uint64, error) {
-	out := map[store.ChainRecordID]uint64{}
+	return keyed(ctx, s, q, `record_id`, keys, func(k store.ChainRecordID) (string, keyindex.Key, []byte) {
+		return k.Chain, keyindex.IDKey(k.Chain, k.ID), []byte(k.ID)
+	})
+}
+
+// keyed returns, of keys, those whose chain holds an entry whose column col is the key's
+// value, each with that entry's seq: of gives a key's chain, index key and value. The
+// index names candidate seqs; the entry at each decides.
+func keyed[K comparable](ctx context.Context, s *Store, q keyindex.Tx, col string, keys []K, of func(K) (chain string, key keyindex.Key, value []byte)) (map[K]uint64, error) {
+	out := map[K]uint64{}
 	ks := make([]keyindex.Key, len(keys))
 	for i, k := range keys {
-		ks[i] = keyindex.IDKey(k.Chain, k.ID)
+		_, ks[i], _ = of(k)
 	}
 	found, err := keyindex.Lookup(ctx, q, ks)
 	if err != nil {
 		return nil, err
 	}
 	for i, k := range keys {
+		chain, _, value := of(k)
 		for _, seq := range found[ks[i]] {
-			var id sql.NullString
-			if err := s.candidate(ctx, q, `record_id`, k.Chain, seq, &id); err != nil {
+			held, err := s.candidate(ctx, q, col, chain, seq)
+			if err != nil {
 				return nil, err
 			}
-			if id.Valid && id.String == k.ID {
+			if held != nil && bytes.Equal(held, value) {
 				out[k] = seq
 			}
 		}
@@ -146,18 +127,31 @@ func (s *Store) keyedRecordIDs(ctx context.Context, q keyindex.Tx, keys []store.
 	return out, nil
 }
 
-// candidate scans column col of chain's entry at seq into dest; an entry the index names
-// and the table lacks leaves dest as it was.
-func (s *Store) candidate(ctx context.Context, q keyindex.Tx, col, chain string, seq uint64, dest any) error {
+// readKeyed is keyed in a read-only transaction of the reader database: one snapshot for
+// the lookup's several statements (a merge committed between two of them could move a key
+// from a run not yet read to one already read).
+func readKeyed[K comparable](ctx context.Context, s *Store, keys []K, lookup func(context.Context, keyindex.Tx, []K) (map[K]uint64, error)) (map[K]uint64, error) {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("begin read: %w", err)
+	}
+	defer tx.Rollback()
+	return lookup(ctx, tx, keys)
+}
+
+// candidate returns column col of chain's entry at seq: nil when the column is NULL or
+// the table lacks the entry the index names.
+func (s *Store) candidate(ctx context.Context, q keyindex.Tx, col, chain string, seq uint64) ([]byte, error) {
 	rows, err := q.QueryContext(ctx, `SELECT `+col+` FROM `+s.d.Tables.Entries+` WHERE chain=? AND seq=?`, chain, seq)
 	if err != nil {
-		return fmt.Errorf("entry %q seq %d: %w", chain, seq, err)
+		return nil, fmt.Errorf("entry %q seq %d: %w", chain, seq, err)
 	}
 	defer rows.Close()
+	var held []byte
 	if rows.Next() {
-		if err := rows.Scan(dest); err != nil {
-			return fmt.Errorf("entry %q seq %d: %w", chain, seq, err)
+		if err := rows.Scan(&held); err != nil {
+			return nil, fmt.Errorf("entry %q seq %d: %w", chain, seq, err)
 		}
 	}
-	return rows.Err()
+	return held, rows.Err()
 }

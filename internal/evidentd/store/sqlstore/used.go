@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
-	"github.com/evident-log/evident/internal/evidentd/store/keyindex"
 	"github.com/evident-log/evident/ledger"
 )
 
@@ -19,11 +18,7 @@ const maxUsedKeys = 256
 // the seq holding it.
 func (s *Store) UsedLinks(ctx context.Context, keys []store.ChainLink) (map[store.ChainLink]uint64, error) {
 	if s.d.Keys != nil {
-		var out map[store.ChainLink]uint64
-		err := s.readTx(ctx, func(tx keyindex.Tx) (err error) {
-			out, err = s.keyedLinks(ctx, tx, keys)
-			return err
-		})
+		out, err := readKeyed(ctx, s, keys, s.keyedLinks) // keys.go
 		if err != nil {
 			return nil, fmt.Errorf("used links: %w", err)
 		}
@@ -58,11 +53,7 @@ func (s *Store) UsedLinks(ctx context.Context, keys []store.ChainLink) (map[stor
 // the record id, each with the seq of that entry.
 func (s *Store) UsedRecordIDs(ctx context.Context, keys []store.ChainRecordID) (map[store.ChainRecordID]uint64, error) {
 	if s.d.Keys != nil {
-		var out map[store.ChainRecordID]uint64
-		err := s.readTx(ctx, func(tx keyindex.Tx) (err error) {
-			out, err = s.keyedRecordIDs(ctx, tx, keys)
-			return err
-		})
+		out, err := readKeyed(ctx, s, keys, s.keyedRecordIDs) // keys.go
 		if err != nil {
 			return nil, fmt.Errorf("used record ids: %w", err)
 		}
