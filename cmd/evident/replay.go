@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -167,50 +168,73 @@ func summary(rep *verifier.Report) string {
 	return fmt.Sprintf("%d checks verified, %d not evaluated, %d broken", n[verifier.Verified], n[verifier.NotEvaluated], n[verifier.Broken])
 }
 
-// replayChain streams a chain's entries.jsonl into a timeline. It trusts the verifier for
+// replayChain streams a chain's entries.jsonl into a timeline, in the replay's two passes (the
+// first finds which ids the log binds to which creations). It trusts the verifier for
 // integrity and only reads the records, so a malformed line is an error, not a finding.
 func replayChain(ctx context.Context, r *bundle.Reader, ref bundle.ChainRef, task string, progress func(string, uint64, uint64)) (*replay.Timeline, error) {
-	f, err := r.OpenFile(bundle.EntriesFile(ref.Dir))
-	if err != nil {
+	ix := replay.NewIndex()
+	if err := eachRecord(ctx, r, ref, func(n uint64) {
+		if progress != nil {
+			progress("replay "+ref.ID+" (ids)", n, ref.Size)
+		}
+	}, ix.Add); err != nil {
 		return nil, err
 	}
+	b := replay.New(ref.ID, task, ix.Bind())
+	if err := eachRecord(ctx, r, ref, func(n uint64) {
+		if progress != nil {
+			progress("replay "+ref.ID, n, ref.Size)
+		}
+	}, b.Add); err != nil {
+		return nil, err
+	}
+	return b.Timeline(), nil
+}
+
+// eachRecord reads a chain's entries in order and gives each record, with the metadata its
+// submitter sent beside it (a Coordinator's arrival time), to add; tick is told the count read
+// every 4,096 entries.
+func eachRecord(ctx context.Context, r *bundle.Reader, ref bundle.ChainRef, tick func(uint64), add func(uint64, *chap.Record)) error {
+	f, err := r.OpenFile(bundle.EntriesFile(ref.Dir))
+	if err != nil {
+		return err
+	}
 	defer f.Close()
-	b := replay.New(ref.ID, task)
 	br := bufio.NewReaderSize(f, verifier.MaxLineSize)
 	var n uint64
 	for {
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
-			return nil, fmt.Errorf("%s: line %d is over %d bytes", ref.ID, n+1, verifier.MaxLineSize)
+			return fmt.Errorf("%s: line %d is over %d bytes", ref.ID, n+1, verifier.MaxLineSize)
 		}
-		if len(strings.TrimSpace(string(line))) > 0 {
+		if len(bytes.TrimSpace(line)) > 0 {
 			var e bundle.EntryLine
 			if jerr := json.Unmarshal(line, &e); jerr != nil {
-				return nil, fmt.Errorf("%s: line %d: %w", ref.ID, n+1, jerr)
+				return fmt.Errorf("%s: line %d: %w", ref.ID, n+1, jerr)
 			}
 			rec, perr := chap.Parse(e.Record)
 			if perr != nil {
-				return nil, fmt.Errorf("%s: seq %d: %w", ref.ID, e.Seq, perr)
+				return fmt.Errorf("%s: seq %d: %w", ref.ID, e.Seq, perr)
 			}
-			b.Add(e.Seq, rec)
+			if rec.Meta == nil && len(e.Meta) > 0 {
+				rec.Meta = e.Meta
+			}
+			add(e.Seq, rec)
 			n++
 			if n%4096 == 0 {
-				if progress != nil {
-					progress("replay "+ref.ID, n, ref.Size)
-				}
+				tick(n)
 				if err := ctx.Err(); err != nil {
-					return nil, err
+					return err
 				}
 			}
 		}
 		if err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return b.Timeline(), nil
 }
 
 func writeReplayText(w io.Writer, out *replayOutput) error {
@@ -275,6 +299,16 @@ func writeReplayText(w io.Writer, out *replayOutput) error {
 		}
 		for _, f := range tl.Findings {
 			p("  %-10s seq %-5d %-28s %s\n", f.Severity, f.Seq, f.Code, clean(f.Detail))
+			if f.Basis != "" {
+				p("             rests on: %s\n", clean(f.Basis))
+			}
+		}
+		p("\nNOT EVALUATED (%d: what the log alone does not determine; not findings)\n", len(tl.NotEvaluated))
+		if len(tl.NotEvaluated) == 0 {
+			p("  none\n")
+		}
+		for _, n := range tl.NotEvaluated {
+			p("  seq %-5d %-24s %s\n", n.Seq, n.Code, clean(n.Detail))
 		}
 		p("\nCHAP §9.3\n")
 		for _, a := range tl.Answers {

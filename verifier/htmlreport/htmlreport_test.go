@@ -33,15 +33,15 @@ func sample(t *testing.T) htmlreport.Input {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb := replay.New(j.Workspace, "")
-	for i, raw := range jb.Records() {
+	var parsed []*chap.Record
+	for _, raw := range jb.Records() {
 		r, err := chap.Parse(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rb.Add(uint64(i), r)
+		parsed = append(parsed, r)
 	}
-	return htmlreport.Input{Report: rep, Timelines: []*replay.Timeline{rb.Timeline()}}
+	return htmlreport.Input{Report: rep, Timelines: []*replay.Timeline{replay.Replay(j.Workspace, "", parsed)}}
 }
 
 func render(t *testing.T, in htmlreport.Input) []byte {

@@ -294,15 +294,15 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb := replay.New(j.Workspace, "")
-	for i, raw := range jb.Records() {
+	var parsed []*chap.Record
+	for _, raw := range jb.Records() {
 		r, err := chap.Parse(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rb.Add(uint64(i), r)
+		parsed = append(parsed, r)
 	}
-	in.Timelines = append(in.Timelines, rb.Timeline())
+	in.Timelines = append(in.Timelines, replay.Replay(j.Workspace, "", parsed))
 	in.Report.Checks = append(in.Report.Checks, verifier.Check{Name: "bundle.extra", Status: verifier.NotEvaluated, Code: "not_interpreted", Detail: hostile})
 	got := render(t, in)
 	golden := filepath.Join("testdata", "report.golden.html")

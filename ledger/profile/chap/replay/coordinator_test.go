@@ -42,11 +42,7 @@ func TestReferenceCoordinatorLogs(t *testing.T) {
 				if err := sc.Err(); err != nil {
 					t.Fatal(err)
 				}
-				b := replay.New(ws, "")
-				for i, r := range recs {
-					b.Add(uint64(i), r)
-				}
-				tl := b.Timeline()
+				tl := replay.Replay(ws, "", recs)
 				if n := tl.Impossible(); n != 0 {
 					t.Fatalf("%d impossible histories in a reference Coordinator's log: %+v", n, tl.Findings)
 				}

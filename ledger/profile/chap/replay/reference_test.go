@@ -24,6 +24,12 @@ const refWS = "wsp_ref"
 // reference Coordinator's audit log records them.
 func refTimeline(t *testing.T, task string, reqs []ref) *Timeline {
 	t.Helper()
+	return refTimelineAt(t, task, reqs, true)
+}
+
+// refTimelineAt is refTimeline with (arrivals) or without the entries' arrival times.
+func refTimelineAt(t *testing.T, task string, reqs []ref, arrivals bool) *Timeline {
+	t.Helper()
 	prelude := []ref{
 		{"human:owner", "workspace.create", map[string]any{"profiles": []string{"core/1.0", "review/1.0"}}},
 		{"human:owner", "participant.join", map[string]any{"type": "human", "role": "admin"}},
@@ -32,23 +38,54 @@ func refTimeline(t *testing.T, task string, reqs []ref) *Timeline {
 		{"human:rev", "participant.join", map[string]any{"type": "human", "role": "reviewer"}},
 		{"human:rev2", "participant.join", map[string]any{"type": "human", "role": "reviewer"}},
 	}
-	rb := New(refWS, task)
-	for i, q := range append(prelude, reqs...) {
+	return Replay(refWS, task, refRecords(t, append(prelude, reqs...), arrivals))
+}
+
+// refRecords makes reqs the records of a reference Coordinator's audit log, with (arrivals) or
+// without the entries' arrival times.
+func refRecords(tb testing.TB, reqs []ref, arrivals bool) []*chap.Record {
+	tb.Helper()
+	recs := make([]*chap.Record, 0, len(reqs))
+	for i, q := range reqs {
 		p := map[string]any{"workspace": refWS, "from": q.from, "ts": ledger.Timestamp(t0.Add(time.Duration(i) * time.Second))}
 		for k, v := range q.params {
 			p[k] = v
 		}
-		b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": fmt.Sprintf("01REF%03d", i), "method": q.method, "params": p})
+		env := map[string]any{"jsonrpc": "2.0", "id": fmt.Sprintf("01REF%03d", i), "method": q.method, "params": p}
+		// The reference Coordinator's audit entry: its arrival time is one second per entry.
+		entry := map[string]any{"seq": i, "arrived": msTime(arrivedAt(i)), "envelope": env}
+		if !arrivals {
+			entry = env
+		}
+		b, err := json.Marshal(entry)
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		r, err := chap.Parse(b)
 		if err != nil {
-			t.Fatalf("%s: %v", q.method, err)
+			tb.Fatalf("%s: %v", q.method, err)
 		}
-		rb.Add(uint64(i), r)
+		recs = append(recs, r)
 	}
-	return rb.Timeline()
+	return recs
+}
+
+// arrivedAt is the Coordinator's arrival time (Unix ms) of the entry at seq in refTimeline.
+func arrivedAt(seq int) int64 { return t0.UnixMilli() + 1000*int64(seq) }
+
+// idAt is an id of the reference Coordinator's form (prefix + ULID) drawn n ms into the handling
+// of the call recorded at seq in refTimeline, as its IdFactory draws them.
+func idAt(prefix string, seq, n int) string {
+	ms := arrivedAt(seq) - 500 + int64(n)
+	var b [26]byte
+	for i := 9; i >= 0; i-- {
+		b[i] = crockford[ms&31]
+		ms >>= 5
+	}
+	for i := 10; i < 26; i++ {
+		b[i] = crockford[(seq*7+n*13+i)%32]
+	}
+	return prefix + string(b[:])
 }
 
 // coordinatorHash is the reference Coordinator's contentHash: bare hex SHA-256 of the JCS.
@@ -73,7 +110,8 @@ func findingCodes(tl *Timeline) []string {
 // TestReferenceWireForm: every method the reference Coordinator records replays with its own
 // semantics and no false finding; the impossible histories still are found.
 func TestReferenceWireForm(t *testing.T) {
-	const T1, T2 = "tsk_01AAA", "tsk_01BBB"
+	// T1 is the id the Coordinator drew for the first task.create (seq 6), T2 one drawn later.
+	T1, T2 := idAt("tsk_", 6, 0), idAt("tsk_", 7, 0)
 	review := ref{"agent:drafter", "review.request", map[string]any{"task_id": T1, "artefact": refDraft, "to": []string{"human:rev", "human:rev2"}, "rule": "any_one_approves"}}
 	tests := []struct {
 		name  string
@@ -106,25 +144,6 @@ func TestReferenceWireForm(t *testing.T) {
 		}, nil, func(t *testing.T, tl *Timeline) {
 			if tl.Tasks[0].ID != T1 || tl.Tasks[0].CreatedBy != "human:lead" || tl.Tasks[1].ID != T2 || tl.Tasks[1].CreatedBy != "human:owner" {
 				t.Fatalf("tasks %+v %+v", tl.Tasks[0], tl.Tasks[1])
-			}
-		}},
-		{"ids bound in the Coordinator's creation order (ULIDs sort by creation)", []ref{
-			create("human:lead", "agent:drafter"),
-			{"agent:drafter", "task.update", map[string]any{"task_id": "tsk_01HF7YAT010009WDVSQ5ZMMZ0N", "state": "in_progress"}},
-			{"agent:drafter", "escalate.raise", map[string]any{"original_task_id": "tsk_01HF7YAT010009WDVSQ5ZMMZ0N", "new_task": map[string]any{"assignee": "human:rev2", "kind": "k"}}},
-			create("human:lead", "human:rev"),
-			{"human:rev", "task.update", map[string]any{"task_id": "tsk_01HF7YAT05001HE5B0KXY78V39", "state": "in_progress"}},
-			create("human:lead", "agent:drafter"),
-			// The drafter created the escalation's task, but that task was created before the
-			// one bound to ...05001, so ...08002 cannot be it.
-			{"agent:drafter", "task.update", map[string]any{"task_id": "tsk_01HF7YAT08002F3EYDSFX57R58", "state": "in_progress"}},
-		}, nil, func(t *testing.T, tl *Timeline) {
-			got := map[uint64]string{}
-			for _, tk := range tl.Tasks {
-				got[*tk.CreatedSeq] = tk.ID
-			}
-			if got[6] != "tsk_01HF7YAT010009WDVSQ5ZMMZ0N" || got[8] != "(task of seq 8)" || got[9] != "tsk_01HF7YAT05001HE5B0KXY78V39" || got[11] != "tsk_01HF7YAT08002F3EYDSFX57R58" {
-				t.Fatalf("bindings %v", got)
 			}
 		}},
 		{"review, approval naming the reviewed digest", []ref{
@@ -322,13 +341,135 @@ func TestReferenceWireForm(t *testing.T) {
 // TestReferenceTaskFilter: --task keeps the events of a task whose id the chain learnt only
 // after its create.
 func TestReferenceTaskFilter(t *testing.T) {
-	tl := refTimeline(t, "tsk_01AAA", []ref{
+	id := idAt("tsk_", 6, 0)
+	tl := refTimeline(t, id, []ref{
 		create("human:lead", "agent:drafter"),
 		create("human:lead", "human:rev"),
-		{"agent:drafter", "task.update", map[string]any{"task_id": "tsk_01AAA", "state": "in_progress"}},
-		{"agent:drafter", "task.complete", map[string]any{"task_id": "tsk_01AAA"}},
+		{"agent:drafter", "task.update", map[string]any{"task_id": id, "state": "in_progress"}},
+		{"agent:drafter", "task.complete", map[string]any{"task_id": id}},
 	})
 	if len(tl.Tasks) != 1 || len(tl.Events) != 3 || tl.Events[0].Method != "task.create" || tl.Impossible() != 0 {
 		t.Fatalf("filtered: tasks %+v events %+v findings %+v", tl.Tasks, tl.Events, tl.Findings)
+	}
+}
+
+// TestBindingFromEvidence: an id the Coordinator assigned is bound to a creation only when the
+// log determines it — by the Coordinator's clock (arrival times) or by the order of its ids —
+// and otherwise reported as not evaluated, never as a finding about the wrong task.
+func TestBindingFromEvidence(t *testing.T) {
+	unassigned := ref{"human:lead", "task.create", map[string]any{"kind": "reply", "to": "service:coordinator"}}
+	tests := []struct {
+		name string
+		reqs []ref
+		// with arrival times, and without: the seq each named id is bound to (0: not bound),
+		// the finding codes, and the codes of what was not evaluated
+		bound, boundNoClock map[string]uint64
+		codes, codesNoClock []string
+		notes, notesNoClock []string
+	}{
+		{
+			name: "burst named out of order (t1, t4, t2; t3 never)",
+			reqs: []ref{
+				create("human:lead", "agent:drafter"), // seq 6
+				create("human:owner", "human:rev"),    // 7
+				create("human:lead", "human:rev2"),    // 8
+				create("human:lead", "agent:drafter"), // 9
+				{"agent:drafter", "task.update", map[string]any{"task_id": idAt("tsk_", 6, 0), "state": "in_progress"}},
+				{"agent:drafter", "task.update", map[string]any{"task_id": idAt("tsk_", 9, 0), "state": "in_progress"}},
+				{"human:rev2", "review.depth", map[string]any{"task_id": idAt("tsk_", 8, 0)}},
+				{"agent:drafter", "task.complete", map[string]any{"task_id": idAt("tsk_", 9, 0)}},
+				{"agent:drafter", "task.complete", map[string]any{"task_id": idAt("tsk_", 6, 0)}},
+			},
+			bound: map[string]uint64{idAt("tsk_", 6, 0): 6, idAt("tsk_", 8, 0): 8, idAt("tsk_", 9, 0): 9},
+			// By order alone each may come from either of two creations (t1 from seq 6 or 7,
+			// t2 from 7 or 8, t4 from 8 or 9): nothing is bound, and the completions' checks are
+			// not evaluated rather than made against the wrong creation.
+			boundNoClock: map[string]uint64{},
+			notesNoClock: []string{NoteIDOpen, NoteIDOpen, NoteIDOpen, NoteCheck, NoteCheck},
+		},
+		{
+			name: "the later of two creates completed: the earlier had no assignee",
+			reqs: []ref{
+				unassigned,                            // seq 6
+				create("human:lead", "agent:drafter"), // 7
+				{"agent:drafter", "task.complete", map[string]any{"task_id": idAt("tsk_", 7, 0)}},
+			},
+			bound:        map[string]uint64{idAt("tsk_", 7, 0): 7},
+			boundNoClock: map[string]uint64{},
+			notesNoClock: []string{NoteIDOpen, NoteCheck},
+		},
+		{
+			name: "the unassigned create completed: found, with the clock's binding as its basis",
+			reqs: []ref{
+				create("human:lead", "agent:drafter"), // seq 6
+				unassigned,                            // 7
+				{"agent:drafter", "task.complete", map[string]any{"task_id": idAt("tsk_", 7, 0)}},
+			},
+			bound:        map[string]uint64{idAt("tsk_", 7, 0): 7},
+			boundNoClock: map[string]uint64{},
+			codes:        []string{CodeCompletedUnassigned},
+			notesNoClock: []string{NoteIDOpen, NoteCheck},
+		},
+		{
+			name: "ids named in the order they were drawn bind by order alone",
+			reqs: []ref{
+				create("human:lead", "agent:drafter"), // seq 6
+				create("human:lead", "human:rev"),     // 7
+				{"agent:drafter", "task.complete", map[string]any{"task_id": idAt("tsk_", 6, 0)}},
+				{"human:rev", "task.complete", map[string]any{"task_id": idAt("tsk_", 7, 0)}},
+			},
+			bound:        map[string]uint64{idAt("tsk_", 6, 0): 6, idAt("tsk_", 7, 0): 7},
+			boundNoClock: map[string]uint64{idAt("tsk_", 6, 0): 6, idAt("tsk_", 7, 0): 7},
+		},
+		{
+			name: "a task never created is completed",
+			reqs: []ref{
+				{"agent:drafter", "task.complete", map[string]any{"task_id": idAt("tsk_", 6, 0)}},
+			},
+			bound: map[string]uint64{}, boundNoClock: map[string]uint64{},
+			codes:        []string{CodeUnknownTask, CodeCompletedUnassigned},
+			codesNoClock: []string{CodeUnknownTask, CodeCompletedUnassigned},
+		},
+	}
+	for _, tc := range tests {
+		for _, clock := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/clock=%v", tc.name, clock), func(t *testing.T) {
+				tl := refTimelineAt(t, "", tc.reqs, clock)
+				bound, codes, notes := tc.bound, tc.codes, tc.notes
+				if !clock {
+					bound, codes, notes = tc.boundNoClock, tc.codesNoClock, tc.notesNoClock
+				}
+				if got := findingCodes(tl); strings.Join(got, ",") != strings.Join(codes, ",") {
+					t.Fatalf("findings %q, want %q: %+v", got, codes, tl.Findings)
+				}
+				var gotNotes []string
+				for _, n := range tl.NotEvaluated {
+					gotNotes = append(gotNotes, n.Code)
+				}
+				if strings.Join(gotNotes, ",") != strings.Join(notes, ",") {
+					t.Fatalf("not evaluated %q, want %q: %+v", gotNotes, notes, tl.NotEvaluated)
+				}
+				for _, f := range tl.Findings {
+					if f.Severity == Impossible && f.Basis == "" {
+						t.Errorf("impossible finding without its basis: %+v", f)
+					}
+				}
+				got := map[string]uint64{}
+				for _, tk := range tl.Tasks {
+					if tk.CreatedSeq != nil && !provisionalKey(tk.ID) {
+						got[tk.ID] = *tk.CreatedSeq
+						if !tk.IDInferred || tk.IDBasis == "" {
+							t.Errorf("task %s bound without its basis", tk.ID)
+						}
+					}
+					if tk.CreatedSeq == nil && len(tk.CreatedAtOneOf) == 0 && bound[tk.ID] != 0 {
+						t.Errorf("task %s not bound", tk.ID)
+					}
+				}
+				if fmt.Sprint(got) != fmt.Sprint(bound) {
+					t.Fatalf("bound %v, want %v", got, bound)
+				}
+			})
+		}
 	}
 }

@@ -63,15 +63,15 @@ func build(t *testing.T, steps []step) *Timeline {
 			t.Fatalf("step %d: %v", i, err)
 		}
 	}
-	rb := New("wsp_replay", "")
-	for i, raw := range b.Records() {
+	var recs []*chap.Record
+	for _, raw := range b.Records() {
 		r, err := chap.Parse(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rb.Add(uint64(i), r)
+		recs = append(recs, r)
 	}
-	return rb.Timeline()
+	return Replay("wsp_replay", "", recs)
 }
 
 func codes(tl *Timeline, sev Severity) map[string]int {
@@ -201,12 +201,12 @@ func TestTimelineContent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rb := New("wsp_replay", "t2")
-	for i, raw := range b.Records() {
+	var recs []*chap.Record
+	for _, raw := range b.Records() {
 		r, _ := chap.Parse(raw)
-		rb.Add(uint64(i), r)
+		recs = append(recs, r)
 	}
-	ft := rb.Timeline()
+	ft := Replay("wsp_replay", "t2", recs)
 	if len(ft.Events) != 2 || len(ft.Tasks) != 1 || ft.Tasks[0].ID != "t2" {
 		t.Fatalf("filtered timeline: %d events, tasks %+v", len(ft.Events), ft.Tasks)
 	}
@@ -217,9 +217,7 @@ func TestRefusalRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb := New("w", "")
-	rb.Add(0, rec)
-	tl := rb.Timeline()
+	tl := Replay("w", "", []*chap.Record{rec})
 	if len(tl.Events) != 1 || !tl.Events[0].Refusal || tl.Impossible() != 0 || len(tl.Findings) != 1 || tl.Findings[0].Code != CodeRefusal {
 		t.Fatalf("refusal timeline %+v", tl)
 	}

@@ -52,15 +52,15 @@ func TestJourneysAdmitAndReplay(t *testing.T) {
 			if c.Head != b.Head() {
 				t.Fatalf("chain head %s, builder head %s", c.Head, b.Head())
 			}
-			rb := replay.New(j.Workspace, "")
-			for i, r := range recs {
+			var parsed []*chap.Record
+			for _, r := range recs {
 				rec, err := chap.Parse(r)
 				if err != nil {
 					t.Fatal(err)
 				}
-				rb.Add(uint64(i), rec)
+				parsed = append(parsed, rec)
 			}
-			tl := rb.Timeline()
+			tl := replay.Replay(j.Workspace, "", parsed)
 			if n := tl.Impossible(); n != 0 {
 				t.Fatalf("%d impossible findings in a clean journey: %+v", n, tl.Findings)
 			}
@@ -121,15 +121,15 @@ func TestSupportTriageReference(t *testing.T) {
 			t.Fatalf("reference form carries from on top: %s", r)
 		}
 	}
-	rb := replay.New("wsp_demo", "")
-	for i, r := range recs {
+	var parsed []*chap.Record
+	for _, r := range recs {
 		rec, err := chap.Parse(r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rb.Add(uint64(i), rec)
+		parsed = append(parsed, rec)
 	}
-	if tl := rb.Timeline(); tl.Impossible() != 0 {
+	if tl := replay.Replay("wsp_demo", "", parsed); tl.Impossible() != 0 {
 		t.Fatalf("impossible findings in the reference triage: %+v", tl.Findings)
 	}
 }
