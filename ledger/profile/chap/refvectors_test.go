@@ -83,7 +83,7 @@ var (
 // TestReferenceVectorsAgree keeps the README's claim true: the TypeScript and Python
 // coordinators recorded the same envelopes with the same prev_hash in every journey.
 // In deep, ts has one entry more at the end: the 1,000-level task.create that Python's
-// dispatch raises RecursionError on.
+// dispatch raises RecursionError on. Elsewhere verify_chain.json is byte-identical too.
 func TestReferenceVectorsAgree(t *testing.T) {
 	for _, journey := range refJourneys {
 		t.Run(journey, func(t *testing.T) {
@@ -106,6 +106,10 @@ func TestReferenceVectorsAgree(t *testing.T) {
 				if a.PrevHash != b.PrevHash {
 					t.Fatalf("seq %d: prev_hash ts %q, py %q", i, a.PrevHash, b.PrevHash)
 				}
+			}
+			// Where the entries are the same, so are the coordinators' own verdicts on them.
+			if tsOnly == 0 && !bytes.Equal(refFile(t, "ts", journey+".verify_chain.json"), refFile(t, "py", journey+".verify_chain.json")) {
+				t.Fatal("verify_chain.json differs between ts and py")
 			}
 		})
 	}
