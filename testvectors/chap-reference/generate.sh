@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
 # Regenerates the CHAP reference-coordinator test vectors in this directory.
-# Usage: ./generate.sh <path-to-a-chap-checkout> [chap-commit]
+# Usage: ./generate.sh [--live] <path-to-a-chap-checkout> [chap-commit]
 #   The second argument names the commit when the first is not a git checkout.
+#   Without --live: rewrites ts/ and py/ (deterministic, byte-for-byte reproducible).
+#   With --live: rewrites live-ts/ and live-py/ (the journeys marked "live" in the
+#   plan, run with the coordinators' real clock and random ids and random keys:
+#   not reproducible; recorded once).
+#   Files over 1 MiB are stored gzip-compressed as <name>.gz (gzip -n: no name or
+#   timestamp in the header).
 # Needs: node >= 20 with npm (installs tsx into a temporary directory),
-#        python3 >= 3.10 with the `cryptography` package.
+#        python3 >= 3.10 with the `cryptography` package, gzip.
 set -euo pipefail
 
 TSX_VERSION=4.23.1
 
+live=
+if [ "${1:-}" = "--live" ]; then live=--live; shift; fi
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
-  echo "usage: $0 <path-to-a-chap-checkout> [chap-commit]" >&2
+  echo "usage: $0 [--live] <path-to-a-chap-checkout> [chap-commit]" >&2
   exit 2
 fi
 chap=$(cd "$1" && pwd)
@@ -27,9 +35,12 @@ trap 'rm -rf "$tmp"' EXIT
 npm install --silent --no-audit --no-fund --prefix "$tmp" "tsx@$TSX_VERSION" >/dev/null
 tsx="$tmp/node_modules/.bin/tsx"
 
-rm -rf "$here/ts" "$here/py"
-( cd "$here" && "$tsx" journeys.ts "$chap" journeys.plan.json ts )
-( cd "$here" && python3 journeys.py "$chap" journeys.plan.json py )
+if [ -n "$live" ]; then out_ts=live-ts out_py=live-py; else out_ts=ts out_py=py; fi
+rm -rf "${here:?}/$out_ts" "${here:?}/$out_py"
+( cd "$here" && "$tsx" journeys.ts $live "$chap" journeys.plan.json "$out_ts" )
+( cd "$here" && python3 journeys.py $live "$chap" journeys.plan.json "$out_py" )
+# Over 1 MiB: stored as <name>.gz, deterministic (-n: no file name, no timestamp).
+find "$here/$out_ts" "$here/$out_py" -type f -size +1048576c -exec gzip -n -9 {} +
 
 ts_version=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).version)' "$chap/packages/coordinator/package.json")
 py_version=$(python3 - "$chap/packages/coordinator-py/pyproject.toml" <<'PY'
@@ -40,10 +51,11 @@ print(m.group(1) if m else "unknown")
 PY
 )
 tsx_actual=$("$tsx" --version | sed -n 's/^tsx v//p')
-python3 - "$here/versions.json" "$commit" "$ts_version" "$py_version" "$(node --version)" "$tsx_actual" <<'PY'
+gzip_version=$(gzip --version | sed -n '1s/^gzip //p')
+python3 - "$here/versions.json" "$commit" "$ts_version" "$py_version" "$(node --version)" "$tsx_actual" "$gzip_version" <<'PY'
 import json, sys, platform
 import cryptography
-out, commit, ts_v, py_v, node_v, tsx_v = sys.argv[1:]
+out, commit, ts_v, py_v, node_v, tsx_v, gzip_v = sys.argv[1:]
 doc = {
     "chap_repository": "https://github.com/BrightbeamAI/chap",
     "chap_commit": commit,
@@ -53,8 +65,9 @@ doc = {
     "tsx": tsx_v,
     "python": platform.python_version(),
     "cryptography": cryptography.__version__,
+    "gzip": gzip_v,
 }
 with open(out, "w", encoding="utf-8", newline="\n") as f:
     f.write(json.dumps(doc, indent=2) + "\n")
 PY
-echo "wrote $here/ts, $here/py and versions.json (chap $commit)"
+echo "wrote $here/$out_ts, $here/$out_py and versions.json (chap $commit)"

@@ -1,16 +1,23 @@
 // Drives the CHAP reference TypeScript coordinator (packages/coordinator/src)
 // in-process through the journeys in journeys.plan.json and writes what it
-// returned. Usage: tsx journeys.ts <chap-checkout> <plan.json> <out-dir>
+// returned. Usage: tsx journeys.ts [--live] <chap-checkout> <plan.json> <out-dir>
 // Deterministic: fixed-seed Ed25519 keys, a fixed client clock, and the
 // coordinator's own deterministicIds/deterministicClock options.
-import { createHash } from "node:crypto";
+// --live: only the journeys marked "live" in the plan, run once the way a real
+// deployment runs: the coordinator's own clock and random ids (no deterministic
+// options), random Ed25519 seeds (recorded in keys.json), the client's ts and
+// envelope ids from the wall clock.
+import { createHash, randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
-const [chapDir, planPath, outDir] = process.argv.slice(2);
-if (!chapDir || !planPath || !outDir) {
-  console.error("usage: tsx journeys.ts <chap-checkout> <plan.json> <out-dir>");
+const args = process.argv.slice(2);
+const live = args[0] === "--live";
+if (live) args.shift();
+const [chapDir, planPath, outDir] = args;
+if (!chapDir || !planPath || !outDir || args.length !== 3) {
+  console.error("usage: tsx journeys.ts [--live] <chap-checkout> <plan.json> <out-dir>");
   process.exit(2);
 }
 const src = resolve(chapDir, "packages/coordinator/src");
@@ -26,13 +33,17 @@ const plan: Json = JSON.parse(readFileSync(planPath, "utf-8"));
 const SEED_PREFIX = "evident/chap-reference/v1:";
 
 // ---- keys ---------------------------------------------------------------
-const keys = new Map<string, { seedHex: string; priv: unknown; jwk: Json }>();
-for (const names of Object.values(plan.keys) as string[][]) {
-  for (const name of names) {
-    const seed = createHash("sha256").update(SEED_PREFIX + name, "utf-8").digest();
-    const priv = privateKeyFromSeed(seed);
-    const jwk = { kty: "OKP", crv: "Ed25519", kid: name, x: b64urlNoPad(publicKeyBytes(priv)), use: "sig", alg: "EdDSA" };
-    keys.set(name, { seedHex: seed.toString("hex"), priv, jwk });
+// Fixed seeds, or (live) fresh random seeds for every journey.
+let keys = new Map<string, { seedHex: string; priv: unknown; jwk: Json }>();
+function makeKeys(): void {
+  keys = new Map();
+  for (const names of Object.values(plan.keys) as string[][]) {
+    for (const name of names) {
+      const seed = live ? randomBytes(32) : createHash("sha256").update(SEED_PREFIX + name, "utf-8").digest();
+      const priv = privateKeyFromSeed(seed);
+      const jwk = { kty: "OKP", crv: "Ed25519", kid: name, x: b64urlNoPad(publicKeyBytes(priv)), use: "sig", alg: "EdDSA" };
+      keys.set(name, { seedHex: seed.toString("hex"), priv, jwk });
+    }
   }
 }
 
@@ -49,8 +60,34 @@ function clientUlid(ms: number, journey: string, n: number): string {
   for (const b of r) rand = (rand << 8n) | BigInt(b);
   return enc(BigInt(ms), 10) + enc(rand, 16);
 }
+function liveUlid(ms: number): string {
+  let rand = 0n;
+  for (const b of randomBytes(10)) rand = (rand << 8n) | BigInt(b);
+  return enc(BigInt(ms), 10) + enc(rand, 16);
+}
 const clockStart = Date.parse(plan.client_clock.start);
 const stepMs: number = plan.client_clock.step_ms;
+
+// ---- generated values -----------------------------------------------------
+// {"$nest": {"depth": N, "key": K, "leaf": V}}: N nested objects {K: ...} (arrays
+// [...] when K is null) around V. {"$text": {"bytes": N, "line": S}}: ASCII text
+// of exactly N bytes, lines "<7-digit line number> S\n" repeated and cut at N.
+function nest(spec: Json, results: Map<string, Json>): Json {
+  let v: Json = resolveRefs(spec.leaf ?? null, results);
+  for (let i = 0; i < spec.depth; i++) v = spec.key === null ? [v] : { [spec.key]: v };
+  return v;
+}
+function text(spec: Json): string {
+  if (!/^[\x20-\x7e]*$/.test(spec.line)) throw new Error("$text line must be printable ASCII");
+  const parts: string[] = [];
+  let len = 0;
+  for (let i = 1; len < spec.bytes; i++) {
+    const l = String(i).padStart(7, "0") + " " + spec.line + "\n";
+    parts.push(l);
+    len += l.length;
+  }
+  return parts.join("").slice(0, spec.bytes);
+}
 
 // ---- refs ---------------------------------------------------------------
 function getPath(obj: Json, path: string[]): Json {
@@ -76,6 +113,9 @@ function resolveRefs(v: Json, results: Map<string, Json>): Json {
   }
   if (Array.isArray(v)) return v.map((x) => resolveRefs(x, results));
   if (v && typeof v === "object") {
+    const ks = Object.keys(v);
+    if (ks.length === 1 && ks[0] === "$nest") return nest(v.$nest, results);
+    if (ks.length === 1 && ks[0] === "$text") return text(v.$text);
     const o: Json = {};
     for (const k of Object.keys(v)) o[k] = resolveRefs(v[k], results);
     return o;
@@ -87,7 +127,10 @@ const dump = (v: Json) => JSON.stringify(v) + "\n";
 mkdirSync(outDir, { recursive: true });
 
 for (const j of plan.journeys) {
-  const coord = new Coordinator({ deterministicIds: true, deterministicClock: true, requireSignatures: true });
+  if (live && !j.live) continue;
+  makeKeys();
+  const coord = new Coordinator(live ? { requireSignatures: true }
+    : { deterministicIds: true, deterministicClock: true, requireSignatures: true });
   const current = new Map<string, string>();
   for (const alias of Object.keys(plan.keys)) current.set(alias, plan.keys[alias][0]);
   const results = new Map<string, Json>();
@@ -100,14 +143,14 @@ for (const j of plan.journeys) {
     const alias: string = step.as;
     const who = plan.participants[alias];
     used.add(alias);
-    const ms = clockStart + n * stepMs;
+    const ms = live ? Date.now() : clockStart + n * stepMs;
     const ts: string = step.ts ?? new Date(ms).toISOString();
     const given = resolveRefs(step.params ?? {}, results);
     const params: Json = { workspace: j.workspace, from: who.uri };
     if ("to" in given) params.to = given.to;
     params.ts = ts;
     for (const k of Object.keys(given)) if (k !== "to") params[k] = given[k];
-    const env: Json = { jsonrpc: "2.0", id: clientUlid(ms, j.name, n), method: step.method, params };
+    const env: Json = { jsonrpc: "2.0", id: live ? liveUlid(ms) : clientUlid(ms, j.name, n), method: step.method, params };
     const keyName: string = step.key ?? current.get(alias)!;
     if (step.sign !== "none") {
       const k = keys.get(keyName)!;
@@ -115,12 +158,19 @@ for (const j of plan.journeys) {
     }
     if (step.sign === "tamper") Object.assign(env.params, step.tamper);
     const sent = JSON.stringify(env); // bytes as sent, before the coordinator can touch the object
-    const reply = coord.dispatch(JSON.parse(sent));
-    const accepted = reply.error === undefined;
+    let reply: Json;
+    try {
+      reply = coord.dispatch(JSON.parse(sent));
+    } catch (e) {
+      // Not a JSON-RPC answer: dispatch itself threw (recorded as such).
+      reply = { thrown: String(e) };
+    }
+    const accepted = reply.error === undefined && reply.thrown === undefined;
     if (accepted && step.label) results.set(step.label, reply.result);
     if (accepted && step.then_current) current.set(alias, step.then_current);
-    const expect = step.expect ?? "ok";
-    if ((expect === "ok") !== accepted) {
+    // expect: "ok", "error", "thrown", or {"ts": ..., "py": ...} when the two differ.
+    const expect: string = (step.expect && typeof step.expect === "object" ? step.expect.ts : step.expect) ?? "ok";
+    if ((expect === "ok") !== accepted || (expect === "thrown") !== (reply.thrown !== undefined)) {
       console.error(`[ts ${j.name} #${n}] ${step.method}: expected ${expect}, got ${JSON.stringify(reply)}`);
     }
     const meta: Json = { step: n, method: step.method, as: who.uri, key: step.sign === "none" ? null : keyName };
@@ -155,7 +205,7 @@ for (const j of plan.journeys) {
   }
   writeFileSync(join(outDir, `${j.name}.keys.json`), JSON.stringify({
     workspace: j.workspace,
-    seed_derivation: plan.seed_derivation,
+    seed_derivation: live ? "random: 32 bytes from crypto.randomBytes when the journey was recorded (seed_hex below)" : plan.seed_derivation,
     signing: "sig = \"ed25519:\" + kid + \":\" + base64(Ed25519(seed, JCS(envelope without sig)))",
     participants: parts,
   }, null, 2) + "\n");
