@@ -44,7 +44,7 @@ func (bd *Bindings) lookup(kind, id string) idState { return bd.ids[kind+"\x00"+
 // clockSlackMs is how far apart, in milliseconds, the Coordinator's two readings of one clock
 // may be taken to be (its arrival times are ISO strings cut to the millisecond, its ULIDs
 // carry whole milliseconds too).
-const clockSlackMs = 1
+const clockSlackMs = 0
 
 // ulidID is a named id that is a ULID, with the creations it may come from (indexes lo..hi).
 type ulidID struct {

@@ -311,6 +311,27 @@ func TestReferenceWireForm(t *testing.T) {
 				t.Fatalf("controls %q", tl.Controls)
 			}
 		}},
+		{"override with a diff on a task whose artefact is not in the chain", []ref{
+			create("human:lead", "agent:drafter"),
+			{"human:rev", "decide.override", map[string]any{"task_id": T1, "rationale": "r", "diff": []any{map[string]any{"op": "replace", "path": "/body", "value": "x"}}}},
+		}, []string{CodeNoBase}, nil},
+		{"override stating a result its diff does not give", []ref{
+			create("human:lead", "agent:drafter"), review,
+			{"human:rev", "decide.override", map[string]any{"task_id": T1, "rationale": "r", "diff": []any{map[string]any{"op": "replace", "path": "/body", "value": "x"}},
+				"result": map[string]any{"body": "y", "refund_eur": 100}}},
+		}, []string{CodeResultMismatch}, nil},
+		{"artefact whose content_hash is not its content's", []ref{
+			create("human:lead", "agent:drafter"),
+			{"agent:drafter", "review.request", map[string]any{"task_id": T1, "to": "human:rev", "artefact": map[string]any{"id": "art_1", "content": refDraft, "content_hash": scenario.ContentDigest(map[string]any{"body": "other"})}}},
+		}, []string{CodeArtefactHash}, nil},
+		{"deliberation with votes and no close", []ref{
+			{"human:owner", "deliberate.open", map[string]any{"deliberation_id": "dlb_O", "rule": "any_one_approves", "to": []string{"human:rev"}}},
+			{"human:rev", "deliberate.vote", map[string]any{"deliberation_id": "dlb_O", "vote": "yea"}},
+		}, []string{CodeDeliberationOpen}, nil},
+		{"a sender's clock going backwards", []ref{
+			create("human:lead", "agent:drafter"),
+			{"agent:drafter", "task.update", map[string]any{"task_id": T1, "state": "in_progress", "ts": "2020-01-01T00:00:00Z"}},
+		}, []string{CodeTSRegression}, nil},
 		{"workspace.set_profiles by a non-admin", []ref{
 			{"human:lead", "workspace.set_profiles", map[string]any{"profiles": []string{"core/1.0"}}},
 		}, []string{CodeUnprivileged}, nil},
