@@ -128,3 +128,76 @@ func cliStdin(t *testing.T, in []byte, args ...string) (int, string, string) {
 	defer func() { os.Stdin = old }()
 	return cli(args...)
 }
+
+// TestImportReferenceJourneys: what the CHAP reference coordinators recorded live (real clock,
+// random ids and keys: tasks created in bursts and named out of order, every optional
+// profile) goes in with `evident import -describe` (the Coordinator's evidence_head matches),
+// is sealed, exported and VERIFIED, and `evident replay` tells it without a finding: exit 0,
+// no impossible history and no warning, and what the log does not determine (ids drawn in the
+// same millisecond) is listed as not evaluated.
+func TestImportReferenceJourneys(t *testing.T) {
+	for _, j := range []string{"live-ts/burst", "live-py/burst", "live-ts/profiles", "live-py/profiles"} {
+		t.Run(j, func(t *testing.T) {
+			srv := startDaemon(t) // one each: both coordinators' journeys name the same workspaces
+			trust := pinTrust(t, srv.URL)
+			ref := "../../testvectors/chap-reference/" + j
+			db, err := os.ReadFile(ref + ".describe.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ws struct {
+				ID string `json:"id"`
+			}
+			if err := json.Unmarshal(db, &ws); err != nil {
+				t.Fatal(err)
+			}
+			if code, out, errs := cli("import", "-url", srv.URL, "-chain", ws.ID, "-describe", ref+".describe.json", ref+".audit.json"); code != 0 || !strings.Contains(out, ": matches") {
+				t.Fatalf("import: %d %s %s", code, out, errs)
+			}
+			if code, _, errs := cli("seal", "-url", srv.URL, "-chain", ws.ID); code != 0 {
+				t.Fatalf("seal: %d %s", code, errs)
+			}
+			zipFile := filepath.Join(t.TempDir(), "b.zip")
+			if code, _, errs := cli("export", "-url", srv.URL, "-chain", ws.ID, "-o", zipFile); code != 0 {
+				t.Fatalf("export: %d %s", code, errs)
+			}
+			if code, out, errs := cli("verify", zipFile, "--trust", trust); code != exitVerified || !strings.Contains(out, "VERIFIED") {
+				t.Fatalf("verify: %d\n%s\n%s", code, out, errs)
+			}
+			code, out, errs := cli("replay", zipFile, "--trust", trust, "--format", "json")
+			if code != 0 {
+				t.Fatalf("replay: %d\n%s\n%s", code, out, errs)
+			}
+			var rep replayOutput
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Timelines) != 1 {
+				t.Fatalf("%d timelines", len(rep.Timelines))
+			}
+			tl := rep.Timelines[0]
+			for _, f := range tl.Findings {
+				if f.Severity != "info" {
+					t.Errorf("%s at seq %d: %s", f.Code, f.Seq, f.Detail)
+				}
+			}
+			bound := 0
+			for _, tk := range tl.Tasks {
+				if tk.IDInferred {
+					bound++
+				}
+			}
+			if bound == 0 {
+				t.Errorf("no task id bound: the arrival times did not reach the replay")
+			}
+			for _, n := range tl.NotEvaluated {
+				if n.Code != "id_not_determined" && n.Code != "check_not_evaluated" {
+					t.Errorf("not evaluated at seq %d (%s): %s", n.Seq, n.Code, n.Detail)
+				}
+			}
+			if code, out, _ := cli("replay", zipFile, "--trust", trust); code != 0 || !strings.Contains(out, "NOT EVALUATED") {
+				t.Fatalf("replay text: %d\n%s", code, out)
+			}
+		})
+	}
+}
