@@ -1,7 +1,7 @@
 package replay
 
 import (
-	"encoding/json"
+	"bytes"
 	"fmt"
 	"sort"
 	"time"
@@ -97,13 +97,19 @@ func arrivalMs(meta []byte) int64 {
 	if len(meta) == 0 {
 		return -1
 	}
-	var m struct {
-		Arrived string `json:"arrived"`
-	}
-	if json.Unmarshal(meta, &m) != nil || m.Arrived == "" {
+	// The metadata is canonical JSON (chap.Parse wrote it): the member is spelled one way, and
+	// an RFC 3339 time holds no escapes.
+	const key = `"arrived":"`
+	i := bytes.Index(meta, []byte(key))
+	if i < 0 {
 		return -1
 	}
-	t, err := time.Parse(time.RFC3339Nano, m.Arrived)
+	v := meta[i+len(key):]
+	j := bytes.IndexByte(v, '"')
+	if j < 0 {
+		return -1
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(v[:j]))
 	if err != nil {
 		return -1
 	}
