@@ -2,16 +2,12 @@ package chap
 
 import (
 	"bytes"
-	"compress/gzip"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,33 +15,15 @@ import (
 
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
+	"github.com/evident-log/evident/testvectors/chapref"
 )
 
-// refVectors is testvectors/chap-reference: the chains the CHAP reference coordinators wrote.
-var refVectors = filepath.Join("..", "..", "..", "testvectors", "chap-reference")
-
-// refFile returns impl's file name, read from name.gz when only the compressed copy is
-// stored (the README: files over 1 MiB are kept gzip-compressed).
+// refFile returns impl's file name (chapref.File: from name.gz when only the compressed copy is
+// stored).
 func refFile(t *testing.T, impl, name string) []byte {
 	t.Helper()
-	path := filepath.Join(refVectors, impl, name)
-	data, err := os.ReadFile(path)
-	if !errors.Is(err, os.ErrNotExist) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		return data
-	}
-	f, err := os.Open(path + ".gz")
+	data, err := chapref.File(impl, name)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if data, err = io.ReadAll(zr); err != nil {
 		t.Fatal(err)
 	}
 	return data
@@ -54,13 +32,11 @@ func refFile(t *testing.T, impl, name string) []byte {
 // refLines returns the non-empty lines of impl's JSON Lines file name.
 func refLines(t *testing.T, impl, name string) [][]byte {
 	t.Helper()
-	var out [][]byte
-	for _, l := range bytes.Split(refFile(t, impl, name), []byte{'\n'}) {
-		if l = bytes.TrimSpace(l); len(l) > 0 {
-			out = append(out, l)
-		}
+	lines, err := chapref.Lines(impl, name)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return lines
 }
 
 // refAudit returns the lines of impl's <journey>.audit.jsonl.
@@ -76,8 +52,8 @@ var refCanon = canonical.Options{SafeIntegersOnly: true, MaxDepth: 10000, MaxSiz
 // refJourneys are the journeys in the deterministic directories ts/ and py/, refLiveJourneys
 // those recorded once in live mode into live-ts/ and live-py/.
 var (
-	refJourneys     = []string{"small", "unchained-prefix", "full", "burst", "profiles", "deep"}
-	refLiveJourneys = []string{"burst", "profiles"}
+	refJourneys     = chapref.Journeys
+	refLiveJourneys = chapref.LiveJourneys
 )
 
 // TestReferenceVectorsAgree keeps the README's claim true: the TypeScript and Python
@@ -431,22 +407,6 @@ func refMillis(t *testing.T, ts string) int64 {
 	return at.UnixMilli()
 }
 
-// refCreatedIDs are the result members of the 0.2.10 coordinators that carry an id the
-// coordinator made (tsk_, art_, dlb_, hnd_ + a ULID), by method.
-var refCreatedIDs = map[string]string{
-	"task.create":       "task_id",
-	"escalate.raise":    "new_task_id",
-	"control.supersede": "new_task_id",
-	"deliberate.open":   "deliberation_id",
-	"handoff.propose":   "handoff_id",
-	"whisper.ask":       "whisper_id",
-	"control.snapshot":  "snapshot_artefact_id",
-	"decide.override":   "override_artefact_id",
-	"task.route":        "decision_artefact",
-	"review.depth":      "decision_artefact",
-	"escalate.auto":     "decision_artefact",
-}
-
 // TestReferenceVectorsLiveClock keeps the README's account of the live recordings true: every
 // id a coordinator made (its result names it, the request did not) is a ULID whose time is
 // no later than the arrived time of the entry recording its request and no earlier than the
@@ -484,39 +444,28 @@ func TestReferenceVectorsLiveClock(t *testing.T) {
 				}
 				n := 0
 				minA, maxA, minP, maxP := int64(1<<62), int64(-1<<62), int64(1<<62), int64(-1<<62)
-				for _, l := range refLines(t, impl, journey+".requests.jsonl") {
-					var r struct {
-						Method   string          `json:"method"`
-						Accepted bool            `json:"accepted"`
-						Envelope json.RawMessage `json:"envelope"`
-						Response struct {
-							Result map[string]any `json:"result"`
-						} `json:"response"`
-					}
-					if err := json.Unmarshal(l, &r); err != nil {
-						t.Fatal(err)
-					}
-					member, ok := refCreatedIDs[r.Method]
-					id, _ := r.Response.Result[member].(string)
-					if !r.Accepted || !ok || id == "" || bytes.Contains(r.Envelope, []byte(`"`+id+`"`)) {
+				reqs, err := chapref.Requests(impl, journey)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range reqs {
+					id := r.CreatedID()
+					if id == "" {
 						continue
 					}
 					prefix, ulid, _ := strings.Cut(id, "_")
 					if !slices.Contains([]string{"tsk", "art", "dlb", "hnd"}, prefix) {
 						t.Fatalf("%s made %q", r.Method, id)
 					}
-					var env struct {
-						ID string `json:"id"`
-					}
-					json.Unmarshal(r.Envelope, &env)
-					at, ok := arrived[env.ID]
+					envID := r.EnvelopeID()
+					at, ok := arrived[envID]
 					if !ok {
 						t.Fatalf("%s %s: its request is not in the audit log", r.Method, id)
 					}
 					ms := refULIDms(t, ulid)
-					a, p := at-ms, ms-prevOf[env.ID]
+					a, p := at-ms, ms-prevOf[envID]
 					if a < 0 || p < 0 {
-						t.Fatalf("%s %s: id time %d, arrived %d, previous entry's arrived %d", r.Method, id, ms, at, prevOf[env.ID])
+						t.Fatalf("%s %s: id time %d, arrived %d, previous entry's arrived %d", r.Method, id, ms, at, prevOf[envID])
 					}
 					minA, maxA, minP, maxP = min(minA, a), max(maxA, a), min(minP, p), max(maxP, p)
 					n++

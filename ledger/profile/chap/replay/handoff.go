@@ -82,21 +82,5 @@ func (b *Builder) handoff(seq uint64, id, taskID string) *Handoff {
 
 // taskRefs reads a list of task ids given as strings or as objects {task_id, …}.
 func taskRefs(o *canonical.Object, key string) []string {
-	if o == nil {
-		return nil
-	}
-	v, _ := o.Get(key)
-	arr, _ := v.([]canonical.Value)
-	var out []string
-	for _, e := range arr {
-		switch x := e.(type) {
-		case string:
-			out = append(out, x)
-		case *canonical.Object:
-			if id := str(x, "task_id"); id != "" {
-				out = append(out, id)
-			}
-		}
-	}
-	return out
+	return names(o, key, func(x *canonical.Object) string { return str(x, "task_id") })
 }

@@ -143,3 +143,25 @@ func appendOnce(l []string, s string) []string {
 	}
 	return append(l, s)
 }
+
+// names reads the list o holds under key: its strings as they are, and of each object the
+// name of picks ("" skipped).
+func names(o *canonical.Object, key string, of func(*canonical.Object) string) []string {
+	if o == nil {
+		return nil
+	}
+	v, _ := o.Get(key)
+	arr, _ := v.([]canonical.Value)
+	var out []string
+	for _, e := range arr {
+		switch x := e.(type) {
+		case string:
+			out = append(out, x)
+		case *canonical.Object:
+			if n := of(x); n != "" {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}

@@ -97,18 +97,7 @@ func (b *Builder) unresolved(seq uint64, kind, id, taskID string) {
 
 // options reads a whisper's options: strings, or the reference Coordinator's {id, label} objects.
 func options(p *canonical.Object) []string {
-	v, _ := p.Get("options")
-	arr, _ := v.([]canonical.Value)
-	var out []string
-	for _, e := range arr {
-		switch x := e.(type) {
-		case string:
-			out = append(out, x)
-		case *canonical.Object:
-			out = append(out, firstNonEmpty(str(x, "id"), str(x, "label")))
-		}
-	}
-	return out
+	return names(p, "options", func(x *canonical.Object) string { return firstNonEmpty(str(x, "id"), str(x, "label")) })
 }
 
 func msWord(ms string) string {
