@@ -94,6 +94,13 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		defer f.Close()
 		out = f
 	}
+	if r != nil && *format != "html" {
+		// The story's findings beside the integrity verdict (writeHTML replays for its timeline).
+		if _, err := replayStories(ctx, rep, r, "", nil); err != nil {
+			fmt.Fprintln(stderr, "evident verify:", err)
+			return exitFailure
+		}
+	}
 	switch *format {
 	case "html":
 		err = writeHTML(ctx, out, rep, r, *maxEntries)
