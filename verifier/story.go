@@ -31,6 +31,9 @@ type Story struct {
 	NotEvaluated []StoryNote `json:"not_evaluated,omitempty"`
 	// Error says why the chain could not be replayed at all ("" when it was).
 	Error string `json:"error,omitempty"`
+	// NotReplayed says why the chain's story was not replayed by this report's maker (a
+	// bound on what it replays), and where it is: not evaluated, no finding ("" when it was).
+	NotReplayed string `json:"not_replayed,omitempty"`
 }
 
 // StoryCode is how many findings of one severity and code a replay made.
@@ -105,6 +108,7 @@ type StoryTotals struct {
 	Info         int         // info findings
 	NotEvaluated int         // items not evaluated
 	Failed       int         // chains that could not be replayed
+	NotReplayed  int         // chains whose story was not replayed (Story.NotReplayed)
 	Codes        []StoryCode // by severity and code over every chain, ordered as Story.Codes
 }
 
@@ -119,6 +123,9 @@ func (r *Report) StoryTotals() StoryTotals {
 		t.NotEvaluated += len(s.NotEvaluated)
 		if s.Error != "" {
 			t.Failed++
+		}
+		if s.NotReplayed != "" {
+			t.NotReplayed++
 		}
 		for _, c := range s.Codes {
 			n[StoryCode{Severity: c.Severity, Code: c.Code}] += c.Count
@@ -141,7 +148,7 @@ func (t StoryTotals) Headline() string {
 		return ""
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "story (CHAP replay of %d chain(s)): %d impossible, %d warning(s)", t.Chains, t.Impossible, t.Warnings)
+	fmt.Fprintf(&b, "story (CHAP replay, %d chain(s)): %d impossible, %d warning(s)", t.Chains, t.Impossible, t.Warnings)
 	if t.Info > 0 {
 		fmt.Fprintf(&b, ", %d info", t.Info)
 	}
@@ -150,6 +157,9 @@ func (t StoryTotals) Headline() string {
 	}
 	if t.Failed > 0 {
 		fmt.Fprintf(&b, ", %d chain(s) could not be replayed", t.Failed)
+	}
+	if t.NotReplayed > 0 {
+		fmt.Fprintf(&b, ", %d chain(s) not replayed (not evaluated)", t.NotReplayed)
 	}
 	if len(t.Codes) > 0 {
 		parts := make([]string, 0, len(t.Codes))
@@ -177,6 +187,8 @@ func (r *Report) VerdictLine() string {
 		return fmt.Sprintf("%s (integrity) — story: %d warning(s), no impossible history", v, t.Warnings)
 	case t.Failed > 0:
 		return fmt.Sprintf("%s (integrity) — story: %d chain(s) could not be replayed", v, t.Failed)
+	case t.NotReplayed > 0:
+		return fmt.Sprintf("%s (integrity) — story: not evaluated for %d chain(s), not replayed (see below)", v, t.NotReplayed)
 	}
 	return fmt.Sprintf("%s (integrity) — story: no impossible history, no warning", v)
 }
@@ -193,7 +205,10 @@ func (r *Report) writeStory(w io.Writer) error {
 	ew.printf("  %s\n", r.StoryTotals().Headline())
 	for _, s := range r.Story {
 		if s.Error != "" {
-			ew.printf("    chain %s: not replayed: %s\n", safe(s.Chain), safe(s.Error))
+			ew.printf("    chain %s: could not be replayed: %s\n", safe(s.Chain), safe(s.Error))
+		}
+		if s.NotReplayed != "" {
+			ew.printf("    chain %s: story not evaluated: %s\n", safe(s.Chain), safe(s.NotReplayed))
 		}
 		for i, n := range s.NotEvaluated {
 			if i == maxStoryNotes {

@@ -33,7 +33,7 @@ func TestStoryBesideVerdict(t *testing.T) {
 	}{
 		{name: "no replay", verdict: verifier.Verified, noReplay: true, line: "VERDICT: VERIFIED\n", hasNot: []string{"story", "integrity"}},
 		{name: "clean", verdict: verifier.Verified, line: "VERDICT: VERIFIED (integrity) — story: no impossible history, no warning\n",
-			has: []string{"story (CHAP replay of 1 chain(s)): 0 impossible, 0 warning(s)\n"}, hasNot: []string{"×", "not evaluated", "evident replay BUNDLE"}},
+			has: []string{"story (CHAP replay, 1 chain(s)): 0 impossible, 0 warning(s)\n"}, hasNot: []string{"×", "not evaluated", "evident replay BUNDLE"}},
 		{name: "warnings", verdict: verifier.Verified,
 			findings: []replay.Finding{finding(replay.Warning, replay.CodeUnknownTask, 4), finding(replay.Warning, replay.CodeUnknownTask, 14), finding(replay.Warning, replay.CodeTSRegression, 9)},
 			line:     "VERDICT: VERIFIED (integrity) — story: 3 warning(s), no impossible history\n",
@@ -46,13 +46,19 @@ func TestStoryBesideVerdict(t *testing.T) {
 			line:   "VERDICT: NOT_EVALUATED (integrity) — story: no impossible history, no warning\n",
 			has:    []string{"0 impossible, 0 warning(s), 1 not evaluated\n", "chain wsp_a: not evaluated at seq 7 (profile_unknown): the task runs under a profile"},
 			hasNot: []string{"×", "evident replay BUNDLE"}},
+		{name: "not replayed", verdict: verifier.Verified, noReplay: true,
+			line:   "VERDICT: VERIFIED (integrity) — story: not evaluated for 1 chain(s), not replayed (see below)\n",
+			has:    []string{"0 impossible, 0 warning(s), 1 chain(s) not replayed (not evaluated)", "chain wsp_big: story not evaluated: 900000 entries, over"},
+			hasNot: []string{"no warning", "×"}},
 		{name: "broken with impossible", verdict: verifier.Broken, findings: []replay.Finding{finding(replay.Impossible, replay.CodeApprovalDigest, 3)},
 			line: "VERDICT: BROKEN (integrity) — STORY: 1 IMPOSSIBLE HISTORY(IES), 0 warning(s)\n", has: []string{"impossible approval_digest_mismatch ×1"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			rep := &verifier.Report{Format: verifier.ReportFormat, Verdict: c.verdict, Checks: []verifier.Check{}, Chains: []verifier.ChainReport{}}
-			if !c.noReplay {
+			if c.name == "not replayed" {
+				rep.Story = []verifier.Story{{Chain: "wsp_big", Codes: []verifier.StoryCode{}, NotReplayed: "900000 entries, over the bound"}}
+			} else if !c.noReplay {
 				tl := &replay.Timeline{Chain: "wsp_a", Entries: 20, Findings: c.findings}
 				s := verifier.StoryOf(tl, c.notes)
 				if s.Impossible+s.Warnings+s.Info != len(c.findings) || len(s.NotEvaluated) != len(c.notes) {
@@ -90,8 +96,8 @@ func TestStoryBesideVerdict(t *testing.T) {
 			if err := json.Unmarshal(buf.Bytes(), &out); err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := out["story"]; ok == c.noReplay {
-				t.Errorf("JSON story present %v, want %v", ok, !c.noReplay)
+			if _, ok := out["story"]; ok != (len(rep.Story) > 0) {
+				t.Errorf("JSON story present %v, want %v", ok, len(rep.Story) > 0)
 			}
 			if out["verdict"] != string(c.verdict) {
 				t.Errorf("JSON verdict %v: the story must not change the integrity verdict %s", out["verdict"], c.verdict)

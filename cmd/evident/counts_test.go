@@ -151,6 +151,15 @@ func TestCountsAndStoryAgree(t *testing.T) {
 				t.Fatalf("verify text does not count the story by code above the checks:\n%s", head)
 			}
 
+			// A bound below the chain: verify's text and JSON say the story is not evaluated,
+			// and where it is; they claim no finding and no clean story.
+			code, btext, errs := cli("verify", "-q", "--trust", trust, "-story-max-entries", "10", zip)
+			if code != exitVerified || !strings.HasPrefix(btext, "VERDICT: VERIFIED (integrity) — story: not evaluated for 1 chain(s), not replayed (see below)\n") ||
+				!strings.Contains(btext, fmt.Sprintf("story not evaluated: %d entries, over the 10 evident verify replays", len(recs))) ||
+				strings.Contains(btext[:strings.Index(btext, "bundle:")], "×") {
+				t.Fatalf("verify -story-max-entries 10: exit %d\n%s\n%s", code, btext, errs)
+			}
+
 			// verify --format html: the same counts in the chain's card and the log summary, the
 			// story in the banner with a link to the findings.
 			page := filepath.Join(dir, "report.html")

@@ -82,7 +82,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		progress = progressPrinter(stderr)
 	}
 	out := replayOutput{Format: "evident-replay/v1", Bundle: path, Verdict: rep.Verdict, Timelines: []*replay.Timeline{}}
-	tls, err := replayStories(ctx, rep, r, *task, progress)
+	tls, err := replayStories(ctx, rep, r, *task, 0, progress)
 	if progress != nil {
 		fmt.Fprint(stderr, "\r\033[K")
 	}
@@ -338,7 +338,7 @@ func writeHTML(ctx context.Context, w io.Writer, rep *verifier.Report, r *bundle
 		return htmlreport.Write(w, in)
 	}
 	// A chain the verifier found broken may not replay; its story says why.
-	tls, err := replayStories(ctx, rep, r, "", nil)
+	tls, err := replayStories(ctx, rep, r, "", 0, nil)
 	if err != nil {
 		return err
 	}

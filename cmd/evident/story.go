@@ -15,11 +15,21 @@ import (
 // states the story's findings beside the integrity verdict. It returns the timelines of the
 // chains that replayed. A chain that does not replay (one the verifier found broken may not)
 // has a Story saying why and no timeline; only a cancelled context is an error.
-func replayStories(ctx context.Context, rep *verifier.Report, r *bundle.Reader, task string, progress func(string, uint64, uint64)) ([]*replay.Timeline, error) {
+//
+// maxEntries, when above 0, bounds the chains replayed: the replay keeps every event of a
+// chain in memory (about 1.8 KB an entry), which evident verify's text and JSON reports, made
+// in bounded memory otherwise, cannot afford on a chain of millions; a larger chain's story is
+// then not evaluated, and says where it is (evident replay, or the HTML report).
+func replayStories(ctx context.Context, rep *verifier.Report, r *bundle.Reader, task string, maxEntries uint64, progress func(string, uint64, uint64)) ([]*replay.Timeline, error) {
 	var tls []*replay.Timeline
 	rep.Story = nil
 	for _, ref := range r.Manifest.Chains {
 		if ref.Profile != chap.Profile {
+			continue
+		}
+		if maxEntries > 0 && ref.Size > maxEntries {
+			rep.Story = append(rep.Story, verifier.Story{Chain: ref.ID, Task: task, Codes: []verifier.StoryCode{},
+				NotReplayed: fmt.Sprintf("%d entries, over the %d evident verify replays for its text and JSON reports (-story-max-entries); evident replay BUNDLE or evident verify --format html replays it whole", ref.Size, maxEntries)})
 			continue
 		}
 		tl, err := replayChain(ctx, r, ref, task, progress)
