@@ -42,7 +42,10 @@ func profileChecks(ref bundle.ChainRef, res *replayResult, seals []*sealInfo) []
 				}
 			default:
 				c.Status = Verified
-				c.Detail = fmt.Sprintf("%d entries replayed under the %s rules with no finding", res.total, ref.Profile)
+				// Named by check: the story's findings (a CHAP replay's warnings) are another
+				// axis, reported beside the verdict (Report.Story), and this must not read as
+				// their absence.
+				c.Detail = fmt.Sprintf("%d entries replayed under the %s rules with no %s finding", res.total, ref.Profile, name)
 			}
 			checks = append(checks, c)
 		}

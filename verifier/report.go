@@ -119,6 +119,10 @@ type Report struct {
 	// checkpoints signed by the log that cannot both be true (log.fork, log.consistency
 	// inconsistent): anyone holding the log's key can check one offline, without the bundle.
 	Misbehaviour []*misbehaviour.Proof `json:"misbehaviour,omitempty"`
+	// Story is what the replay of each CHAP chain found (story.go): the verdict's second
+	// axis, set by the caller that replays the chains (evident verify and replay); absent
+	// when nothing was replayed.
+	Story []Story `json:"story,omitempty"`
 }
 
 // Fold folds checks into one verdict: broken if any is broken, else not_evaluated if any is
@@ -208,7 +212,7 @@ func safe(s string) string {
 // (✓ verified, ? not evaluated, ✗ broken), then coverage per chain and the log's checkpoints.
 func (r *Report) WriteText(w io.Writer) error {
 	ew := &errWriter{w: w}
-	ew.printf("VERDICT: %s\n", strings.ToUpper(string(r.Verdict)))
+	ew.printf("VERDICT: %s\n", r.VerdictLine())
 	switch r.Verdict {
 	case Verified:
 		ew.printf("  every check passed\n")
@@ -216,6 +220,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		ew.printf("  %d check(s) broken\n", r.Count(Broken))
 	default:
 		ew.printf("  nothing broken, but %d check(s) not evaluated\n", r.Count(NotEvaluated))
+	}
+	if ew.err == nil {
+		ew.err = r.writeStory(w)
 	}
 	if r.Hint != "" {
 		ew.printf("  %s\n", safe(r.Hint))

@@ -341,8 +341,14 @@ func (v *verifier) sealStates(ref bundle.ChainRef, seals []*sealInfo, res *repla
 			for _, k := range s.cps {
 				cps[k] = true
 			}
+			if v.anchors == nil {
+				v.anchors = map[string][]sealAnchor{}
+			}
+			v.anchors[ref.ID] = append(v.anchors[ref.ID], sealAnchor{logIndex: s.logIndex, cps: s.cps})
 		}
 	}
+	// The checkpoints the receipts lead to; chainCheckpoints adds, once the log's
+	// consistency proofs are known, the earlier checkpoints shown to hold the seals.
 	cov.Checkpoints = uint64(len(cps))
 	for i := range checks {
 		checks[i].Chain = ref.ID
@@ -402,4 +408,68 @@ func firstCode(checks []Check, status Status) Code {
 		}
 	}
 	return CodeNotAnchored
+}
+
+// sealAnchor is a verified seal of a chain as the log holds it.
+type sealAnchor struct {
+	logIndex uint64  // the seal statement's index in the log
+	cps      []cpKey // the verified checkpoints its receipts lead to
+}
+
+// chainCheckpoints sets each chain's Coverage.Checkpoints to the verified checkpoints that
+// anchor its verified seals: a checkpoint a seal's receipt leads to, and every verified
+// checkpoint of a larger tree than the seal's log index that verified consistency proofs
+// show to be a prefix of that one (it then holds the seal statement too). An export cuts
+// every receipt from the latest checkpoint and adds each seal's first checkpoint with a
+// proof to the latest: counting only the receipts' would say "1 checkpoint" of a chain whose
+// log check verifies one per seal. It runs after the log's consistency proofs are checked.
+func (v *verifier) chainCheckpoints(rep *Report) {
+	rev := map[cpKey][]cpKey{} // larger tree → the smaller trees shown to be its prefixes
+	for a, bs := range v.links.edges {
+		if _, ok := v.cps[a]; !ok {
+			continue
+		}
+		for _, b := range bs {
+			if _, ok := v.cps[b]; ok && a.size < b.size {
+				rev[b] = append(rev[b], a)
+			}
+		}
+	}
+	for i := range rep.Chains {
+		cr := &rep.Chains[i]
+		anchors := v.anchors[cr.ID]
+		if len(anchors) == 0 {
+			continue
+		}
+		// The lowest log index of a seal whose receipt leads to each checkpoint.
+		lowest := map[cpKey]uint64{}
+		for _, a := range anchors {
+			for _, c := range a.cps {
+				if l, ok := lowest[c]; !ok || a.logIndex < l {
+					lowest[c] = a.logIndex
+				}
+			}
+		}
+		counted := map[cpKey]bool{}
+		for c, idx := range lowest {
+			counted[c] = true
+			seen := map[cpKey]bool{c: true}
+			queue := []cpKey{c}
+			for len(queue) > 0 {
+				k := queue[0]
+				queue = queue[1:]
+				for _, p := range rev[k] {
+					if seen[p] {
+						continue
+					}
+					seen[p] = true
+					queue = append(queue, p)
+					if p.size > idx {
+						counted[p] = true
+					}
+				}
+			}
+		}
+		cr.Coverage.Checkpoints = uint64(len(counted))
+	}
 }

@@ -99,9 +99,12 @@ type verifier struct {
 
 	wit witnessState // checkpoint notes and proofs for the witness checks
 
-	pq            pqState   // the post-quantum checkpoint keys (postquantum.go)
-	links         linkState // consistency proofs that verified (consistency.go)
-	chainProofErr string    // why the last chain consistency receipt did not verify (chainfork.go)
+	pq    pqState   // the post-quantum checkpoint keys (postquantum.go)
+	links linkState // consistency proofs that verified (consistency.go)
+	// anchors are each chain's verified seals, by chain id: where the log holds them and the
+	// checkpoints their receipts lead to (chainCheckpoints).
+	anchors       map[string][]sealAnchor
+	chainProofErr string // why the last chain consistency receipt did not verify (chainfork.go)
 
 	prov provenanceState // cross-chain references (provenance.go)
 
@@ -160,6 +163,7 @@ func Verify(ctx context.Context, r *bundle.Reader, o Options) (*Report, error) {
 	logChecks = append(logChecks, v.checkWitnesses()...)
 	logChecks = append(logChecks, v.checkLogProofs()...)
 	logChecks = append(logChecks, v.checkLogConsistency()...)
+	v.chainCheckpoints(rep)
 	logChecks = append(logChecks, v.checkPQ()...)
 	digestChecks := v.sweepDigests()
 	if err := ctx.Err(); err != nil {

@@ -20,10 +20,17 @@ import (
 
 // replayOutput is what `evident replay --format json` writes.
 type replayOutput struct {
-	Format    string             `json:"format"`
-	Bundle    string             `json:"bundle"`
-	Verdict   verifier.Status    `json:"verdict"` // the verification verdict of the bundle (§9.3 question 8)
+	Format  string          `json:"format"`
+	Bundle  string          `json:"bundle"`
+	Verdict verifier.Status `json:"verdict"` // the verification verdict of the bundle (§9.3 question 8)
+	// Summary states both axes in one line: the integrity verdict and what the replay found
+	// (verifier.Report.VerdictLine).
+	Summary string `json:"summary"`
+	// Story counts each chain's findings by severity and code (verifier.Story).
+	Story     []verifier.Story   `json:"story"`
 	Timelines []*replay.Timeline `json:"timelines"`
+	// totals are the story's counts over every chain (the text form's headline).
+	totals verifier.StoryTotals
 }
 
 func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -76,25 +83,28 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		progress = progressPrinter(stderr)
 	}
 	out := replayOutput{Format: "evident-replay/v1", Bundle: path, Verdict: rep.Verdict, Timelines: []*replay.Timeline{}}
-	for _, ref := range r.Manifest.Chains {
-		if ref.Profile != chap.Profile {
-			continue
-		}
-		tl, err := replayChain(ctx, r, ref, *task, progress)
-		if progress != nil {
-			fmt.Fprint(stderr, "\r\033[K")
-		}
-		if err != nil {
-			fmt.Fprintln(stderr, "evident replay:", err)
+	tls, err := replayStories(ctx, rep, r, *task, 0, progress)
+	if progress != nil {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "evident replay:", err)
+		return exitFailure
+	}
+	for _, s := range rep.Story {
+		if s.Error != "" {
+			fmt.Fprintf(stderr, "evident replay: %s: %s\n", clean(s.Chain), clean(s.Error))
 			return exitFailure
 		}
-		tl.Answers[7].Answer = []string{fmt.Sprintf("evident verify: %s (%s)", rep.Verdict, summary(rep))}
-		out.Timelines = append(out.Timelines, tl)
+	}
+	out.Timelines = append(out.Timelines, tls...)
+	out.Story, out.Summary, out.totals = rep.Story, rep.VerdictLine(), rep.StoryTotals()
+	if out.Story == nil {
+		out.Story = []verifier.Story{}
 	}
 	if *task != "" && !hasTask(out.Timelines) {
 		return unknownTask(ctx, fs, r, *task)
 	}
-	var err error
 	if *format == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -240,7 +250,15 @@ func eachRecord(ctx context.Context, r *bundle.Reader, ref bundle.ChainRef, tick
 func writeReplayText(w io.Writer, out *replayOutput) error {
 	bw := bufio.NewWriter(w)
 	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
-	p("bundle %s — verification verdict: %s\n", clean(out.Bundle), strings.ToUpper(string(out.Verdict)))
+	p("bundle %s — verification verdict: %s\n", clean(out.Bundle), clean(out.Summary))
+	if h := out.totals.Headline(); h != "" {
+		p("  %s\n", clean(h))
+	}
+	for _, s := range out.Story {
+		for _, n := range s.NotEvaluated {
+			p("  chain %s: not evaluated at seq %d (%s): %s\n", clean(s.Chain), n.Seq, clean(n.Code), clean(n.Detail))
+		}
+	}
 	for _, tl := range out.Timelines {
 		p("\n=== chain %s", clean(tl.Chain))
 		if tl.Task != "" {
@@ -353,17 +371,11 @@ func writeHTML(ctx context.Context, w io.Writer, rep *verifier.Report, r *bundle
 	if r == nil {
 		return htmlreport.Write(w, in)
 	}
-	for _, ref := range r.Manifest.Chains {
-		if ref.Profile != chap.Profile {
-			continue
-		}
-		tl, err := replayChain(ctx, r, ref, "", nil)
-		if err != nil {
-			// A chain the verifier found broken may not replay; the report still shows why.
-			continue
-		}
-		tl.Answers[7].Answer = []string{fmt.Sprintf("evident verify: %s (%s)", rep.Verdict, summary(rep))}
-		in.Timelines = append(in.Timelines, tl)
+	// A chain the verifier found broken may not replay; its story says why.
+	tls, err := replayStories(ctx, rep, r, "", 0, nil)
+	if err != nil {
+		return err
 	}
+	in.Timelines = tls
 	return htmlreport.Write(w, in)
 }

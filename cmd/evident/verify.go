@@ -18,6 +18,12 @@ import (
 	"github.com/evident-log/evident/verifier/htmlreport"
 )
 
+// defaultStoryMaxEntries is the largest chain whose story evident verify replays for its
+// text and JSON reports by default. The replay holds every event of a chain in memory (a
+// verify of a 1,000,000-entry chain that replays it peaks at 1.8 GB, against 112 MB
+// without); 50,000 entries peak at about 100 MB, within verify's 128 MiB target.
+const defaultStoryMaxEntries = 50000
+
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("evident verify", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -25,6 +31,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	output := fs.String("o", "", "write the report to this file instead of standard output")
 	quiet := fs.Bool("q", false, "no progress, even on a terminal")
 	fs.BoolVar(quiet, "quiet", false, "same as -q")
+	storyMax := fs.Uint64("story-max-entries", defaultStoryMaxEntries, "text and json: replay the story (CHAP replay findings) of chains of at most this many entries; a larger chain's story is reported not evaluated (evident replay and --format html replay every chain; 0: no bound)")
 	maxEntries := fs.Int("max-entries", htmlreport.DefaultMaxEntries, "html: timeline rows (and task sections) shown per chain; refused, broken and flagged entries are always shown (0: all)")
 	var extra checkpointFiles
 	fs.Var(&extra, "checkpoint", "an extra checkpoint gathered elsewhere to cross-check: a checkpoint as served (a witness's /<hex sha256(origin)>/checkpoint, evidentd's /log/checkpoint), one from another bundle, a tlog-witness add-checkpoint body with its proof, or a proof of misbehaviour, a witness's /<hex sha256(origin)>/forks answer or an evidentd witness refusal (their checkpoints and proofs); repeatable")
@@ -93,6 +100,13 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		defer f.Close()
 		out = f
+	}
+	if r != nil && *format != "html" {
+		// The story's findings beside the integrity verdict (writeHTML replays for its timeline).
+		if _, err := replayStories(ctx, rep, r, "", *storyMax, nil); err != nil {
+			fmt.Fprintln(stderr, "evident verify:", err)
+			return exitFailure
+		}
 	}
 	switch *format {
 	case "html":

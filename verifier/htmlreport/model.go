@@ -1,6 +1,7 @@
 package htmlreport
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -27,6 +28,17 @@ type page struct {
 	Seals          sealTotals
 	Timelines      []timelineView
 	MaxEntries     int // the bound in force; negative: none
+	// VerdictLine states both axes: the integrity verdict and what the replay found.
+	VerdictLine string
+	// Story is what the replay of the CHAP chains found, over every chain; Stories per chain.
+	Story   verifier.StoryTotals
+	Stories []storyView
+}
+
+// storyView is one chain's replay findings, counted, with the anchor of its findings table.
+type storyView struct {
+	verifier.Story
+	Anchor string // id of the chain's findings table ("" when it has no timeline on the page)
 }
 
 // group is checks of one name (and verdict and code) counted together.
@@ -56,6 +68,7 @@ type sealTotals struct {
 // timelineView is one CHAP timeline cut to the rows the page shows.
 type timelineView struct {
 	*replay.Timeline
+	Anchor      string // id of its findings table
 	Rows        []row
 	Shown       int // event rows shown
 	Total       int // event rows in the timeline
@@ -136,10 +149,38 @@ func build(in Input) *page {
 			p.Seals.CheckpointsVerified++
 		}
 	}
-	for _, tl := range in.Timelines {
-		p.Timelines = append(p.Timelines, cutTimeline(tl, rep, p.MaxEntries))
+	for i, tl := range in.Timelines {
+		v := cutTimeline(tl, rep, p.MaxEntries)
+		v.Anchor = fmt.Sprintf("findings-%d", i+1)
+		p.Timelines = append(p.Timelines, v)
 	}
+	p.story(in)
 	return p
+}
+
+// story works out the replay's findings for the banner and the summary: the report's own
+// Story when the caller set it (evident verify does, with the chains that did not replay),
+// else counted from the timelines shown.
+func (p *page) story(in Input) {
+	stories := in.Report.Story
+	if len(stories) == 0 {
+		for _, tl := range in.Timelines {
+			stories = append(stories, verifier.StoryOf(tl, nil))
+		}
+	}
+	both := *in.Report
+	both.Story = stories
+	p.VerdictLine, p.Story = both.VerdictLine(), both.StoryTotals()
+	for _, s := range stories {
+		v := storyView{Story: s}
+		for _, tl := range p.Timelines {
+			if tl.Chain == s.Chain && tl.Task == s.Task {
+				v.Anchor = tl.Anchor
+				break
+			}
+		}
+		p.Stories = append(p.Stories, v)
+	}
 }
 
 // addTo counts c in the group keyed k, creating it at the end of list; index maps a key to

@@ -150,3 +150,46 @@ func TestLongForms(t *testing.T) {
 		}
 	}
 }
+
+// TestLongReplaysClean: the long chain the load tool sends is a valid CHAP story in both wire
+// forms and at any length (a first task cut short, a last one cut short, none at all): every
+// task an update names was created and assigned first, so the replay finds nothing at all —
+// no impossible history, no warning, no info — and counts the tasks the chain holds.
+func TestLongReplaysClean(t *testing.T) {
+	cases := []struct {
+		n, tasks int
+	}{{3, 0}, {4, 0}, {5, 1}, {10, 1}, {11, 2}, {40, 4}, {123, 13}}
+	for _, form := range []scenario.Form{scenario.Paper, scenario.Reference} {
+		for _, c := range cases {
+			b, err := scenario.LongForm("wsp_long", c.n, scenario.JourneyStart, form, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := b.Records()
+			if len(recs) != c.n {
+				t.Fatalf("form %d n %d: %d records", form, c.n, len(recs))
+			}
+			admitAll(t, "wsp_long", recs)
+			rb := replay.New("wsp_long", "")
+			for i, r := range recs {
+				rec, err := chap.Parse(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rb.Add(uint64(i), rec)
+			}
+			tl := rb.Timeline()
+			if len(tl.Findings) != 0 {
+				t.Fatalf("form %d n %d: %d finding(s), first %+v", form, c.n, len(tl.Findings), tl.Findings[0])
+			}
+			if len(tl.Tasks) != c.tasks {
+				t.Fatalf("form %d n %d: %d task(s), want %d", form, c.n, len(tl.Tasks), c.tasks)
+			}
+			for _, tk := range tl.Tasks {
+				if tk.CreatedBy != "human:alice@example.org" || len(tk.Assignees) != 1 {
+					t.Fatalf("form %d n %d: task %+v not created and assigned", form, c.n, tk)
+				}
+			}
+		}
+	}
+}

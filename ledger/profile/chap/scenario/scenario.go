@@ -249,8 +249,10 @@ func SupportTriage(workspace string, start time.Time) (*Builder, Cast, error) {
 	return b, c, nil
 }
 
-// Long writes a chain of n signed envelopes (four joins, then task updates from rotating
-// senders), for load and verification benchmarks. A nil sink keeps them in the builder.
+// Long writes a chain of n signed envelopes (four joins, then tasks of ten entries each: a
+// task.create assigning it, then task updates from rotating senders), for load and
+// verification benchmarks. The chain is one a Coordinator could have recorded: its replay
+// finds nothing (every task an update names was created). A nil sink keeps them in the builder.
 func Long(workspace string, n int, start time.Time, sink func([]byte) error) (*Builder, error) {
 	return LongForm(workspace, n, start, Paper, sink)
 }
@@ -271,10 +273,22 @@ func LongForm(workspace string, n int, start time.Time, form Form, sink func([]b
 		}
 	}
 	senders := []*Participant{c.Bot, c.Alice, c.Bob}
+	first := b.n
 	for i := b.n; i < n; i++ {
+		task := fmt.Sprintf("tsk_%d", i/10)
+		if i == first || i%10 == 0 {
+			// Every task the updates name is created (and assigned) first, as a real
+			// Coordinator's chain has it: the replay of a long chain has nothing to report.
+			if _, err := b.Envelope(c.Alice, c.Coordinator.URI, "task.create", map[string]any{
+				"task_id": task, "kind": "draft_customer_response", "assignee": c.Bot.URI,
+				"input": map[string]any{"ticket_id": fmt.Sprintf("INC-%d", i/10)}}); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		p := senders[i%len(senders)]
 		if _, err := b.Envelope(p, c.Coordinator.URI, "task.update", map[string]any{
-			"task_id": fmt.Sprintf("tsk_%d", i/10), "status": "in_progress", "progress": i % 100,
+			"task_id": task, "status": "in_progress", "progress": i % 100,
 			"note": "checked order history, carrier report and photos; preparing the reply"}); err != nil {
 			return nil, err
 		}

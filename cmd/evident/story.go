@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/ledger/profile/chap"
+	"github.com/evident-log/evident/ledger/profile/chap/replay"
+	"github.com/evident-log/evident/verifier"
+)
+
+// replayStories replays every CHAP chain of the bundle r (cut to task when not "") and sets
+// rep.Story to what each replay found, so that every form of the report (text, JSON, HTML)
+// states the story's findings beside the integrity verdict. It returns the timelines of the
+// chains that replayed. A chain that does not replay (one the verifier found broken may not)
+// has a Story saying why and no timeline; only a cancelled context is an error.
+//
+// maxEntries, when above 0, bounds the chains replayed: the replay keeps every event of a
+// chain in memory (about 1.8 KB an entry), which evident verify's text and JSON reports, made
+// in bounded memory otherwise, cannot afford on a chain of millions; a larger chain's story is
+// then not evaluated, and says where it is (evident replay, or the HTML report).
+func replayStories(ctx context.Context, rep *verifier.Report, r *bundle.Reader, task string, maxEntries uint64, progress func(string, uint64, uint64)) ([]*replay.Timeline, error) {
+	var tls []*replay.Timeline
+	rep.Story = nil
+	for _, ref := range r.Manifest.Chains {
+		if ref.Profile != chap.Profile {
+			continue
+		}
+		if maxEntries > 0 && ref.Size > maxEntries {
+			rep.Story = append(rep.Story, verifier.Story{Chain: ref.ID, Task: task, Codes: []verifier.StoryCode{},
+				NotReplayed: fmt.Sprintf("%d entries, over the %d evident verify replays for its text and JSON reports (-story-max-entries); evident replay BUNDLE or evident verify --format html replays it whole", ref.Size, maxEntries)})
+			continue
+		}
+		tl, err := replayChain(ctx, r, ref, task, progress)
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return nil, cerr
+			}
+			rep.Story = append(rep.Story, verifier.Story{Chain: ref.ID, Task: task, Codes: []verifier.StoryCode{},
+				Error: fmt.Sprintf("the chain does not replay: %v", err)})
+			continue
+		}
+		tl.Answers[7].Answer = []string{fmt.Sprintf("evident verify: %s (%s)", rep.Verdict, summary(rep))}
+		rep.Story = append(rep.Story, verifier.StoryOf(tl, notEvaluated(tl)))
+		tls = append(tls, tl)
+	}
+	return tls, nil
+}
+
+// notEvaluated returns what the replay of tl did not evaluate, with why. The replay does not
+// report such items yet (replay.Timeline has no field for them); when it does, they are
+// mapped here, and every report lists and counts them as not evaluated, never as findings.
+func notEvaluated(tl *replay.Timeline) []verifier.StoryNote {
+	return nil
+}
