@@ -48,9 +48,12 @@ func replayStories(ctx context.Context, rep *verifier.Report, r *bundle.Reader, 
 	return tls, nil
 }
 
-// notEvaluated returns what the replay of tl did not evaluate, with why. The replay does not
-// report such items yet (replay.Timeline has no field for them); when it does, they are
-// mapped here, and every report lists and counts them as not evaluated, never as findings.
+// notEvaluated returns what the replay of tl did not evaluate, with why: every report lists
+// and counts them as not evaluated, never as findings.
 func notEvaluated(tl *replay.Timeline) []verifier.StoryNote {
-	return nil
+	out := make([]verifier.StoryNote, len(tl.NotEvaluated))
+	for i, n := range tl.NotEvaluated {
+		out[i] = verifier.StoryNote{Seq: n.Seq, Task: n.Task, Code: n.Code, Detail: n.Detail}
+	}
+	return out
 }

@@ -170,15 +170,15 @@ func TestLongReplaysClean(t *testing.T) {
 				t.Fatalf("form %d n %d: %d records", form, c.n, len(recs))
 			}
 			admitAll(t, "wsp_long", recs)
-			rb := replay.New("wsp_long", "")
-			for i, r := range recs {
+			var parsed []*chap.Record
+			for _, r := range recs {
 				rec, err := chap.Parse(r)
 				if err != nil {
 					t.Fatal(err)
 				}
-				rb.Add(uint64(i), rec)
+				parsed = append(parsed, rec)
 			}
-			tl := rb.Timeline()
+			tl := replay.Replay("wsp_long", "", parsed)
 			if len(tl.Findings) != 0 {
 				t.Fatalf("form %d n %d: %d finding(s), first %+v", form, c.n, len(tl.Findings), tl.Findings[0])
 			}
