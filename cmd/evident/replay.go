@@ -146,7 +146,7 @@ func unknownTask(ctx context.Context, fs *flag.FlagSet, r *bundle.Reader, task s
 			continue
 		}
 		chains = append(chains, clean(ref.ID))
-		tl, err := replayChain(ctx, r, ref, "", nil)
+		tl, err := replayChain(ctx, r, ref, "", true, nil)
 		if err != nil {
 			continue
 		}
@@ -181,7 +181,10 @@ func summary(rep *verifier.Report) string {
 // replayChain streams a chain's entries.jsonl into a timeline, in the replay's two passes (the
 // first finds which ids the log binds to which creations). It trusts the verifier for
 // integrity and only reads the records, so a malformed line is an error, not a finding.
-func replayChain(ctx context.Context, r *bundle.Reader, ref bundle.ChainRef, task string, progress func(string, uint64, uint64)) (*replay.Timeline, error) {
+//
+// findingsOnly keeps no events (replay.Builder.FindingsOnly): what a story and a task list need,
+// in memory that grows with the tasks, not the entries.
+func replayChain(ctx context.Context, r *bundle.Reader, ref bundle.ChainRef, task string, findingsOnly bool, progress func(string, uint64, uint64)) (*replay.Timeline, error) {
 	ix := replay.NewIndex()
 	if err := eachRecord(ctx, r, ref, func(n uint64) {
 		if progress != nil {
@@ -191,6 +194,9 @@ func replayChain(ctx context.Context, r *bundle.Reader, ref bundle.ChainRef, tas
 		return nil, err
 	}
 	b := replay.New(ref.ID, task, ix.Bind())
+	if findingsOnly {
+		b.FindingsOnly()
+	}
 	if err := eachRecord(ctx, r, ref, func(n uint64) {
 		if progress != nil {
 			progress("replay "+ref.ID, n, ref.Size)

@@ -19,7 +19,8 @@ import (
 // maxEntries, when above 0, bounds the chains replayed: the replay keeps every event of a
 // chain in memory (about 1.8 KB an entry), which evident verify's text and JSON reports, made
 // in bounded memory otherwise, cannot afford on a chain of millions; a larger chain's story is
-// then not evaluated, and says where it is (evident replay, or the HTML report).
+// then not evaluated, and says where it is (evident replay, or the HTML report). Such a
+// replay (evident verify's text and JSON) keeps no events, only what the story needs.
 func replayStories(ctx context.Context, rep *verifier.Report, r *bundle.Reader, task string, maxEntries uint64, progress func(string, uint64, uint64)) ([]*replay.Timeline, error) {
 	var tls []*replay.Timeline
 	rep.Story = nil
@@ -32,7 +33,7 @@ func replayStories(ctx context.Context, rep *verifier.Report, r *bundle.Reader, 
 				NotReplayed: fmt.Sprintf("%d entries, over the %d evident verify replays for its text and JSON reports (-story-max-entries); evident replay BUNDLE or evident verify --format html replays it whole", ref.Size, maxEntries)})
 			continue
 		}
-		tl, err := replayChain(ctx, r, ref, task, progress)
+		tl, err := replayChain(ctx, r, ref, task, maxEntries > 0, progress)
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
 				return nil, cerr

@@ -35,6 +35,7 @@ type Builder struct {
 	at, prevAt  int64           // the Coordinator's arrival time (Unix ms) of this record and the one before; -1 unknown
 	fromGenesis bool            // the chain starts at the workspace's first record
 	noted       map[string]bool // notes already given, by code and object
+	noEvents    bool            // FindingsOnly: the timeline keeps no events
 }
 
 // call is one record being replayed: its seq, the record, its params and the event it makes.
@@ -170,8 +171,13 @@ func (b *Builder) membershipBasis(who string, seq uint64) string {
 // are kept until the end of the replay, when the filter is applied again.
 func provisionalKey(task string) bool { return strings.HasPrefix(task, "(") }
 
+// FindingsOnly makes the timeline keep no events (Timeline.Events stays empty): what the chain
+// says of its tasks, findings and what was not evaluated, in memory that grows with the tasks
+// and findings, not with the entries (evident verify's story of a long chain).
+func (b *Builder) FindingsOnly() { b.noEvents = true }
+
 func (b *Builder) event(ev Event) {
-	if b.scan != nil {
+	if b.scan != nil || b.noEvents {
 		return
 	}
 	if b.only != "" && ev.Task != b.only && !provisionalKey(ev.Task) && !b.touches(ev) {

@@ -494,3 +494,37 @@ func TestBindingFromEvidence(t *testing.T) {
 		}
 	}
 }
+
+// TestFindingsOnly: a replay that keeps no events finds what the full replay finds, notes
+// what it notes and knows the same tasks.
+func TestFindingsOnly(t *testing.T) {
+	recs := refRecords(t, []ref{
+		{"human:owner", "workspace.create", map[string]any{"profiles": []string{"core/1.0"}}},
+		{"human:owner", "participant.join", map[string]any{"type": "human", "role": "admin"}},
+		{"human:lead", "participant.join", map[string]any{"type": "human", "role": "participant"}},
+		{"human:lead", "task.create", map[string]any{"kind": "reply", "to": "service:coordinator"}},
+		{"human:lead", "task.create", map[string]any{"kind": "reply", "assignee": "human:lead"}},
+		{"human:lead", "task.complete", map[string]any{"task_id": idAt("tsk_", 3, 0)}},
+		{"human:lead", "workspace.set_profiles", map[string]any{"profiles": []string{"core/1.0"}}},
+	}, false)
+	full := Replay(refWS, "", recs)
+	ix := NewIndex()
+	for i, r := range recs {
+		ix.Add(uint64(i), r)
+	}
+	b := New(refWS, "", ix.Bind())
+	b.FindingsOnly()
+	for i, r := range recs {
+		b.Add(uint64(i), r)
+	}
+	lean := b.Timeline()
+	if len(full.Events) != len(recs) || len(lean.Events) != 0 {
+		t.Fatalf("events: full %d, findings only %d", len(full.Events), len(lean.Events))
+	}
+	if fmt.Sprint(full.Findings) != fmt.Sprint(lean.Findings) || fmt.Sprint(full.NotEvaluated) != fmt.Sprint(lean.NotEvaluated) || len(full.Tasks) != len(lean.Tasks) {
+		t.Fatalf("full %+v %+v\nfindings only %+v %+v", full.Findings, full.NotEvaluated, lean.Findings, lean.NotEvaluated)
+	}
+	if len(lean.Findings) == 0 || len(lean.NotEvaluated) == 0 {
+		t.Fatalf("the chain should have a finding (privileged_without_role) and notes: %+v %+v", lean.Findings, lean.NotEvaluated)
+	}
+}
