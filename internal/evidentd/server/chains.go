@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/internal/rawjson"
 	"github.com/evident-log/evident/ledger"
 )
 
@@ -24,7 +24,8 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		s.m.recordsRefused.Add(1)
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			problem(w, http.StatusRequestEntityTooLarge, api.CodeRecordTooLarge, fmt.Sprintf("request body over %d bytes", s.c.MaxBody), -1)
+			problemLimit(w, http.StatusRequestEntityTooLarge, api.CodeRecordTooLarge, fmt.Sprintf("request body over %d bytes", s.c.MaxBody), -1,
+				&api.ProblemLimit{Name: api.LimitMaxBody, Value: s.c.MaxBody, Flag: "--max-body", Env: "EVIDENT_MAX_BODY"})
 			return
 		}
 		s.fail(w, r, err)
@@ -87,7 +88,7 @@ func splitBody(body io.Reader, contentType string, maxBatch int) ([][]byte, erro
 	switch {
 	case trimmed[0] == '[' && !jsonl:
 		return splitArray(trimmed, maxBatch)
-	case !jsonl && multiLine(trimmed) && json.Valid(trimmed):
+	case !jsonl && multiLine(trimmed) && rawjson.Valid(trimmed):
 		// One record over several lines (pretty-printed). A body of one line is its one
 		// record whether it is valid JSON or not, and is left to the line split below
 		// without a scan of it here: the profile parses each record strictly.
@@ -156,42 +157,31 @@ func (s *Server) handleEvidenceHead(w http.ResponseWriter, r *http.Request) {
 }
 
 // auditPage returns the entries array of an audit.read result {"entries": [...], "next_seq": n}
-// (both members present, entries an array), and false for any other object.
+// (both members present, entries an array), and false for any other object. The body is
+// split without encoding/json, whose scanner refuses records nested past 10,000 levels.
 func auditPage(b []byte) ([]byte, bool) {
-	var page struct {
-		Entries json.RawMessage `json:"entries"`
-		NextSeq json.RawMessage `json:"next_seq"`
-	}
-	if json.Unmarshal(b, &page) != nil || page.NextSeq == nil || len(page.Entries) == 0 || page.Entries[0] != '[' {
+	entries, ok, err := rawjson.Member(b, "entries")
+	if err != nil || !ok || len(entries) == 0 || entries[0] != '[' {
 		return nil, false
 	}
-	return page.Entries, true
+	if _, ok, err := rawjson.Member(b, "next_seq"); err != nil || !ok {
+		return nil, false
+	}
+	return entries, true
 }
 
 // splitArray returns the elements of a JSON array of records.
 func splitArray(b []byte, maxBatch int) ([][]byte, error) {
-	var out [][]byte
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if _, err := dec.Token(); err != nil {
+	out, err := rawjson.Elements(b, maxBatch)
+	var ee *rawjson.ElementError
+	switch {
+	case errors.Is(err, rawjson.ErrTooMany):
+		return nil, ledger.Refuse(ledger.CodeTooLarge, "batch over %d records", maxBatch)
+	case errors.As(err, &ee):
+		return nil, &ledger.RecordError{Index: ee.Index, Code: ledger.CodeMalformed, Detail: fmt.Sprintf("batch element: %v", ee.Err)}
+	case err != nil:
 		return nil, ledger.Refuse(ledger.CodeMalformed, "batch: %v", err)
-	}
-	for dec.More() {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, &ledger.RecordError{Index: len(out), Code: ledger.CodeMalformed, Detail: fmt.Sprintf("batch element: %v", err)}
-		}
-		out = append(out, raw)
-		if len(out) > maxBatch {
-			return nil, ledger.Refuse(ledger.CodeTooLarge, "batch over %d records", maxBatch)
-		}
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, ledger.Refuse(ledger.CodeMalformed, "batch: %v", err)
-	}
-	if rest := bytes.TrimSpace(b[dec.InputOffset():]); len(rest) > 0 {
-		return nil, ledger.Refuse(ledger.CodeMalformed, "trailing data after the batch array")
-	}
-	if len(out) == 0 {
+	case len(out) == 0:
 		return nil, ledger.Refuse(ledger.CodeMalformed, "no records in the body")
 	}
 	return out, nil
