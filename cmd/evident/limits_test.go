@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/client"
+	"github.com/evident-log/evident/internal/rawjson"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
@@ -49,10 +51,8 @@ func auditDump(t *testing.T, dir, ws string, n, k int, payload any) (string, led
 	b.Form = scenario.Reference
 	var lines [][]byte
 	add := func(raw []byte, prev ledger.Link) {
-		e, err := json.Marshal(map[string]any{"seq": len(lines), "arrived": ledger.Timestamp(b.Clock), "envelope": json.RawMessage(raw), "prev_hash": prev.String()})
-		if err != nil {
-			t.Fatal(err)
-		}
+		// Written by hand: encoding/json refuses a RawMessage nested past 10,000 levels.
+		e := fmt.Appendf(nil, `{"seq":%d,"arrived":%q,"envelope":%s,"prev_hash":%q}`, len(lines), ledger.Timestamp(b.Clock), raw, prev.String())
 		lines = append(lines, e)
 	}
 	for _, p := range []*scenario.Participant{c.Coordinator, c.Alice, c.Bob, c.Bot} {
@@ -106,6 +106,8 @@ func TestImportResumesOnceLimitRaised(t *testing.T) {
 			[]string{"--max-depth", "64"}, "--max-depth 10"},
 		{"5,000 levels", nested(5000), []string{"--max-depth", "1000"}, []string{"--max-depth", "6000"}, api.LimitMaxDepth, "--max-depth", "EVIDENT_MAX_DEPTH", 1000,
 			[]string{"--max-depth", "1000"}, "--max-depth 50"},
+		{"20,000 levels, past encoding/json's 10,000", nested(20000), []string{"--max-depth", "10000"}, nil, api.LimitMaxDepth, "--max-depth", "EVIDENT_MAX_DEPTH", 10000,
+			[]string{"--max-depth", "10000"}, "--max-depth 200"},
 		{"3 MiB string", bigText(3 << 20), []string{"--max-record-bytes", "1048576"}, nil, api.LimitMaxRecordBytes, "--max-record-bytes", "EVIDENT_MAX_RECORD_BYTES", 1 << 20,
 			[]string{"--max-record-bytes", "1048576"}, "--max-record-bytes 31"},
 	}
@@ -144,6 +146,7 @@ func TestImportResumesOnceLimitRaised(t *testing.T) {
 			if code != exitBroken || !strings.Contains(errs, wantMsg) || !strings.Contains(errs, fmt.Sprintf("run again to resume from seq %d", k)) {
 				t.Fatalf("import under the lowered limit: exit %d\n%s\n%s", code, out, errs)
 			}
+			t.Logf("evident import under the lowered limit:\n%s", errs)
 			if h, err := c.Head(context.Background(), ws); err != nil || h.Size != k {
 				t.Fatalf("after the refusal the chain holds %v entries (%v), want %d", h, err, k)
 			}
@@ -158,6 +161,19 @@ func TestImportResumesOnceLimitRaised(t *testing.T) {
 			if h, err := c.Head(context.Background(), ws); err != nil || h.Size != n || h.Head != head {
 				t.Fatalf("head %+v (%v), want size %d head %s", h, err, n, head)
 			}
+			// The read API answers the record as it was taken, at any depth.
+			resp, err = http.Get(fmt.Sprintf("%s/v1/chains/%s/entries?from=%d&limit=1", d.base, ws, k))
+			if err != nil {
+				t.Fatal(err)
+			}
+			page, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			entries, _, _ := rawjson.Member(page, "entries")
+			got, _ := rawjson.Elements(entries, 0)
+			if resp.StatusCode != http.StatusOK || len(got) != 1 || !bytes.Contains(got[0], []byte(`"seq":6`)) ||
+				rawjson.Depth(got[0]) < rawjson.Depth(lines[k]) {
+				t.Fatalf("GET entries: %s, %d bytes, depth %d", resp.Status, len(page), rawjson.Depth(page))
+			}
 			if code, _, errs := cli("seal", "-url", d.base, "-chain", ws); code != 0 {
 				t.Fatalf("seal: %d %s", code, errs)
 			}
@@ -168,6 +184,9 @@ func TestImportResumesOnceLimitRaised(t *testing.T) {
 			trust := pinTrust(t, d.base)
 			if code, out, errs := cli("verify", "-q", "--trust", trust, zip); code != exitVerified {
 				t.Fatalf("verify with the defaults: %d\n%s\n%s", code, out, errs)
+			}
+			if code, out, errs := cli("replay", "-q", "--trust", trust, zip); code != 0 {
+				t.Fatalf("replay with the defaults: %d\n%s\n%s", code, out, errs)
 			}
 			code, out, errs = cli(append([]string{"verify", "-q", "--trust", trust, zip}, tc.verifyTooLow...)...)
 			if code != exitBroken || !strings.Contains(out, "verify with "+tc.verifyHintArg) {

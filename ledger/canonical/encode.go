@@ -19,10 +19,7 @@ func Encode(v Value) ([]byte, error) {
 // AppendEncode appends the RFC 8785 canonical encoding of v to dst and
 // returns the extended slice; on error dst is returned unchanged.
 func AppendEncode(dst []byte, v Value) ([]byte, error) {
-	var stack [8]encFrame
-	var order [32]int32
-	e := encoder{stack: stack[:0], order: order[:0]}
-	out, err := e.encode(dst, v)
+	out, err := encode(dst, v, nil)
 	if err != nil {
 		return dst, err
 	}
@@ -41,10 +38,7 @@ func EncodeSplit(dst []byte, o *Object, key string) (full, without []byte, err e
 		return dst, nil, newError(ErrUnsupportedType, -1, "nil *Object")
 	}
 	c := cutSpan{key: key}
-	var stack [8]encFrame
-	var order [32]int32
-	e := encoder{stack: stack[:0], order: order[:0], cut: &c}
-	full, err = e.encode(dst, o)
+	full, err = encode(dst, o, &c)
 	if err != nil {
 		return dst, nil, err
 	}
@@ -60,22 +54,14 @@ func EncodeSplit(dst []byte, o *Object, key string) (full, without []byte, err e
 	return full, append(without, full[end:]...), nil
 }
 
-// encoder holds the explicit stack of the arrays and objects being written. With cut set, it
-// notes where the outermost object's member of that name is written (EncodeSplit).
-type encoder struct {
-	stack []encFrame
-	order []int32 // the sorted member orders of the open objects, outermost first
-	cut   *cutSpan
-}
-
-// encFrame is one open array or object: its elements or members, the next one to write and,
-// for an object whose members are not in canonical order, where its sorted order lies in
-// encoder.order.
+// encFrame is one open array or object on encode's explicit stack: its elements or members,
+// the next one to write and, for an object whose members are not in canonical order, where its
+// sorted order lies in encode's order stack.
 type encFrame struct {
 	elems   []Value
 	members []Member
 	next    int
-	order   int // offset of the object's order in encoder.order; -1 when in order
+	order   int // offset of the object's order in the order stack; -1 when in order
 	obj     bool
 	cutOpen bool // the cut member's value is being written (outermost object)
 }
@@ -94,8 +80,15 @@ func tooDeepEncode() *Error {
 		Detail: "more than " + strconv.Itoa(MaxDepthCap) + " nested arrays or objects"}
 }
 
-// encode writes v, and everything nested in it, without recursion.
-func (e *encoder) encode(dst []byte, v Value) ([]byte, error) {
+// encode writes v, and everything nested in it, without recursion: the open arrays and
+// objects are frames on an explicit stack, and the sorted member orders of the open objects
+// on a second one (both start in arrays on the goroutine stack, so a small value allocates
+// nothing). With cut set, it notes where the outermost object's member of that name is
+// written (EncodeSplit).
+func encode(dst []byte, v Value, cut *cutSpan) ([]byte, error) {
+	var stackBuf [8]encFrame
+	var orderBuf [32]int32
+	stack, order := stackBuf[:0], orderBuf[:0]
 	for {
 		switch x := v.(type) {
 		case nil:
@@ -117,35 +110,36 @@ func (e *encoder) encode(dst []byte, v Value) ([]byte, error) {
 			}
 			dst = append(dst, x...)
 		case []Value:
-			if len(e.stack) >= MaxDepthCap {
+			if len(stack) >= MaxDepthCap {
 				return dst, tooDeepEncode()
 			}
 			dst = append(dst, '[')
-			e.stack = append(e.stack, encFrame{elems: x, order: -1})
+			stack = append(stack, encFrame{elems: x, order: -1})
 		case *Object:
 			if x == nil {
 				return dst, newError(ErrUnsupportedType, -1, "nil *Object")
 			}
-			if len(e.stack) >= MaxDepthCap {
+			if len(stack) >= MaxDepthCap {
 				return dst, tooDeepEncode()
 			}
-			order, err := e.sortOrder(x.Members)
-			if err != nil {
+			off := -1
+			var err error
+			if order, off, err = sortOrder(order, x.Members); err != nil {
 				return dst, err
 			}
 			dst = append(dst, '{')
-			e.stack = append(e.stack, encFrame{members: x.Members, order: order, obj: true})
+			stack = append(stack, encFrame{members: x.Members, order: off, obj: true})
 		default:
 			return dst, newError(ErrUnsupportedType, -1, "Go type %T", v)
 		}
 		// Find the next value to write, closing every container that is complete.
 		for {
-			if len(e.stack) == 0 {
+			if len(stack) == 0 {
 				return dst, nil
 			}
-			f := &e.stack[len(e.stack)-1]
+			f := &stack[len(stack)-1]
 			if f.cutOpen {
-				e.cut.end, e.cut.found, f.cutOpen = len(dst), true, false
+				cut.end, cut.found, f.cutOpen = len(dst), true, false
 			}
 			if !f.obj {
 				if f.next < len(f.elems) {
@@ -161,7 +155,7 @@ func (e *encoder) encode(dst []byte, v Value) ([]byte, error) {
 				if f.next < len(f.members) {
 					k := f.next
 					if f.order >= 0 {
-						k = int(e.order[f.order+f.next])
+						k = int(order[f.order+f.next])
 					}
 					m := &f.members[k]
 					start := len(dst)
@@ -174,8 +168,8 @@ func (e *encoder) encode(dst []byte, v Value) ([]byte, error) {
 						return dst, err
 					}
 					dst = append(dst, ':')
-					if e.cut != nil && len(e.stack) == 1 && m.Key == e.cut.key {
-						e.cut.start, e.cut.comma, f.cutOpen = start, comma, true
+					if cut != nil && len(stack) == 1 && m.Key == cut.key {
+						cut.start, cut.comma, f.cutOpen = start, comma, true
 					}
 					v = m.Value
 					f.next++
@@ -183,40 +177,41 @@ func (e *encoder) encode(dst []byte, v Value) ([]byte, error) {
 				}
 				dst = append(dst, '}')
 				if f.order >= 0 {
-					e.order = e.order[:f.order]
+					order = order[:f.order]
 				}
 			}
 			*f = encFrame{}
-			e.stack = e.stack[:len(e.stack)-1]
+			stack = stack[:len(stack)-1]
 		}
 	}
 }
 
-// sortOrder checks members for duplicate names and returns -1 when they are in canonical
-// order, else the offset in e.order of a permutation that sorts them. The permutation holds
-// no pointers, so sorting it costs no write barriers; it is dropped when the object closes.
-func (e *encoder) sortOrder(members []Member) (int, error) {
+// sortOrder checks members for duplicate names and returns the order stack unchanged and -1
+// when they are in canonical order, else the stack with a permutation that sorts them pushed
+// and its offset. The permutation holds no pointers, so sorting it costs no write barriers; it
+// is popped when the object closes.
+func sortOrder(stack []int32, members []Member) ([]int32, int, error) {
 	for i := 1; i < len(members); i++ {
 		c := compareKeys(members[i-1].Key, members[i].Key)
 		if c == 0 {
-			return 0, newError(ErrDuplicateKey, -1, "key %s", quote(members[i].Key))
+			return stack, -1, newError(ErrDuplicateKey, -1, "key %s", quote(members[i].Key))
 		}
 		if c > 0 {
-			off := len(e.order)
+			off := len(stack)
 			for j := range members {
-				e.order = append(e.order, int32(j))
+				stack = append(stack, int32(j))
 			}
-			order := e.order[off:]
+			order := stack[off:]
 			sortMembers(order, members)
 			for j := 1; j < len(order); j++ {
 				if members[order[j-1]].Key == members[order[j]].Key {
-					return 0, newError(ErrDuplicateKey, -1, "key %s", quote(members[order[j]].Key))
+					return stack, -1, newError(ErrDuplicateKey, -1, "key %s", quote(members[order[j]].Key))
 				}
 			}
-			return off, nil
+			return stack, off, nil
 		}
 	}
-	return -1, nil
+	return stack, -1, nil
 }
 
 // sortMembers sorts order, a permutation of members, by key.

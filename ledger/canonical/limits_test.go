@@ -112,11 +112,11 @@ func TestNoRecursion(t *testing.T) {
 // TestFrameSizes pins the bytes a nesting level costs on the explicit stacks, as
 // docs/operations.md and BENCHMARKS.md state them.
 func TestFrameSizes(t *testing.T) {
-	if n := unsafe.Sizeof(frame{}); n > 48 {
-		t.Errorf("parser frame is %d bytes, documented as 48", n)
+	if n := unsafe.Sizeof(frame{}); n > 24 {
+		t.Errorf("parser frame is %d bytes, documented as 24", n)
 	}
-	if n := unsafe.Sizeof(encFrame{}); n > 80 {
-		t.Errorf("encoder frame is %d bytes, documented as 80", n)
+	if n := unsafe.Sizeof(encFrame{}); n > 72 {
+		t.Errorf("encoder frame is %d bytes, documented as 72", n)
 	}
 }
 

@@ -125,10 +125,11 @@ type parser struct {
 	cut       cutSpan
 
 	// Reused scratch.
-	members []Member // members of the objects being parsed, innermost last
-	values  []Value  // elements of the arrays being parsed, innermost last
-	frames  []frame  // the open arrays and objects, innermost last
-	buf     []byte   // unescaped string being built
+	members []Member  // members of the objects being parsed, innermost last
+	values  []Value   // elements of the arrays being parsed, innermost last
+	frames  []frame   // the open arrays and objects, innermost last
+	seen    []seenSet // the name sets of the open objects with many members, innermost last
+	buf     []byte    // unescaped string being built
 
 	// Arenas from which the result's objects and slices are carved.
 	objArena    []Object
@@ -159,7 +160,8 @@ func (p *parser) release() {
 	// pool does not keep parsed values alive.
 	clear(p.members[:cap(p.members)])
 	clear(p.values[:cap(p.values)])
-	clear(p.frames[:cap(p.frames)])
+	clear(p.seen[:cap(p.seen)])
+	p.seen = p.seen[:0]
 	p.members = p.members[:0]
 	p.values = p.values[:0]
 	if cap(p.buf) > 64<<10 {
@@ -229,15 +231,22 @@ func (p *parser) unexpected(context string) *Error {
 }
 
 // frame is one open array or object on the parser's explicit stack: where its members or
-// elements start in the scratch stacks and, for an object, the member whose value is being
-// read. Nesting costs one frame (frameSize bytes) a level, never a Go stack frame, so no input
-// can exhaust the goroutine stack whatever the depth limit.
+// elements start in the scratch stacks and, for an object, where the name of the member whose
+// value is being read starts in the input (the member itself waits, its value unset, on top of
+// p.members). Nesting costs one frame (24 bytes) a level, never a Go stack frame, so no input
+// can exhaust the goroutine stack whatever the depth limit; a frame holds no pointers, so
+// pushing and popping it costs no write barriers.
 type frame struct {
+	start     int // index in p.members (object) or p.values (array) of the first
+	keyOffset int // where the pending member's name starts in the input (object)
 	obj       bool
-	start     int                 // index in p.members (object) or p.values (array) of the first
-	seen      map[string]struct{} // member names, once the object has more than mapThreshold
-	key       string              // the member whose value is being read (object)
-	keyOffset int                 // where that member's name starts in the input
+}
+
+// seenSet is the set of member names of an open object with more than mapThreshold members,
+// which duplicates are then looked up in; depth is the object's.
+type seenSet struct {
+	depth int
+	names map[string]struct{}
 }
 
 // value parses one JSON value at p.pos, nested values included, with an explicit stack of
@@ -317,10 +326,11 @@ func (p *parser) value() (Value, error) {
 			}
 			f := &stack[len(stack)-1]
 			if f.obj {
-				if p.depth == 1 && p.cut.key != "" && f.key == p.cut.key && p.canonical {
-					p.noteCut(f.keyOffset, len(p.members) > f.start)
+				m := &p.members[len(p.members)-1]
+				m.Value = v
+				if p.depth == 1 && p.cut.key != "" && m.Key == p.cut.key && p.canonical {
+					p.noteCut(f.keyOffset, len(p.members)-1 > f.start)
 				}
-				p.members = append(p.members, Member{Key: f.key, Value: v})
 			} else {
 				p.values = append(p.values, v)
 			}
@@ -349,7 +359,6 @@ func (p *parser) value() (Value, error) {
 			} else {
 				v = p.finishArray(f.start)
 			}
-			*f = frame{} // drop the references the frame held
 			stack = stack[:len(stack)-1]
 		}
 	}
@@ -373,8 +382,8 @@ func (p *parser) enter() error {
 	return nil
 }
 
-// memberName reads an object member's name and the ':' after it into f, refusing a name the
-// object already has.
+// memberName reads an object member's name and the ':' after it, refusing a name the object
+// already has, and pushes the member, its value unset, onto p.members.
 func (p *parser) memberName(f *frame) error {
 	if p.pos >= len(p.s) || p.s[p.pos] != '"' {
 		return p.unexpected("where an object key was expected")
@@ -388,11 +397,12 @@ func (p *parser) memberName(f *frame) error {
 	if len(p.members) > start && compareKeys(p.members[len(p.members)-1].Key, key) >= 0 {
 		p.canonical = false // not in canonical order (or a duplicate, refused below)
 	}
-	if f.seen != nil {
-		if _, dup := f.seen[key]; dup {
+	if n := len(p.seen); n > 0 && p.seen[n-1].depth == p.depth {
+		seen := p.seen[n-1].names
+		if _, dup := seen[key]; dup {
 			return newError(ErrDuplicateKey, keyOffset, "key %s", quote(key))
 		}
-		f.seen[key] = struct{}{}
+		seen[key] = struct{}{}
 	} else {
 		for i := start; i < len(p.members); i++ {
 			if p.members[i].Key == key {
@@ -400,11 +410,12 @@ func (p *parser) memberName(f *frame) error {
 			}
 		}
 		if len(p.members)-start >= mapThreshold {
-			f.seen = make(map[string]struct{}, 2*mapThreshold)
+			seen := make(map[string]struct{}, 2*mapThreshold)
 			for _, m := range p.members[start:] {
-				f.seen[m.Key] = struct{}{}
+				seen[m.Key] = struct{}{}
 			}
-			f.seen[key] = struct{}{}
+			seen[key] = struct{}{}
+			p.seen = append(p.seen, seenSet{depth: p.depth, names: seen})
 		}
 	}
 	p.skipSpace()
@@ -412,12 +423,18 @@ func (p *parser) memberName(f *frame) error {
 		return p.unexpected("where ':' was expected")
 	}
 	p.pos++
-	f.key, f.keyOffset = key, keyOffset
+	f.keyOffset = keyOffset
+	p.members = append(p.members, Member{Key: key})
 	return nil
 }
 
-// finishObject moves the members from start on off the scratch stack into a new Object.
+// finishObject moves the members from start on off the scratch stack into a new Object, and
+// drops the object's set of names if it has one.
 func (p *parser) finishObject(start int) *Object {
+	if n := len(p.seen); n > 0 && p.seen[n-1].depth == p.depth+1 {
+		p.seen[n-1] = seenSet{}
+		p.seen = p.seen[:n-1]
+	}
 	if len(p.objArena) == cap(p.objArena) {
 		p.objArena = make([]Object, 0, p.objChunk)
 	}
