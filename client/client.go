@@ -43,7 +43,7 @@ const DefaultTimeout = 2 * time.Minute
 
 // Bounds on the answers the client reads into memory.
 const (
-	maxJSON    = 1 << 30 // a page of up to 1000 records of up to 1 MiB each
+	maxJSON    = 1 << 30 // a page of entries: 1000 records of 1 MiB, or 30 of the default 32 MiB limit (ask for fewer)
 	maxProblem = 1 << 20
 )
 
