@@ -166,12 +166,30 @@ type SealsPage struct {
 const ProblemTypePrefix = "urn:evident:problem:"
 
 // Problem is an RFC 9457 problem detail with Evident's extensions: the stable Code and,
-// for a refused record, its Index in the submitted batch.
+// for a refused record, its Index in the submitted batch and, when it went past one of the
+// service's limits, that Limit.
 type Problem struct {
-	Type   string      `json:"type"`
-	Title  string      `json:"title"`
-	Status int         `json:"status"`
-	Detail string      `json:"detail,omitempty"`
-	Code   ProblemCode `json:"code"`
-	Index  *int        `json:"index,omitempty"` // the refused record's position in the batch
+	Type   string        `json:"type"`
+	Title  string        `json:"title"`
+	Status int           `json:"status"`
+	Detail string        `json:"detail,omitempty"`
+	Code   ProblemCode   `json:"code"`
+	Index  *int          `json:"index,omitempty"` // the refused record's position in the batch
+	Limit  *ProblemLimit `json:"limit,omitempty"`
 }
+
+// ProblemLimit names the limit of evidentd a refused request went past and how the operator
+// raises it: {"name":"max_depth","value":64,"flag":"--max-depth","env":"EVIDENT_MAX_DEPTH"}.
+type ProblemLimit struct {
+	Name  string `json:"name"`  // LimitMaxDepth, LimitMaxRecordBytes or LimitMaxBody
+	Value int64  `json:"value"` // the limit in force: nesting levels or bytes
+	Flag  string `json:"flag"`  // evidentd's flag that sets it
+	Env   string `json:"env"`   // the environment variable (or config file key) that sets it
+}
+
+// The limits a ProblemLimit names.
+const (
+	LimitMaxDepth       = "max_depth"        // nesting of arrays and objects in one record
+	LimitMaxRecordBytes = "max_record_bytes" // bytes of one record
+	LimitMaxBody        = "max_body"         // bytes of one ingest request
+)

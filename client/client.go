@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/internal/rawjson"
 	"github.com/evident-log/evident/internal/wait"
 	"github.com/evident-log/evident/ledger"
 )
@@ -42,7 +43,7 @@ const DefaultTimeout = 2 * time.Minute
 
 // Bounds on the answers the client reads into memory.
 const (
-	maxJSON    = 1 << 30 // a page of up to 1000 records of up to 1 MiB each
+	maxJSON    = 1 << 30 // a page of entries: 1000 records of 1 MiB, or 30 of the default 32 MiB limit (ask for fewer)
 	maxProblem = 1 << 20
 )
 
@@ -99,6 +100,9 @@ type Error struct {
 	Code       api.ProblemCode
 	Detail     string
 	Index      *int // the refused record's position in the submitted batch
+	// Limit is the service limit the request went past and how to raise it (nil for other
+	// refusals); Detail names it too.
+	Limit *api.ProblemLimit
 	// RetryAfter is the delay the service asked for (pushback, concurrent_writer, timeout).
 	RetryAfter time.Duration
 }
@@ -140,7 +144,7 @@ func (c *Client) Submit(ctx context.Context, chain string, records [][]byte, opt
 	var body bytes.Buffer
 	body.WriteByte('[')
 	for i, r := range records {
-		if !json.Valid(r) {
+		if !rawjson.Valid(r) { // not encoding/json, which refuses nesting past 10,000 levels
 			return nil, fmt.Errorf("%w: record %d", ErrInvalidRecord, i)
 		}
 		if i > 0 {
@@ -425,7 +429,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, cont
 	}
 	var p api.Problem
 	if json.Unmarshal(b, &p) == nil && p.Code != "" {
-		e.Code, e.Detail, e.Index = p.Code, p.Detail, p.Index
+		e.Code, e.Detail, e.Index, e.Limit = p.Code, p.Detail, p.Index, p.Limit
 	}
 	return nil, e
 }

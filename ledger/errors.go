@@ -16,7 +16,7 @@ type Code string
 const (
 	CodeMalformed         Code = "malformed_record"        // not strict JSON, or JSON that is not a record of the profile
 	CodeNumber            Code = "number_out_of_range"     // a number outside the profile's canonical number rule
-	CodeTooLarge          Code = "record_too_large"        // over the record size limit
+	CodeTooLarge          Code = "record_too_large"        // over the record size or nesting limit
 	CodeBadTimestamp      Code = "bad_timestamp"           // a timestamp that is not RFC 3339
 	CodeWrongChain        Code = "chain_mismatch"          // the record does not continue this chain: it names another (CHAP workspace), or its audit-entry seq or prev_hash is not the chain's
 	CodeBadSignature      Code = "bad_signature"           // the signature does not verify
@@ -52,13 +52,14 @@ const (
 )
 
 // CanonicalRefusal turns an error of the strict JSON parser or encoder (ledger/canonical) into
-// the refusal of a record: record_too_large, number_out_of_range, or else malformed_record.
+// the refusal of a record: record_too_large (over the size or the nesting limit; the
+// *canonical.Error it wraps carries the limit), number_out_of_range, or else malformed_record.
 func CanonicalRefusal(err error) error {
 	code := CodeMalformed
 	switch {
 	case errors.Is(err, canonical.ErrNumber):
 		code = CodeNumber
-	case errors.Is(err, canonical.ErrTooLarge):
+	case errors.Is(err, canonical.ErrTooLarge), errors.Is(err, canonical.ErrTooDeep):
 		code = CodeTooLarge
 	}
 	return &RecordError{Code: code, Detail: err.Error(), Err: err}

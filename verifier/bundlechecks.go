@@ -1,7 +1,7 @@
 package verifier
 
 import (
-	"bufio"
+	"errors"
 	"fmt"
 	"io"
 
@@ -55,7 +55,7 @@ func (b *bundleChain) Lines(name string) (ledger.LineReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &lineReader{f: f, br: bufio.NewReaderSize(f, MaxLineSize)}, nil
+	return &lineReader{f: f, br: NewLines(f)}, nil
 }
 
 func (b *bundleChain) Entries() (ledger.EntryReader, error) {
@@ -69,7 +69,7 @@ func (b *bundleChain) Entries() (ledger.EntryReader, error) {
 // lineReader reads a bundle file line by line (readJSONLine).
 type lineReader struct {
 	f  io.Closer
-	br *bufio.Reader
+	br *Lines
 }
 
 func (l *lineReader) Next() ([]byte, error) { return readJSONLine(l.br) }
@@ -92,13 +92,10 @@ func (e *entryReader) Next() (ledger.Entry, error) {
 
 // readJSONLine reads one newline-terminated line (without the newline), refusing lines over
 // MaxLineSize; io.EOF only when nothing is left.
-func readJSONLine(br *bufio.Reader) ([]byte, error) {
-	line, err := br.ReadSlice('\n')
-	if err == bufio.ErrBufferFull {
-		for err == bufio.ErrBufferFull {
-			_, err = br.ReadSlice('\n')
-		}
-		return nil, fmt.Errorf("line over %d bytes", MaxLineSize)
+func readJSONLine(br *Lines) ([]byte, error) {
+	line, tooLong, err := br.Next()
+	if tooLong {
+		return nil, errors.New(br.TooLong())
 	}
 	if len(line) == 0 && err != nil {
 		return nil, err

@@ -1,7 +1,6 @@
 package verifier
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -207,7 +206,7 @@ func (v *verifier) replay(ref bundle.ChainRef, prof ledger.Profile, claimed map[
 		}
 	}()
 	ids := newIDSet()
-	br := bufio.NewReaderSize(f, MaxLineSize)
+	br := NewLines(f)
 	stage := "entries " + ref.ID
 	breakAt := func(code Code, where, format string, args ...any) {
 		res.brk = &Check{Code: code, Where: where, Detail: fmt.Sprintf(format, args...)}
@@ -215,12 +214,7 @@ func (v *verifier) replay(ref bundle.ChainRef, prof ledger.Profile, claimed map[
 		res.checked = res.total
 	}
 	for {
-		line, rerr := br.ReadSlice('\n')
-		tooLong := false
-		for rerr == bufio.ErrBufferFull {
-			tooLong = true
-			_, rerr = br.ReadSlice('\n')
-		}
+		line, tooLong, rerr := br.Next()
 		if len(line) == 0 && !tooLong && rerr != nil {
 			if rerr != io.EOF && res.brk == nil {
 				res.total++
@@ -241,7 +235,7 @@ func (v *verifier) replay(ref bundle.ChainRef, prof ledger.Profile, claimed map[
 			where := lineRef{file: res.file, n: res.total}
 			switch {
 			case tooLong:
-				breakAt(CodeEntryTooLong, where.String(), "seq %d: line is over %d bytes", chain.Size, MaxLineSize)
+				breakAt(CodeEntryTooLong, where.String(), "seq %d: %s", chain.Size, br.TooLong())
 			case rerr != nil && rerr != io.EOF:
 				breakAt(CodeRead, where.String(), "cannot read entries: %v", rerr)
 			default:
@@ -302,7 +296,7 @@ func (v *verifier) replayLine(res *replayResult, chain *ledger.Chain, pool *sigP
 		if errors.As(err, &re) {
 			code = re.Code
 		}
-		breakAt(code, at.String(), "seq %d: record refused by %s: %v", seq, chain.Profile, err)
+		breakAt(code, at.String(), "seq %d: record refused by %s: %v%s", seq, chain.Profile, err, limitHint(err, e.Record))
 		return
 	}
 	if a.Prev != e.Prev {

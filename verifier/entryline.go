@@ -81,7 +81,7 @@ func parseEntryLine(line []byte) (entryLine, error) {
 			return e, fmt.Errorf("expected ':' after %q", key)
 		}
 		i = skipWS(line, i+1)
-		vEnd, err := sc.skipValue(i, 0)
+		vEnd, err := sc.skipValue(i)
 		if err != nil {
 			return e, fmt.Errorf("member %q: %w", key, err)
 		}
@@ -252,73 +252,94 @@ func skipCleanString(b []byte, j int) (int, error) {
 	return 0, errors.New("unterminated string")
 }
 
-// maxLineDepth bounds nesting while skipping a value; the record's own parser applies the
-// profile's limit, this only keeps the splitter from being driven into deep recursion.
-const maxLineDepth = 10000
-
 // skipValue returns the offset just past the JSON value starting at b[i]. It checks structure
-// only as far as needed to find the value's end; the value is decoded (strictly) by its consumer.
-func (sc lineScanner) skipValue(i, depth int) (int, error) {
+// only as far as needed to find the value's end; the value is decoded (strictly) by its
+// consumer, whose parser applies the record limits. Nesting is held on an explicit stack of
+// one byte a level, so no depth drives the splitter into deep recursion.
+func (sc lineScanner) skipValue(i int) (int, error) {
 	b := sc.b
-	if i >= len(b) {
-		return 0, errors.New("missing value")
-	}
-	switch b[i] {
-	case '"':
-		return sc.skipString(i)
-	case '{', '[':
-		if depth >= maxLineDepth {
-			return 0, errors.New("nesting too deep")
+	var closers []byte // the open arrays' and objects' closers, innermost last
+	for {
+		if i >= len(b) {
+			return 0, errors.New("missing value")
 		}
-		closer := byte('}')
-		if b[i] == '[' {
-			closer = ']'
-		}
-		j := skipWS(b, i+1)
-		if j < len(b) && b[j] == closer {
-			return j + 1, nil
-		}
-		for {
-			var err error
-			if closer == '}' {
-				if j, err = sc.skipString(j); err != nil {
-					return 0, err
-				}
-				j = skipWS(b, j)
-				if j >= len(b) || b[j] != ':' {
-					return 0, errors.New("expected ':'")
-				}
-				j = skipWS(b, j+1)
-			}
-			if j, err = sc.skipValue(j, depth+1); err != nil {
+		var err error
+		switch b[i] {
+		case '"':
+			if i, err = sc.skipString(i); err != nil {
 				return 0, err
 			}
-			j = skipWS(b, j)
+		case '{', '[':
+			closer := b[i] + 2 // '}' is '{'+2, ']' is '['+2
+			j := skipWS(b, i+1)
+			if j < len(b) && b[j] == closer {
+				i = j + 1
+				break
+			}
+			closers = append(closers, closer)
+			if closer == '}' {
+				if j, err = sc.memberColon(j); err != nil {
+					return 0, err
+				}
+			}
+			i = j
+			continue
+		default:
+			j := i
+			for j < len(b) && (b[j] == '-' || b[j] == '+' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' ||
+				'0' <= b[j] && b[j] <= '9' || 'a' <= b[j] && b[j] <= 'z') {
+				j++
+			}
+			if j == i {
+				return 0, fmt.Errorf("unexpected %q", b[i])
+			}
+			if !json.Valid(b[i:j]) {
+				return 0, fmt.Errorf("invalid literal %.20q", b[i:j])
+			}
+			i = j
+		}
+		// After a value: close the containers it completes, or go on to the next member.
+		for {
+			if len(closers) == 0 {
+				return i, nil
+			}
+			j := skipWS(b, i)
 			if j >= len(b) {
 				return 0, errors.New("unterminated container")
 			}
+			closer := closers[len(closers)-1]
 			if b[j] == closer {
-				return j + 1, nil
+				closers = closers[:len(closers)-1]
+				i = j + 1
+				continue
 			}
 			if b[j] != ',' {
 				return 0, fmt.Errorf("unexpected %q in container", b[j])
 			}
 			j = skipWS(b, j+1)
+			if closer == '}' {
+				if j, err = sc.memberColon(j); err != nil {
+					return 0, err
+				}
+			}
+			i = j
+			break
 		}
-	default:
-		j := i
-		for j < len(b) && (b[j] == '-' || b[j] == '+' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' ||
-			'0' <= b[j] && b[j] <= '9' || 'a' <= b[j] && b[j] <= 'z') {
-			j++
-		}
-		if j == i {
-			return 0, fmt.Errorf("unexpected %q", b[i])
-		}
-		if !json.Valid(b[i:j]) {
-			return 0, fmt.Errorf("invalid literal %.20q", b[i:j])
-		}
-		return j, nil
 	}
+}
+
+// memberColon skips a member name and its ':' from b[j], returning where the value starts.
+func (sc lineScanner) memberColon(j int) (int, error) {
+	b := sc.b
+	j, err := sc.skipString(j)
+	if err != nil {
+		return 0, err
+	}
+	j = skipWS(b, j)
+	if j >= len(b) || b[j] != ':' {
+		return 0, errors.New("expected ':'")
+	}
+	return skipWS(b, j+1), nil
 }
 
 // decodeString decodes a JSON string token (quotes included).

@@ -32,6 +32,7 @@ import (
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/ledger/canonical"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/verifier"
 	"github.com/evident-log/evident/verifier/internal/testbundle"
@@ -655,11 +656,11 @@ func hostileSpecs() []hostileSpec {
 			relinkFrom(t, b, 4)
 			return fresh(t, b)
 		})
-	add("record-deep-nesting", "10,000 nested arrays in a record, the chain relinked after it", pinned, broken, codes(verifier.CodeEntryMalformed), entries+":5",
+	add("record-deep-nesting", "100,001 nested arrays in a record (one past the default --max-depth), the chain relinked after it", pinned, broken, codes(ledger.CodeTooLarge), entries+":5",
 		func(t testing.TB) []byte {
 			b := genuine(t)
 			l := b.Lines()[4]
-			setLine(b, 4, replaceOnce(t, l, `"n":4`, `"n":`+nested(10000, "4")))
+			setLine(b, 4, replaceOnce(t, l, `"n":4`, `"n":`+nested(canonical.DefaultMaxDepth+1, "4")))
 			relinkFrom(t, b, 4)
 			return fresh(t, b)
 		})

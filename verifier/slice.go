@@ -1,7 +1,6 @@
 package verifier
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -165,13 +164,13 @@ func (v *verifier) sliceEntries(ref bundle.ChainRef, root []byte) sliceResult {
 		return sliceResult{checks: []Check{entries}}
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, MaxLineSize)
+	br := NewLines(f)
 	var last ledger.Link
 	var lastSeq uint64
 	for {
-		line, rerr := br.ReadSlice('\n')
-		if errors.Is(rerr, bufio.ErrBufferFull) {
-			fail(&entries, CodeEntryTooLong, file, "line %d is over %d bytes", res.lines+1, MaxLineSize)
+		line, tooLong, rerr := br.Next()
+		if tooLong {
+			fail(&entries, CodeEntryTooLong, file, "line %d: %s", res.lines+1, br.TooLong())
 			break
 		}
 		if len(bytes.TrimSpace(line)) == 0 {

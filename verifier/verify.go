@@ -25,9 +25,6 @@ import (
 	"github.com/evident-log/evident/trustfile"
 )
 
-// MaxLineSize bounds one line of entries.jsonl: a maximal record plus the line's own members.
-const MaxLineSize = 1<<20 + 4<<10
-
 // progressEvery is how many entries pass between two Progress calls.
 const progressEvery = 4096
 

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/client"
+	"github.com/evident-log/evident/internal/rawjson"
 )
 
 // serviceFlags are the flags of the commands that talk to an evidentd.
@@ -187,16 +187,13 @@ func parseRecords(name string, b []byte) ([][]byte, error) {
 	case len(t) == 0:
 		return nil, fmt.Errorf("%s: empty", name)
 	case t[0] == '[':
-		var arr []json.RawMessage
-		if err := json.Unmarshal(t, &arr); err != nil {
+		// Split without encoding/json, whose scanner refuses records nested past 10,000 levels.
+		out, err := rawjson.Elements(t, 0)
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		out := make([][]byte, len(arr))
-		for i, r := range arr {
-			out[i] = r
-		}
 		return out, nil
-	case json.Valid(t):
+	case rawjson.Valid(t):
 		return [][]byte{t}, nil
 	}
 	var out [][]byte
@@ -205,7 +202,7 @@ func parseRecords(name string, b []byte) ([][]byte, error) {
 		if len(line) == 0 {
 			continue
 		}
-		if !json.Valid(line) {
+		if !rawjson.Valid(line) {
 			return nil, fmt.Errorf("%s: line %d is not JSON", name, i+1)
 		}
 		out = append(out, line)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto"
 	"crypto/x509"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"flag"
@@ -14,7 +13,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/evident-log/evident/internal/rawjson"
 	"github.com/evident-log/evident/ledger/profile/cop"
+	"github.com/evident-log/evident/verifier"
 )
 
 const copLedgerUsage = `Usage: evident cop-ledger verify LEDGER --key KEY [--key KEY…] [--events FILE] [--allow-unsigned]
@@ -30,6 +31,9 @@ with --events, each record's eventHash against the event's recomputed copHash.
                    A key without a key id verifies records of any keyId. Repeatable.
   --events FILE    COP Events as JSON Lines (raw events, or a bundle's entries.jsonl)
   --allow-unsigned accept records without a signature (reported, exit 2)
+  --max-depth N, --max-record-bytes N
+                   the record limits, as wide as the evidentd's that wrote the ledger
+                   (defaults 100000 levels, 33554432 bytes)
 
 Exit codes: 0 verified, 1 broken, 2 not evaluated (unsigned records or events not given),
 3 could not run, 64 usage error.
@@ -51,12 +55,19 @@ func cmdCOPLedger(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.Var(&keys, "key", "node public key file (repeatable)")
 	events := fs.String("events", "", "COP Events (JSON Lines) to check eventHash against")
 	allowUnsigned := fs.Bool("allow-unsigned", false, "accept unsigned records")
+	var limits recordLimits
+	limits.register(fs)
 	if code, done := parseArgs(fs, args[1:]); done { // flags may follow the ledger file
 		return code
 	}
 	if code, ok := checkArgs(fs, "LEDGER"); !ok {
 		return code
 	}
+	restore, usage, ok := limits.apply(fs)
+	if !ok {
+		return usage
+	}
+	defer restore()
 	if len(keys) == 0 {
 		return usageErr(fs, "missing --key (the public key of the node that signed the ledger)")
 	}
@@ -190,18 +201,15 @@ func readEvents(path string) (map[string][]byte, error) {
 	defer f.Close()
 	out := map[string][]byte{}
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<16), 2<<20)
+	sc.Buffer(make([]byte, 0, 1<<16), verifier.MaxLineSize()) // an event as large as the record limit, in an entry line
 	for i := 1; sc.Scan(); i++ {
 		line := sc.Bytes()
 		if len(strings.TrimSpace(string(line))) == 0 {
 			continue
 		}
-		var el struct {
-			Record json.RawMessage `json:"record"`
-		}
 		rec := append([]byte(nil), line...)
-		if json.Unmarshal(line, &el) == nil && len(el.Record) > 0 {
-			rec = append([]byte(nil), el.Record...)
+		if r, ok, err := rawjson.Member(line, "record"); err == nil && ok && len(r) > 0 { // not encoding/json: deep records
+			rec = append([]byte(nil), r...)
 		}
 		e, err := cop.Parse(rec)
 		if err != nil {

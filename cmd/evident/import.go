@@ -3,14 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/client"
+	"github.com/evident-log/evident/internal/rawjson"
 )
 
 // cmdImport takes a CHAP Coordinator's audit.read dump into a chain, resuming where the chain
@@ -112,6 +114,11 @@ Flags:
 			what = "error"
 		}
 		fmt.Fprintf(stderr, "%d entries imported before the %s; run again to resume from seq %d\n", sent, what, size+uint64(sent))
+		var ce *client.Error
+		if errors.As(err, &ce) && ce.Limit != nil && ce.Index != nil {
+			fmt.Fprintf(stderr, "seq %d is over evidentd's %s limit of %d: restart evidentd with %s (or %s) raised, then run this import again; nothing from seq %d on was taken\n",
+				size+uint64(sent+*ce.Index), ce.Limit.Name, ce.Limit.Value, ce.Limit.Flag, ce.Limit.Env, size+uint64(sent))
+		}
 		return code
 	}
 	p.Done(uint64(sent))
@@ -150,21 +157,24 @@ func readAuditEntries(name string) ([]auditEntry, error) {
 		return nil, err
 	}
 	t := bytes.TrimSpace(b)
-	if len(t) > 0 && t[0] == '{' && json.Valid(t) {
-		var page struct {
-			Entries []json.RawMessage `json:"entries"`
-			Result  *struct {
-				Entries []json.RawMessage `json:"entries"`
-			} `json:"result"`
+	if len(t) > 0 && t[0] == '{' && rawjson.Valid(t) {
+		// An audit.read result, bare or as a JSON-RPC response's result; split without
+		// encoding/json, whose scanner refuses records nested past 10,000 levels.
+		page := t
+		if res, ok, err := rawjson.Member(t, "result"); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		} else if ok && len(res) > 0 && res[0] == '{' {
+			page = res
 		}
-		if err := json.Unmarshal(t, &page); err != nil {
+		entries, ok, err := rawjson.Member(page, "entries")
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		raws := page.Entries
-		if page.Result != nil {
-			raws = page.Result.Entries
-		}
-		if raws != nil {
+		if ok {
+			raws, err := rawjson.Elements(entries, 0)
+			if err != nil {
+				return nil, fmt.Errorf("%s: entries: %w", name, err)
+			}
 			return parseAuditEntries(name, raws)
 		}
 	}
@@ -172,23 +182,21 @@ func readAuditEntries(name string) ([]auditEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	raws := make([]json.RawMessage, len(recs))
-	for i, r := range recs {
-		raws[i] = r
-	}
-	return parseAuditEntries(name, raws)
+	return parseAuditEntries(name, recs)
 }
 
-func parseAuditEntries(name string, raws []json.RawMessage) ([]auditEntry, error) {
+func parseAuditEntries(name string, raws [][]byte) ([]auditEntry, error) {
 	out := make([]auditEntry, len(raws))
 	for i, r := range raws {
-		var e struct {
-			Seq *uint64 `json:"seq"`
+		v, ok, err := rawjson.Member(r, "seq")
+		var seq uint64
+		if err == nil && ok {
+			seq, err = strconv.ParseUint(string(v), 10, 64)
 		}
-		if err := json.Unmarshal(r, &e); err != nil || e.Seq == nil {
+		if err != nil || !ok {
 			return nil, fmt.Errorf("%s: entry %d is not a Coordinator audit entry {seq, arrived, envelope, prev_hash?}", name, i)
 		}
-		out[i] = auditEntry{Seq: *e.Seq, raw: r}
+		out[i] = auditEntry{Seq: seq, raw: r}
 	}
 	return out, nil
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/evident-log/evident/testvectors/chapref"
 )
 
 // TestImportReferenceDump: `evident import` takes the CHAP reference Coordinator's audit.read
@@ -136,11 +138,23 @@ func cliStdin(t *testing.T, in []byte, args ...string) (int, string, string) {
 // no impossible history and no warning, and what the log does not determine (ids drawn in the
 // same millisecond) is listed as not evaluated.
 func TestImportReferenceJourneys(t *testing.T) {
-	for _, j := range []string{"live-ts/burst", "live-py/burst", "live-ts/profiles", "live-py/profiles"} {
-		t.Run(j, func(t *testing.T) {
+	for _, j := range []struct{ dir, journey string }{
+		{"live-ts", "burst"}, {"live-py", "burst"}, {"live-ts", "profiles"}, {"live-py", "profiles"},
+		{"ts", "deep"}, {"py", "deep"}, // 1,000 levels (ts) and a 3 MiB draft, over evidentd's old limits
+	} {
+		t.Run(j.dir+"/"+j.journey, func(t *testing.T) {
 			srv := startDaemon(t) // one each: both coordinators' journeys name the same workspaces
 			trust := pinTrust(t, srv.URL)
-			ref := "../../testvectors/chap-reference/" + j
+			ref := filepath.Join(t.TempDir(), j.journey)
+			for _, name := range []string{".describe.json", ".audit.json"} {
+				data, err := chapref.File(j.dir, j.journey+name) // stored gzip-compressed when large
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(ref+name, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			db, err := os.ReadFile(ref + ".describe.json")
 			if err != nil {
 				t.Fatal(err)
@@ -187,7 +201,7 @@ func TestImportReferenceJourneys(t *testing.T) {
 					bound++
 				}
 			}
-			if bound == 0 {
+			if bound == 0 && strings.HasPrefix(j.dir, "live") {
 				t.Errorf("no task id bound: the arrival times did not reach the replay")
 			}
 			for _, n := range tl.NotEvaluated {

@@ -5,12 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/internal/rawjson"
 	"github.com/evident-log/evident/ledger/profile/chap"
 	"github.com/evident-log/evident/ledger/profile/chap/replay"
 	"github.com/evident-log/evident/trustfile"
@@ -41,6 +44,8 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	quiet := fs.Bool("q", false, "no progress, even on a terminal")
 	trustFile := fs.String("trust", "", "pin the operator's trust file for the verification (as evident verify --trust); without it the verdict is at best not evaluated")
 	fs.BoolVar(quiet, "quiet", false, "same as -q")
+	var limits recordLimits
+	limits.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: %s\n\nRebuilds the timeline of every CHAP chain in a bundle (or one task): who assigned,\naccepted, drafted, reviewed, approved or overrode what (diff applied to the base artefact),\nunder which key and mode; answers the CHAP paper's §9.3 questions; reports impossible\nhistories. The bundle is verified first (offline) for question 8.\n\nExit codes: 0 verified and no impossible history, 1 broken or an impossible history,\n2 not evaluated, 3 could not run, 64 usage.\n\nFlags:\n", synopsis(fs.Name()))
 		fs.PrintDefaults()
@@ -54,6 +59,11 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *format != "text" && *format != "json" {
 		return usageErr(fs, "-format must be text or json, not %q", *format)
 	}
+	restore, code, ok := limits.apply(fs)
+	if !ok {
+		return code
+	}
+	defer restore()
 	var trust *trustfile.File
 	if *trustFile != "" {
 		var err error
@@ -216,26 +226,40 @@ func eachRecord(ctx context.Context, r *bundle.Reader, ref bundle.ChainRef, tick
 		return err
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, verifier.MaxLineSize)
+	br := verifier.NewLines(f)
 	var n uint64
 	for {
-		line, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			return fmt.Errorf("%s: line %d is over %d bytes", ref.ID, n+1, verifier.MaxLineSize)
+		line, tooLong, err := br.Next()
+		if tooLong {
+			return fmt.Errorf("%s: line %d: %s", ref.ID, n+1, br.TooLong())
 		}
-		if len(bytes.TrimSpace(line)) > 0 {
-			var e bundle.EntryLine
-			if jerr := json.Unmarshal(line, &e); jerr != nil {
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			// The line's members are found without encoding/json, whose scanner refuses
+			// records nested past 10,000 levels.
+			record, ok, jerr := rawjson.Member(line, "record")
+			sv, hasSeq, serr := rawjson.Member(line, "seq")
+			meta, _, merr := rawjson.Member(line, "meta")
+			if jerr == nil && (!ok || !hasSeq) {
+				jerr = errors.New("not an entry line: record or seq missing")
+			}
+			if jerr == nil {
+				jerr = errors.Join(serr, merr)
+			}
+			if jerr != nil {
 				return fmt.Errorf("%s: line %d: %w", ref.ID, n+1, jerr)
 			}
-			rec, perr := chap.Parse(e.Record)
+			seq, serr := strconv.ParseUint(string(sv), 10, 64)
+			if serr != nil {
+				return fmt.Errorf("%s: line %d: seq: %w", ref.ID, n+1, serr)
+			}
+			rec, perr := chap.Parse(record)
 			if perr != nil {
-				return fmt.Errorf("%s: seq %d: %w", ref.ID, e.Seq, perr)
+				return fmt.Errorf("%s: seq %d: %w", ref.ID, seq, perr)
 			}
-			if rec.Meta == nil && len(e.Meta) > 0 {
-				rec.Meta = e.Meta
+			if rec.Meta == nil && len(meta) > 0 {
+				rec.Meta = meta
 			}
-			add(e.Seq, rec)
+			add(seq, rec)
 			n++
 			if n%4096 == 0 {
 				tick(n)

@@ -41,6 +41,8 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	trustFile := fs.String("trust", "", "pin the operator's trust file (evident trust fetch URL saves it): log keys, service keys and witness policy; without any pin the verdict is at best not_evaluated")
 	issuerKeys := fs.String("issuer-keys", "", "pin the service's statement and receipt keys: a COSE_KeySet (GET /.well-known/scitt-keys), a COSE_Key or a PEM public key")
 	misDir := fs.String("misbehaviour-dir", ".", "when the log is found to have signed two histories (a fork, or an inconsistent consistency proof), write each proof of misbehaviour into this directory as misbehaviour-<origin id>-<size1>-<size2>.json, never over another file; \"\": do not write them")
+	var limits recordLimits
+	limits.register(fs)
 	requirePQ := fs.Bool("require-pq", false, "require post-quantum signatures: checkpoints without the log's ML-DSA-44 signature, and witness quorums not met by ML-DSA-44 cosignatures alone, are not evaluated (an invalid ML-DSA-44 signature is broken either way)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: %s\n\nVerifies an Evident bundle (directory or .zip) offline: chain replay, signatures with\nkey history, seals and their lineage, receipts, checkpoint signatures. Never uses the network.\nPin the operator's keys (--trust FILE from evident trust fetch URL, or --log-key and --issuer-keys):\nwithout a pin the verdict is at best not evaluated (exit 2).\n\nFlags:\n", synopsis(fs.Name()))
@@ -58,6 +60,11 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *maxEntries < 0 {
 		return usageErr(fs, "-max-entries must be 0 (all) or more, not %d", *maxEntries)
 	}
+	restore, code, ok := limits.apply(fs)
+	if !ok {
+		return code
+	}
+	defer restore()
 	var issuers []crypto.PublicKey
 	if *issuerKeys != "" {
 		keys, err := readKeys(*issuerKeys)

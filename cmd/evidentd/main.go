@@ -22,6 +22,7 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/daemon"
 	"github.com/evident-log/evident/internal/evidentd/server"
 	"github.com/evident-log/evident/internal/logging"
+	"github.com/evident-log/evident/ledger/canonical"
 	"k8s.io/klog/v2"
 )
 
@@ -30,6 +31,10 @@ const (
 	exitFailure = 1  // evidentd could not start or stopped on an error
 	exitUsage   = 64 // EX_USAGE: a flag, environment variable or config file is invalid
 )
+
+// maxRecordCap bounds --max-record-bytes: a record is held several times over in memory
+// while it is parsed, encoded, hashed and written (docs/operations.md, "Record limits").
+const maxRecordCap = 1 << 30
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -135,7 +140,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 	sealEvery := fs.String("seal-every", env("EVIDENT_SEAL_EVERY", strconv.Itoa(daemon.DefaultSealEvery)), "seal a chain after this many new entries, 0 = never (env EVIDENT_SEAL_EVERY)")
 	sealInterval := fs.String("seal-interval", env("EVIDENT_SEAL_INTERVAL", daemon.DefaultSealInterval.String()), "seal chains that grew this often, 0 = never (env EVIDENT_SEAL_INTERVAL)")
 	tokens := fs.String("tokens", env("EVIDENT_TOKENS", ""), "write tokens, comma-separated SECRET[=CHAIN_PREFIX[=OPERATOR]] (OPERATOR: the identity recorded in ChiefLab records) (env EVIDENT_TOKENS); none: writes from loopback only")
-	maxBody := fs.Int64("max-body", envInt("EVIDENT_MAX_BODY", server.DefaultMaxBody), "largest ingest request body in bytes (env EVIDENT_MAX_BODY)")
+	maxBody := fs.Int64("max-body", envInt("EVIDENT_MAX_BODY", server.DefaultMaxBody), "largest ingest request body in bytes; raised to --max-record-bytes plus 1 MiB when below it and not set (env EVIDENT_MAX_BODY)")
+	maxDepth := fs.Int64("max-depth", envInt("EVIDENT_MAX_DEPTH", canonical.DefaultMaxDepth), "most nested arrays and objects in one record, 1 to "+strconv.Itoa(canonical.MaxDepthCap)+" (env EVIDENT_MAX_DEPTH)")
+	maxRecord := fs.Int64("max-record-bytes", envInt("EVIDENT_MAX_RECORD_BYTES", canonical.DefaultMaxSize), "largest record in bytes (env EVIDENT_MAX_RECORD_BYTES)")
 	fs.IntVar(&cfg.MaxBatch, "max-batch", int(envInt("EVIDENT_MAX_BATCH", server.DefaultMaxBatch)), "most records per ingest request (env EVIDENT_MAX_BATCH)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", env("EVIDENT_TLS_CERT", ""), "serve HTTPS with this PEM certificate (env EVIDENT_TLS_CERT)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", env("EVIDENT_TLS_KEY", ""), "PEM private key of --tls-cert (env EVIDENT_TLS_KEY)")
@@ -205,6 +212,24 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 	cfg.MaxBody = *maxBody
 	if cfg.MaxBody < 0 {
 		errs = append(errs, fmt.Errorf("%s: %d is negative", origin("max-body", "EVIDENT_MAX_BODY"), cfg.MaxBody))
+	}
+	switch {
+	case *maxDepth < 1 || *maxDepth > canonical.MaxDepthCap:
+		errs = append(errs, fmt.Errorf("%s: %d is outside 1..%d", origin("max-depth", "EVIDENT_MAX_DEPTH"), *maxDepth, canonical.MaxDepthCap))
+	case *maxRecord < 1 || *maxRecord > maxRecordCap:
+		errs = append(errs, fmt.Errorf("%s: %d is outside 1..%d", origin("max-record-bytes", "EVIDENT_MAX_RECORD_BYTES"), *maxRecord, maxRecordCap))
+	default:
+		cfg.MaxDepth, cfg.MaxRecordBytes = int(*maxDepth), int(*maxRecord)
+		// A body holds at least one record: one at the limit must fit, with room for a batch's
+		// framing and a Coordinator audit entry's members around it.
+		if need := *maxRecord + 1<<20; cfg.MaxBody > 0 && cfg.MaxBody < need {
+			if set["max-body"] || getenv("EVIDENT_MAX_BODY") != "" {
+				errs = append(errs, fmt.Errorf("%s: %d is below %s %d plus 1 MiB: a record at the limit could never be sent", origin("max-body", "EVIDENT_MAX_BODY"),
+					cfg.MaxBody, origin("max-record-bytes", "EVIDENT_MAX_RECORD_BYTES"), *maxRecord))
+			} else {
+				cfg.MaxBody = need
+			}
+		}
 	}
 	if cfg.MaxBatch < 0 {
 		errs = append(errs, fmt.Errorf("%s: %d is negative", origin("max-batch", "EVIDENT_MAX_BATCH"), cfg.MaxBatch))
@@ -286,6 +311,7 @@ func serve(ctx context.Context, o *options) error {
 	}
 	logger.Info("evidentd listening", "addr", scheme+ln.Addr().String(), "data", cfg.Data, "origin", d.Log().Origin(), "vkey", d.Log().VerifierKey(),
 		"version", buildinfo.Read().String())
+	logger.Info("record limits", "max_depth", cfg.MaxDepth, "max_record_bytes", cfg.MaxRecordBytes, "max_body", cfg.MaxBody, "max_batch", cfg.MaxBatch)
 	for _, k := range d.KeyFiles() {
 		logger.Info("key file", "path", k.Path, "secret", k.Secret, "holds", k.Holds)
 	}

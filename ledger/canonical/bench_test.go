@@ -1,6 +1,8 @@
 package canonical
 
 import (
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/gowebpki/jcs"
@@ -76,5 +78,90 @@ func BenchmarkJCSTransformEnvelope(b *testing.B) {
 		if _, err := jcs.Transform(in); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkParseDeep parses (and encodes) a value nested DefaultMaxDepth levels: the cost of
+// the explicit stacks and the tree, per level (B/level, ns/level).
+func BenchmarkParseDeep(b *testing.B) {
+	in := []byte(deepDoc(DefaultMaxDepth))
+	for _, bc := range []struct {
+		name string
+		run  func() error
+	}{
+		{"Parse", func() error { _, err := Parse(in, CHAP); return err }},
+		{"ParseEncode", func() error {
+			v, err := Parse(in, CHAP)
+			if err == nil {
+				_, err = Encode(v)
+			}
+			return err
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(in)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := bc.run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/DefaultMaxDepth, "ns/level")
+		})
+	}
+}
+
+// BenchmarkMaxRecord takes a record of DefaultMaxSize bytes (a CHAP envelope whose draft is
+// one long string) as ingest does: ParseCanonical with the cut of sig when the input is
+// canonical, and Parse then EncodeSplit when it is not (here: one space after the brace).
+// B/op is what it allocates beyond the input; peak-MiB is the heap in use at the end of the
+// work, before the result is dropped.
+func BenchmarkMaxRecord(b *testing.B) {
+	head, tail := `{"draft":"`, `","method":"task.update","sig":"ed25519:k:AAAA"}`
+	draft := strings.Repeat("The carrier confirms the parcel was scanned at the depot. ", DefaultMaxSize/58+1)
+	canon := []byte(head + draft[:DefaultMaxSize-len(head)-len(tail)] + tail)
+	// The same record with one space after the brace and one draft byte fewer: not canonical,
+	// still at the limit.
+	spaced := append(append([]byte("{ "), canon[1:len(canon)-len(tail)-1]...), tail...)
+	for _, bc := range []struct {
+		name string
+		in   []byte
+		run  func(in []byte) (any, error)
+	}{
+		{"ParseCanonical", canon, func(in []byte) (any, error) {
+			v, c, ok, err := ParseCanonical(in, CHAP, "sig")
+			if err == nil && (!ok || c.Without == nil) {
+				b.Fatal("canonical input not recognised")
+			}
+			return []any{v, c}, err
+		}},
+		{"ParseEncodeSplit", spaced, func(in []byte) (any, error) {
+			v, err := Parse(in, CHAP)
+			if err != nil {
+				return nil, err
+			}
+			full, without, err := EncodeSplit(nil, v.(*Object), "sig")
+			return []any{v, full, without}, err
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			if len(bc.in) > DefaultMaxSize {
+				b.Fatalf("input of %d bytes", len(bc.in))
+			}
+			b.SetBytes(int64(len(bc.in)))
+			b.ReportAllocs()
+			var peak uint64
+			var ms runtime.MemStats
+			for b.Loop() {
+				out, err := bc.run(bc.in)
+				if err != nil {
+					b.Fatal(err)
+				}
+				runtime.ReadMemStats(&ms)
+				peak = max(peak, ms.HeapInuse)
+				runtime.KeepAlive(out)
+			}
+			b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+		})
 	}
 }

@@ -407,8 +407,9 @@ func TestRejections(t *testing.T) {
 		{"duplicate key nested", `{"x":{"b":1,"c":2,"b":3}}`, Options{}, ErrDuplicateKey, 18},
 		{"duplicate key in large object", manyKeys(100, "k57"), Options{}, ErrDuplicateKey, -1},
 		{"duplicate key at map threshold", manyKeys(mapThreshold, "k0"), Options{}, ErrDuplicateKey, -1},
-		{"too deep arrays", deep(65), Options{}, ErrTooDeep, 64},
-		{"too deep objects", deepObj(65), Options{}, ErrTooDeep, -1},
+		{"too deep arrays", deep(65), Options{MaxDepth: 64}, ErrTooDeep, 64},
+		{"too deep objects", deepObj(65), Options{MaxDepth: 64}, ErrTooDeep, -1},
+		{"too deep default", deep(DefaultMaxDepth + 1), Options{}, ErrTooDeep, DefaultMaxDepth},
 		{"too deep custom", deep(4), Options{MaxDepth: 3}, ErrTooDeep, 3},
 		{"too large", `[1,2,3]`, Options{MaxSize: 6}, ErrTooLarge, 6},
 		{"too large default", "[" + strings.Repeat(" ", DefaultMaxSize) + "]", Options{}, ErrTooLarge, DefaultMaxSize},
@@ -455,7 +456,7 @@ func TestDepthLimits(t *testing.T) {
 	if _, err := Parse([]byte(deep), Options{MaxDepth: 1000}); err != nil {
 		t.Fatalf("depth 1000 refused with MaxDepth 1000: %v", err)
 	}
-	huge := strings.Repeat("[", maxDepthCap+1) + strings.Repeat("]", maxDepthCap+1)
+	huge := strings.Repeat("[", MaxDepthCap+1) + strings.Repeat("]", MaxDepthCap+1)
 	if _, err := Parse([]byte(huge), Options{MaxDepth: 1 << 30}); !errors.Is(err, ErrTooDeep) {
 		t.Fatalf("MaxDepth above the cap: %v, want ErrTooDeep", err)
 	}

@@ -2,14 +2,16 @@ package canonical
 
 import (
 	"slices"
+	"strconv"
 	"unicode/utf8"
 )
 
 // Encode returns the RFC 8785 canonical encoding of v. It refuses strings
 // that are not valid UTF-8, objects with duplicate keys, Numbers that are not
 // the RFC 8785 form of a finite double, Go types outside Value, and nesting
-// deeper than 10000 (which also catches cyclic objects). It does not apply
-// the CHAP number rule; values from Parse with CHAP already satisfy it.
+// deeper than MaxDepthCap (which also catches cyclic objects). It does not apply
+// the CHAP number rule; values from Parse with CHAP already satisfy it. Nesting is
+// held on an explicit stack, not the goroutine's.
 func Encode(v Value) ([]byte, error) {
 	return AppendEncode(make([]byte, 0, 256), v)
 }
@@ -17,8 +19,7 @@ func Encode(v Value) ([]byte, error) {
 // AppendEncode appends the RFC 8785 canonical encoding of v to dst and
 // returns the extended slice; on error dst is returned unchanged.
 func AppendEncode(dst []byte, v Value) ([]byte, error) {
-	var e encoder
-	out, err := e.value(dst, v)
+	out, err := encode(dst, v, nil)
 	if err != nil {
 		return dst, err
 	}
@@ -37,8 +38,7 @@ func EncodeSplit(dst []byte, o *Object, key string) (full, without []byte, err e
 		return dst, nil, newError(ErrUnsupportedType, -1, "nil *Object")
 	}
 	c := cutSpan{key: key}
-	e := encoder{cut: &c}
-	full, err = e.object(dst, o.Members)
+	full, err = encode(dst, o, &c)
 	if err != nil {
 		return dst, nil, err
 	}
@@ -54,11 +54,16 @@ func EncodeSplit(dst []byte, o *Object, key string) (full, without []byte, err e
 	return full, append(without, full[end:]...), nil
 }
 
-// encoder tracks nesting so that cyclic or absurdly deep values are refused. With cut set, it
-// notes where the outermost object's member of that name is written (EncodeSplit).
-type encoder struct {
-	depth int
-	cut   *cutSpan
+// encFrame is one open array or object on encode's explicit stack: its elements or members,
+// the next one to write and, for an object whose members are not in canonical order, where its
+// sorted order lies in encode's order stack.
+type encFrame struct {
+	elems   []Value
+	members []Member
+	next    int
+	order   int // offset of the object's order in the order stack; -1 when in order
+	obj     bool
+	cutOpen bool // the cut member's value is being written (outermost object)
 }
 
 // cutSpan is where one member of the outermost object lies in the output: bytes [start, end),
@@ -70,115 +75,143 @@ type cutSpan struct {
 	found      bool
 }
 
-func (e *encoder) value(dst []byte, v Value) ([]byte, error) {
-	switch x := v.(type) {
-	case nil:
-		return append(dst, "null"...), nil
-	case bool:
-		if x {
-			return append(dst, "true"...), nil
-		}
-		return append(dst, "false"...), nil
-	case string:
-		return appendString(dst, x)
-	case Number:
-		if !checkNumber(x) {
-			return dst, newError(ErrNumber, -1, "Number %s is not in canonical form", quote(string(x)))
-		}
-		return append(dst, x...), nil
-	case []Value:
-		if e.depth++; e.depth > maxDepthCap {
-			return dst, newError(ErrTooDeep, -1, "more than %d nested arrays or objects", maxDepthCap)
-		}
-		dst = append(dst, '[')
-		for i, elem := range x {
-			if i > 0 {
-				dst = append(dst, ',')
+func tooDeepEncode() *Error {
+	return &Error{Code: ErrTooDeep, Offset: -1, Limit: MaxDepthCap,
+		Detail: "more than " + strconv.Itoa(MaxDepthCap) + " nested arrays or objects"}
+}
+
+// encode writes v, and everything nested in it, without recursion: the open arrays and
+// objects are frames on an explicit stack, and the sorted member orders of the open objects
+// on a second one (both start in arrays on the goroutine stack, so a small value allocates
+// nothing). With cut set, it notes where the outermost object's member of that name is
+// written (EncodeSplit).
+func encode(dst []byte, v Value, cut *cutSpan) ([]byte, error) {
+	var stackBuf [8]encFrame
+	var orderBuf [32]int32
+	stack, order := stackBuf[:0], orderBuf[:0]
+	for {
+		switch x := v.(type) {
+		case nil:
+			dst = append(dst, "null"...)
+		case bool:
+			if x {
+				dst = append(dst, "true"...)
+			} else {
+				dst = append(dst, "false"...)
 			}
+		case string:
 			var err error
-			if dst, err = e.value(dst, elem); err != nil {
+			if dst, err = appendString(dst, x); err != nil {
 				return dst, err
 			}
+		case Number:
+			if !checkNumber(x) {
+				return dst, newError(ErrNumber, -1, "Number %s is not in canonical form", quote(string(x)))
+			}
+			dst = append(dst, x...)
+		case []Value:
+			if len(stack) >= MaxDepthCap {
+				return dst, tooDeepEncode()
+			}
+			dst = append(dst, '[')
+			stack = append(stack, encFrame{elems: x, order: -1})
+		case *Object:
+			if x == nil {
+				return dst, newError(ErrUnsupportedType, -1, "nil *Object")
+			}
+			if len(stack) >= MaxDepthCap {
+				return dst, tooDeepEncode()
+			}
+			off := -1
+			var err error
+			if order, off, err = sortOrder(order, x.Members); err != nil {
+				return dst, err
+			}
+			dst = append(dst, '{')
+			stack = append(stack, encFrame{members: x.Members, order: off, obj: true})
+		default:
+			return dst, newError(ErrUnsupportedType, -1, "Go type %T", v)
 		}
-		e.depth--
-		return append(dst, ']'), nil
-	case *Object:
-		if x == nil {
-			return dst, newError(ErrUnsupportedType, -1, "nil *Object")
+		// Find the next value to write, closing every container that is complete.
+		for {
+			if len(stack) == 0 {
+				return dst, nil
+			}
+			f := &stack[len(stack)-1]
+			if f.cutOpen {
+				cut.end, cut.found, f.cutOpen = len(dst), true, false
+			}
+			if !f.obj {
+				if f.next < len(f.elems) {
+					if f.next > 0 {
+						dst = append(dst, ',')
+					}
+					v = f.elems[f.next]
+					f.next++
+					break
+				}
+				dst = append(dst, ']')
+			} else {
+				if f.next < len(f.members) {
+					k := f.next
+					if f.order >= 0 {
+						k = int(order[f.order+f.next])
+					}
+					m := &f.members[k]
+					start := len(dst)
+					comma := f.next > 0
+					if comma {
+						dst = append(dst, ',')
+					}
+					var err error
+					if dst, err = appendString(dst, m.Key); err != nil {
+						return dst, err
+					}
+					dst = append(dst, ':')
+					if cut != nil && len(stack) == 1 && m.Key == cut.key {
+						cut.start, cut.comma, f.cutOpen = start, comma, true
+					}
+					v = m.Value
+					f.next++
+					break
+				}
+				dst = append(dst, '}')
+				if f.order >= 0 {
+					order = order[:f.order]
+				}
+			}
+			*f = encFrame{}
+			stack = stack[:len(stack)-1]
 		}
-		return e.object(dst, x.Members)
-	default:
-		return dst, newError(ErrUnsupportedType, -1, "Go type %T", v)
 	}
 }
 
-func (e *encoder) object(dst []byte, members []Member) ([]byte, error) {
-	if e.depth++; e.depth > maxDepthCap {
-		return dst, newError(ErrTooDeep, -1, "more than %d nested arrays or objects", maxDepthCap)
-	}
-	// Members already in canonical order (common when re-encoding canonical
-	// input) are written directly. Otherwise a permutation is sorted; it
-	// holds no pointers, so sorting it costs no write barriers, and small
-	// objects keep it on the stack.
-	inOrder := true
+// sortOrder checks members for duplicate names and returns the order stack unchanged and -1
+// when they are in canonical order, else the stack with a permutation that sorts them pushed
+// and its offset. The permutation holds no pointers, so sorting it costs no write barriers; it
+// is popped when the object closes.
+func sortOrder(stack []int32, members []Member) ([]int32, int, error) {
 	for i := 1; i < len(members); i++ {
 		c := compareKeys(members[i-1].Key, members[i].Key)
 		if c == 0 {
-			return dst, newError(ErrDuplicateKey, -1, "key %s", quote(members[i].Key))
+			return stack, -1, newError(ErrDuplicateKey, -1, "key %s", quote(members[i].Key))
 		}
 		if c > 0 {
-			inOrder = false
-			break
-		}
-	}
-	dst = append(dst, '{')
-	var err error
-	if inOrder {
-		for i := range members {
-			if dst, err = e.member(dst, i > 0, &members[i]); err != nil {
-				return dst, err
+			off := len(stack)
+			for j := range members {
+				stack = append(stack, int32(j))
 			}
-		}
-	} else {
-		var small [32]int32
-		order := small[:0]
-		if len(members) > len(small) {
-			order = make([]int32, 0, len(members))
-		}
-		for i := range members {
-			order = append(order, int32(i))
-		}
-		sortMembers(order, members)
-		for i, k := range order {
-			if i > 0 && members[order[i-1]].Key == members[k].Key {
-				return dst, newError(ErrDuplicateKey, -1, "key %s", quote(members[k].Key))
+			order := stack[off:]
+			sortMembers(order, members)
+			for j := 1; j < len(order); j++ {
+				if members[order[j-1]].Key == members[order[j]].Key {
+					return stack, -1, newError(ErrDuplicateKey, -1, "key %s", quote(members[order[j]].Key))
+				}
 			}
-			if dst, err = e.member(dst, i > 0, &members[k]); err != nil {
-				return dst, err
-			}
+			return stack, off, nil
 		}
 	}
-	e.depth--
-	return append(dst, '}'), nil
-}
-
-func (e *encoder) member(dst []byte, comma bool, m *Member) ([]byte, error) {
-	start := len(dst)
-	if comma {
-		dst = append(dst, ',')
-	}
-	dst, err := appendString(dst, m.Key)
-	if err != nil {
-		return dst, err
-	}
-	dst = append(dst, ':')
-	if dst, err = e.value(dst, m.Value); err != nil {
-		return dst, err
-	}
-	if c := e.cut; c != nil && e.depth == 1 && m.Key == c.key {
-		c.start, c.end, c.comma, c.found = start, len(dst), comma, true
-	}
-	return dst, nil
+	return stack, -1, nil
 }
 
 // sortMembers sorts order, a permutation of members, by key.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -34,6 +35,9 @@ func FuzzCanonicalize(f *testing.F) {
 		`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`,
 		envelope,
 	}
+	// Deep nesting and a big string, as reference Coordinators log them (built here, not kept
+	// as files): 80 and 5,000 levels, and a 1.1 MB string.
+	seeds = append(seeds, deepDoc(80), deepDoc(5000), `{"draft":"`+strings.Repeat("x\u00e9y", 1100000/8)+`"}`)
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
@@ -124,7 +128,7 @@ func checkError(t *testing.T, data []byte, err error) {
 // the object without that member (nil when it has none).
 func FuzzEncodeSplit(f *testing.F) {
 	for _, s := range []string{`{}`, `{"sig":1}`, `{"a":1,"sig":2}`, `{"sig":2,"z":1}`, `{"a":{"sig":1},"sig":[{"sig":2}]}`,
-		`{"b":1,"a":2,"sig":"x"}`, `{"a":{"sig":1}}`, envelope} {
+		`{"b":1,"a":2,"sig":"x"}`, `{"a":{"sig":1}}`, envelope, `{"sig":1,"a":` + deepDoc(5000) + `}`} {
 		f.Add([]byte(s), "sig")
 	}
 	f.Add([]byte(`{"\u00e9":1,"e":2}`), "\u00e9")
@@ -175,7 +179,8 @@ func checkSplit(t *testing.T, o *Object, key string) {
 func FuzzParseCanonical(f *testing.F) {
 	for _, s := range []string{`{}`, `{"sig":1}`, `{"a":1,"sig":2}`, `{"sig":2,"z":1}`, `{"a":{"sig":1},"sig":[{"sig":2}]}`,
 		`{"b":1,"a":2,"sig":"x"}`, `{"a":1, "sig":2}`, `{"a":1.0,"sig":2}`, `{"a":"\u0041","sig":2}`, `[{"sig":1}]`,
-		`"sig"`, `-0`, `1e2`, `{"\u00e9":1,"e":2}`, "{\"\ue000\":1,\"\U00010000\":2}", "{\"\U00010000\":2,\"\ue000\":1}", envelope} {
+		`"sig"`, `-0`, `1e2`, `{"\u00e9":1,"e":2}`, "{\"\ue000\":1,\"\U00010000\":2}", "{\"\U00010000\":2,\"\ue000\":1}", envelope,
+		`{"sig":"s","k":` + deepDoc(5000) + `}`, `{"draft":"` + strings.Repeat("abcdefgh", 1100000/8) + `","sig":"s"}`} {
 		f.Add([]byte(s), "sig")
 	}
 	f.Fuzz(func(t *testing.T, data []byte, key string) {

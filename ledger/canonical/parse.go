@@ -1,6 +1,7 @@
 package canonical
 
 import (
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -11,7 +12,7 @@ import (
 func Parse(data []byte, opts Options) (Value, error) {
 	maxDepth, maxSize := opts.limits()
 	if len(data) > maxSize {
-		return nil, newError(ErrTooLarge, maxSize, "input is %d bytes, limit is %d", len(data), maxSize)
+		return nil, tooLarge(len(data), maxSize)
 	}
 	p := parserPool.Get().(*parser)
 	defer p.release()
@@ -39,7 +40,7 @@ type Canon struct {
 func ParseCanonical(data []byte, opts Options, cut string) (v Value, c Canon, ok bool, err error) {
 	maxDepth, maxSize := opts.limits()
 	if len(data) > maxSize {
-		return nil, c, false, newError(ErrTooLarge, maxSize, "input is %d bytes, limit is %d", len(data), maxSize)
+		return nil, c, false, tooLarge(len(data), maxSize)
 	}
 	p := parserPool.Get().(*parser)
 	defer p.release()
@@ -49,6 +50,12 @@ func ParseCanonical(data []byte, opts Options, cut string) (v Value, c Canon, ok
 		return v, c, false, err
 	}
 	return v, p.canon(data), true, nil
+}
+
+func tooLarge(n, limit int) *Error {
+	e := newError(ErrTooLarge, limit, "input is %d bytes, limit is %d", n, limit)
+	e.Limit = limit
+	return e
 }
 
 // top parses the one value the whole input holds.
@@ -118,9 +125,11 @@ type parser struct {
 	cut       cutSpan
 
 	// Reused scratch.
-	members []Member // members of the objects being parsed, innermost last
-	values  []Value  // elements of the arrays being parsed, innermost last
-	buf     []byte   // unescaped string being built
+	members []Member  // members of the objects being parsed, innermost last
+	values  []Value   // elements of the arrays being parsed, innermost last
+	frames  []frame   // the open arrays and objects, innermost last
+	seen    []seenSet // the name sets of the open objects with many members, innermost last
+	buf     []byte    // unescaped string being built
 
 	// Arenas from which the result's objects and slices are carved.
 	objArena    []Object
@@ -151,6 +160,8 @@ func (p *parser) release() {
 	// pool does not keep parsed values alive.
 	clear(p.members[:cap(p.members)])
 	clear(p.values[:cap(p.values)])
+	clear(p.seen[:cap(p.seen)])
+	p.seen = p.seen[:0]
 	p.members = p.members[:0]
 	p.values = p.values[:0]
 	if cap(p.buf) > 64<<10 {
@@ -161,6 +172,9 @@ func (p *parser) release() {
 	}
 	if cap(p.values) > 4096 {
 		p.values = nil
+	}
+	if cap(p.frames) > 4096 {
+		p.frames = nil
 	}
 	p.s = ""
 	p.objArena, p.memberArena, p.valueArena = nil, nil, nil
@@ -216,41 +230,137 @@ func (p *parser) unexpected(context string) *Error {
 	return newError(ErrSyntax, p.pos, "unexpected character %q %s", rune(c), context)
 }
 
+// frame is one open array or object on the parser's explicit stack: where its members or
+// elements start in the scratch stacks and, for an object, where the name of the member whose
+// value is being read starts in the input (the member itself waits, its value unset, on top of
+// p.members). Nesting costs one frame (24 bytes) a level, never a Go stack frame, so no input
+// can exhaust the goroutine stack whatever the depth limit; a frame holds no pointers, so
+// pushing and popping it costs no write barriers.
+type frame struct {
+	start     int // index in p.members (object) or p.values (array) of the first
+	keyOffset int // where the pending member's name starts in the input (object)
+	obj       bool
+}
+
+// seenSet is the set of member names of an open object with more than mapThreshold members,
+// which duplicates are then looked up in; depth is the object's.
+type seenSet struct {
+	depth int
+	names map[string]struct{}
+}
+
+// value parses one JSON value at p.pos, nested values included, with an explicit stack of
+// frames in place of recursion.
 func (p *parser) value() (Value, error) {
-	p.skipSpace()
-	if p.pos >= len(p.s) {
-		return nil, p.unexpected("where a value was expected")
-	}
-	switch c := p.s[p.pos]; c {
-	case '{':
-		o, err := p.object()
-		if err != nil {
-			return nil, err
+	stack := p.frames[:0]
+	defer func() { p.frames = stack[:0] }()
+	for {
+		// Read a value, or open a container and read its first member or element.
+		p.skipSpace()
+		if p.pos >= len(p.s) {
+			return nil, p.unexpected("where a value was expected")
 		}
-		return o, nil
-	case '[':
-		return p.array()
-	case '"':
-		s, err := p.str()
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
-	case 't':
-		return true, p.literal("true")
-	case 'f':
-		return false, p.literal("false")
-	case 'n':
-		return nil, p.literal("null")
-	default:
-		if c == '-' || (c >= '0' && c <= '9') {
+		var v Value
+		switch c := p.s[p.pos]; c {
+		case '{', '[':
+			if err := p.enter(); err != nil {
+				return nil, err
+			}
+			p.pos++
+			p.skipSpace()
+			f := frame{obj: c == '{', start: len(p.values)}
+			if f.obj {
+				f.start = len(p.members)
+			}
+			if p.pos < len(p.s) && p.s[p.pos] == c+2 { // '}' is '{'+2, ']' is '['+2
+				p.pos++
+				p.depth--
+				if f.obj {
+					v = p.finishObject(f.start)
+				} else {
+					v = p.finishArray(f.start)
+				}
+				break
+			}
+			if f.obj {
+				if err := p.memberName(&f); err != nil {
+					return nil, err
+				}
+			}
+			stack = append(stack, f)
+			continue
+		case '"':
+			s, err := p.str()
+			if err != nil {
+				return nil, err
+			}
+			v = s
+		case 't':
+			if err := p.literal("true"); err != nil {
+				return nil, err
+			}
+			v = true
+		case 'f':
+			if err := p.literal("false"); err != nil {
+				return nil, err
+			}
+			v = false
+		case 'n':
+			if err := p.literal("null"); err != nil {
+				return nil, err
+			}
+		default:
+			if c != '-' && (c < '0' || c > '9') {
+				return nil, p.unexpected("where a value was expected")
+			}
 			n, err := p.number()
 			if err != nil {
 				return nil, err
 			}
-			return n, nil
+			v = n
 		}
-		return nil, p.unexpected("where a value was expected")
+		// Hand the value to the innermost open container; close every container it completes.
+		for {
+			if len(stack) == 0 {
+				return v, nil
+			}
+			f := &stack[len(stack)-1]
+			if f.obj {
+				m := &p.members[len(p.members)-1]
+				m.Value = v
+				if p.depth == 1 && p.cut.key != "" && m.Key == p.cut.key && p.canonical {
+					p.noteCut(f.keyOffset, len(p.members)-1 > f.start)
+				}
+			} else {
+				p.values = append(p.values, v)
+			}
+			p.skipSpace()
+			if p.pos < len(p.s) && p.s[p.pos] == ',' {
+				p.pos++
+				if f.obj {
+					p.skipSpace()
+					if err := p.memberName(f); err != nil {
+						return nil, err
+					}
+				}
+				break // read the next member or element
+			}
+			closer, what := byte(']'), "where ',' or ']' was expected"
+			if f.obj {
+				closer, what = '}', "where ',' or '}' was expected"
+			}
+			if p.pos >= len(p.s) || p.s[p.pos] != closer {
+				return nil, p.unexpected(what)
+			}
+			p.pos++
+			p.depth--
+			if f.obj {
+				v = p.finishObject(f.start)
+			} else {
+				v = p.finishArray(f.start)
+			}
+			stack = stack[:len(stack)-1]
+		}
 	}
 }
 
@@ -266,81 +376,65 @@ func (p *parser) literal(lit string) error {
 func (p *parser) enter() error {
 	p.depth++
 	if p.depth > p.maxDepth {
-		return newError(ErrTooDeep, p.pos, "more than %d nested arrays or objects", p.maxDepth)
+		return &Error{Code: ErrTooDeep, Offset: p.pos, Limit: p.maxDepth,
+			Detail: "more than " + strconv.Itoa(p.maxDepth) + " nested arrays or objects"}
 	}
 	return nil
 }
 
-func (p *parser) object() (*Object, error) {
-	if err := p.enter(); err != nil {
-		return nil, err
+// memberName reads an object member's name and the ':' after it, refusing a name the object
+// already has, and pushes the member, its value unset, onto p.members.
+func (p *parser) memberName(f *frame) error {
+	if p.pos >= len(p.s) || p.s[p.pos] != '"' {
+		return p.unexpected("where an object key was expected")
 	}
-	p.pos++ // '{'
-	start := len(p.members)
-	var seen map[string]struct{}
-	p.skipSpace()
-	if p.pos < len(p.s) && p.s[p.pos] == '}' {
-		p.pos++
+	keyOffset := p.pos
+	key, err := p.str()
+	if err != nil {
+		return err
+	}
+	start := f.start
+	if len(p.members) > start && compareKeys(p.members[len(p.members)-1].Key, key) >= 0 {
+		p.canonical = false // not in canonical order (or a duplicate, refused below)
+	}
+	if n := len(p.seen); n > 0 && p.seen[n-1].depth == p.depth {
+		seen := p.seen[n-1].names
+		if _, dup := seen[key]; dup {
+			return newError(ErrDuplicateKey, keyOffset, "key %s", quote(key))
+		}
+		seen[key] = struct{}{}
 	} else {
-		for {
-			if p.pos >= len(p.s) || p.s[p.pos] != '"' {
-				return nil, p.unexpected("where an object key was expected")
+		for i := start; i < len(p.members); i++ {
+			if p.members[i].Key == key {
+				return newError(ErrDuplicateKey, keyOffset, "key %s", quote(key))
 			}
-			keyOffset := p.pos
-			key, err := p.str()
-			if err != nil {
-				return nil, err
+		}
+		if len(p.members)-start >= mapThreshold {
+			seen := make(map[string]struct{}, 2*mapThreshold)
+			for _, m := range p.members[start:] {
+				seen[m.Key] = struct{}{}
 			}
-			if len(p.members) > start && compareKeys(p.members[len(p.members)-1].Key, key) >= 0 {
-				p.canonical = false // not in canonical order (or a duplicate, refused below)
-			}
-			if seen != nil {
-				if _, dup := seen[key]; dup {
-					return nil, newError(ErrDuplicateKey, keyOffset, "key %s", quote(key))
-				}
-				seen[key] = struct{}{}
-			} else {
-				for i := start; i < len(p.members); i++ {
-					if p.members[i].Key == key {
-						return nil, newError(ErrDuplicateKey, keyOffset, "key %s", quote(key))
-					}
-				}
-				if len(p.members)-start >= mapThreshold {
-					seen = make(map[string]struct{}, 2*mapThreshold)
-					for _, m := range p.members[start:] {
-						seen[m.Key] = struct{}{}
-					}
-					seen[key] = struct{}{}
-				}
-			}
-			p.skipSpace()
-			if p.pos >= len(p.s) || p.s[p.pos] != ':' {
-				return nil, p.unexpected("where ':' was expected")
-			}
-			p.pos++
-			v, err := p.value()
-			if err != nil {
-				return nil, err
-			}
-			if p.depth == 1 && p.cut.key != "" && key == p.cut.key && p.canonical {
-				p.noteCut(keyOffset, len(p.members) > start)
-			}
-			p.members = append(p.members, Member{Key: key, Value: v})
-			p.skipSpace()
-			if p.pos < len(p.s) && p.s[p.pos] == ',' {
-				p.pos++
-				p.skipSpace()
-				continue
-			}
-			if p.pos < len(p.s) && p.s[p.pos] == '}' {
-				p.pos++
-				break
-			}
-			return nil, p.unexpected("where ',' or '}' was expected")
+			seen[key] = struct{}{}
+			p.seen = append(p.seen, seenSet{depth: p.depth, names: seen})
 		}
 	}
-	p.depth--
+	p.skipSpace()
+	if p.pos >= len(p.s) || p.s[p.pos] != ':' {
+		return p.unexpected("where ':' was expected")
+	}
+	p.pos++
+	f.keyOffset = keyOffset
+	p.members = append(p.members, Member{Key: key})
+	return nil
+}
 
+// finishObject moves the members from start on off the scratch stack into a new Object, and
+// drops the object's set of names if it has one.
+func (p *parser) finishObject(start int) *Object {
+	if n := len(p.seen); n > 0 && p.seen[n-1].depth == p.depth+1 {
+		p.seen[n-1] = seenSet{}
+		p.seen = p.seen[:n-1]
+	}
 	if len(p.objArena) == cap(p.objArena) {
 		p.objArena = make([]Object, 0, p.objChunk)
 	}
@@ -351,7 +445,7 @@ func (p *parser) object() (*Object, error) {
 		copy(obj.Members, p.members[start:])
 		p.members = p.members[:start]
 	}
-	return obj, nil
+	return obj
 }
 
 // noteCut records that the outermost object's member starting at keyOffset and ending at
@@ -365,40 +459,13 @@ func (p *parser) noteCut(keyOffset int, comma bool) {
 	p.cut.start, p.cut.end, p.cut.comma, p.cut.found = start, p.pos, comma, true
 }
 
-func (p *parser) array() (Value, error) {
-	if err := p.enter(); err != nil {
-		return nil, err
-	}
-	p.pos++ // '['
-	start := len(p.values)
-	p.skipSpace()
-	if p.pos < len(p.s) && p.s[p.pos] == ']' {
-		p.pos++
-	} else {
-		for {
-			v, err := p.value()
-			if err != nil {
-				return nil, err
-			}
-			p.values = append(p.values, v)
-			p.skipSpace()
-			if p.pos < len(p.s) && p.s[p.pos] == ',' {
-				p.pos++
-				continue
-			}
-			if p.pos < len(p.s) && p.s[p.pos] == ']' {
-				p.pos++
-				break
-			}
-			return nil, p.unexpected("where ',' or ']' was expected")
-		}
-	}
-	p.depth--
+// finishArray moves the elements from start on off the scratch stack into a new slice.
+func (p *parser) finishArray(start int) []Value {
 	n := len(p.values) - start
 	elems := carve(&p.valueArena, n, p.valueChunk)
 	copy(elems, p.values[start:])
 	p.values = p.values[:start]
-	return elems, nil
+	return elems
 }
 
 // plain[c] is true for bytes that stand for themselves inside a JSON string

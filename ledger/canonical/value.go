@@ -5,27 +5,66 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync/atomic"
 )
 
-// DefaultMaxDepth is the nesting limit used when Options.MaxDepth is zero.
-const DefaultMaxDepth = 64
+// DefaultMaxDepth is the nesting limit used when Options.MaxDepth is zero and no program
+// has set another with SetDefaultLimits. It is far above what any JSON producer a
+// Coordinator runs on writes (Python's json stops near 1,000 levels, Node's JSON.stringify
+// at a few thousand): parsing and encoding hold nesting on an explicit stack of frameSize
+// bytes a level, never on the goroutine stack, so the limit costs memory in proportion to
+// the input actually nested, at most 100,000 × frameSize (under 7 MB).
+const DefaultMaxDepth = 100_000
 
-// DefaultMaxSize is the input size limit in bytes used when Options.MaxSize
-// is zero.
-const DefaultMaxSize = 1 << 20
+// DefaultMaxSize is the input size limit in bytes used when Options.MaxSize is zero and no
+// program has set another with SetDefaultLimits: 32 MiB, many times the largest record an
+// agent's draft makes (a few MiB).
+const DefaultMaxSize = 32 << 20
 
-// maxDepthCap bounds recursion whatever the caller asks for; Encode uses it
-// too, so every parsed value can be encoded and a cyclic Object is refused.
-const maxDepthCap = 10000
+// MaxDepthCap bounds the nesting of any value whatever the caller asks for: Options.MaxDepth
+// above it is taken as MaxDepthCap, and Encode refuses a value nested deeper (which also
+// catches a cyclic Object). At frameSize bytes a level its explicit stack stays under 100 MB.
+const MaxDepthCap = 1 << 20
+
+// Limits are the nesting and size limits Options with zero fields take.
+type Limits struct {
+	MaxDepth int // most nested arrays and objects
+	MaxSize  int // most bytes of input
+}
+
+// defaults holds the limits SetDefaultLimits set; zero fields mean the package constants.
+var defaults struct{ depth, size atomic.Int64 }
+
+// SetDefaultLimits sets the limits of every later Parse whose Options leave them zero (a
+// profile parses records with Options{}), for the whole process: a program calls it once at
+// start from its configuration. A zero or negative field restores the package default;
+// MaxDepth above MaxDepthCap is taken as MaxDepthCap.
+func SetDefaultLimits(l Limits) {
+	defaults.depth.Store(int64(max(0, min(l.MaxDepth, MaxDepthCap))))
+	defaults.size.Store(int64(max(0, l.MaxSize)))
+}
+
+// DefaultLimits returns the limits Options with zero fields take: those SetDefaultLimits set,
+// else DefaultMaxDepth and DefaultMaxSize.
+func DefaultLimits() Limits {
+	l := Limits{MaxDepth: int(defaults.depth.Load()), MaxSize: int(defaults.size.Load())}
+	if l.MaxDepth == 0 {
+		l.MaxDepth = DefaultMaxDepth
+	}
+	if l.MaxSize == 0 {
+		l.MaxSize = DefaultMaxSize
+	}
+	return l
+}
 
 // Options bounds and shapes parsing. The zero value is general RFC 8785
 // JSON with the default limits.
 type Options struct {
-	// MaxDepth is the maximum nesting of arrays and objects; 0 (or a negative
-	// value) means DefaultMaxDepth, and values above 10000 are treated as 10000.
+	// MaxDepth is the maximum nesting of arrays and objects; 0 (or a negative value) means
+	// DefaultLimits().MaxDepth, and values above MaxDepthCap are treated as MaxDepthCap.
 	MaxDepth int
 	// MaxSize is the maximum input size in bytes; 0 (or a negative value)
-	// means DefaultMaxSize.
+	// means DefaultLimits().MaxSize.
 	MaxSize int
 	// SafeIntegersOnly applies the CHAP number rule: only numbers whose exact
 	// value is an integer with |n| <= 2^53-1 are accepted.
@@ -38,16 +77,16 @@ var CHAP = Options{SafeIntegersOnly: true}
 
 func (o Options) limits() (depth, size int) {
 	depth, size = o.MaxDepth, o.MaxSize
-	if depth <= 0 {
-		depth = DefaultMaxDepth
+	if depth <= 0 || size <= 0 {
+		d := DefaultLimits()
+		if depth <= 0 {
+			depth = d.MaxDepth
+		}
+		if size <= 0 {
+			size = d.MaxSize
+		}
 	}
-	if depth > maxDepthCap {
-		depth = maxDepthCap
-	}
-	if size <= 0 {
-		size = DefaultMaxSize
-	}
-	return depth, size
+	return min(depth, MaxDepthCap), size
 }
 
 // Value is a parsed JSON value: nil (null), bool, Number, string, []Value or
@@ -157,11 +196,14 @@ var (
 
 // Error describes why input was refused. Code is one of the sentinel errors,
 // Offset is the byte offset in the input (-1 for errors from Encode) and
-// Detail is a short, bounded human-readable explanation.
+// Detail is a short, bounded human-readable explanation. For ErrTooDeep and ErrTooLarge,
+// Limit is the limit the input went past (nesting levels or bytes), so that a caller can
+// name the setting to raise; it is 0 otherwise.
 type Error struct {
 	Code   error
 	Offset int
 	Detail string
+	Limit  int
 }
 
 // Error returns the message, for example

@@ -25,6 +25,7 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/internal/evidentd/store/journal"
 	"github.com/evident-log/evident/internal/evidentd/store/sqlite"
+	"github.com/evident-log/evident/ledger/canonical"
 	"github.com/evident-log/evident/ledger/profile"
 	"github.com/evident-log/evident/tilelog"
 )
@@ -48,7 +49,12 @@ type Config struct {
 	TLSCert, TLSKey, ClientCA string
 	MaxBody                   int64
 	MaxBatch                  int
-	Logger                    *slog.Logger
+	// MaxDepth and MaxRecordBytes bound one record's nesting and size (--max-depth,
+	// --max-record-bytes); 0 leaves canonical's defaults. They are the process's limits for
+	// every record parsed (canonical.SetDefaultLimits), not this daemon's alone.
+	MaxDepth       int
+	MaxRecordBytes int
+	Logger         *slog.Logger
 	// SCITT configures SCRAPI registration (scitt.go).
 	SCITT SCITT
 	// Distributed, when set, runs evidentd on a MySQL-compatible database and an
@@ -107,6 +113,9 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxDepth != 0 || cfg.MaxRecordBytes != 0 {
+		canonical.SetDefaultLimits(canonical.Limits{MaxDepth: cfg.MaxDepth, MaxSize: cfg.MaxRecordBytes})
 	}
 	if err := os.MkdirAll(filepath.Join(cfg.Data, "keys"), 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)

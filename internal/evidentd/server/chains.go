@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/internal/rawjson"
 	"github.com/evident-log/evident/ledger"
 )
 
@@ -24,7 +25,8 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		s.m.recordsRefused.Add(1)
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			problem(w, http.StatusRequestEntityTooLarge, api.CodeRecordTooLarge, fmt.Sprintf("request body over %d bytes", s.c.MaxBody), -1)
+			problemLimit(w, http.StatusRequestEntityTooLarge, api.CodeRecordTooLarge, fmt.Sprintf("request body over %d bytes", s.c.MaxBody), -1,
+				&api.ProblemLimit{Name: api.LimitMaxBody, Value: s.c.MaxBody, Flag: "--max-body", Env: "EVIDENT_MAX_BODY"})
 			return
 		}
 		s.fail(w, r, err)
@@ -87,7 +89,7 @@ func splitBody(body io.Reader, contentType string, maxBatch int) ([][]byte, erro
 	switch {
 	case trimmed[0] == '[' && !jsonl:
 		return splitArray(trimmed, maxBatch)
-	case !jsonl && multiLine(trimmed) && json.Valid(trimmed):
+	case !jsonl && multiLine(trimmed) && rawjson.Valid(trimmed):
 		// One record over several lines (pretty-printed). A body of one line is its one
 		// record whether it is valid JSON or not, and is left to the line split below
 		// without a scan of it here: the profile parses each record strictly.
@@ -156,42 +158,31 @@ func (s *Server) handleEvidenceHead(w http.ResponseWriter, r *http.Request) {
 }
 
 // auditPage returns the entries array of an audit.read result {"entries": [...], "next_seq": n}
-// (both members present, entries an array), and false for any other object.
+// (both members present, entries an array), and false for any other object. The body is
+// split without encoding/json, whose scanner refuses records nested past 10,000 levels.
 func auditPage(b []byte) ([]byte, bool) {
-	var page struct {
-		Entries json.RawMessage `json:"entries"`
-		NextSeq json.RawMessage `json:"next_seq"`
-	}
-	if json.Unmarshal(b, &page) != nil || page.NextSeq == nil || len(page.Entries) == 0 || page.Entries[0] != '[' {
+	entries, ok, err := rawjson.Member(b, "entries")
+	if err != nil || !ok || len(entries) == 0 || entries[0] != '[' {
 		return nil, false
 	}
-	return page.Entries, true
+	if _, ok, err := rawjson.Member(b, "next_seq"); err != nil || !ok {
+		return nil, false
+	}
+	return entries, true
 }
 
 // splitArray returns the elements of a JSON array of records.
 func splitArray(b []byte, maxBatch int) ([][]byte, error) {
-	var out [][]byte
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if _, err := dec.Token(); err != nil {
+	out, err := rawjson.Elements(b, maxBatch)
+	var ee *rawjson.ElementError
+	switch {
+	case errors.Is(err, rawjson.ErrTooMany):
+		return nil, ledger.Refuse(ledger.CodeTooLarge, "batch over %d records", maxBatch)
+	case errors.As(err, &ee):
+		return nil, &ledger.RecordError{Index: ee.Index, Code: ledger.CodeMalformed, Detail: fmt.Sprintf("batch element: %v", ee.Err)}
+	case err != nil:
 		return nil, ledger.Refuse(ledger.CodeMalformed, "batch: %v", err)
-	}
-	for dec.More() {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, &ledger.RecordError{Index: len(out), Code: ledger.CodeMalformed, Detail: fmt.Sprintf("batch element: %v", err)}
-		}
-		out = append(out, raw)
-		if len(out) > maxBatch {
-			return nil, ledger.Refuse(ledger.CodeTooLarge, "batch over %d records", maxBatch)
-		}
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, ledger.Refuse(ledger.CodeMalformed, "batch: %v", err)
-	}
-	if rest := bytes.TrimSpace(b[dec.InputOffset():]); len(rest) > 0 {
-		return nil, ledger.Refuse(ledger.CodeMalformed, "trailing data after the batch array")
-	}
-	if len(out) == 0 {
+	case len(out) == 0:
 		return nil, ledger.Refuse(ledger.CodeMalformed, "no records in the body")
 	}
 	return out, nil
@@ -259,7 +250,49 @@ func (s *Server) handleEntries(w http.ResponseWriter, r *http.Request) {
 		n := es[len(es)-1].Seq + 1
 		out.Next = &n
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeEntriesPage(w, &out)
+}
+
+// writeEntriesPage writes a page of entries as JSON, each entry's record and metadata (stored
+// canonical JSON) verbatim: encoding/json re-scans a json.RawMessage and fails on one nested
+// past 10,000 levels, which evidentd takes. The rest of each entry is encoding/json's.
+func writeEntriesPage(w http.ResponseWriter, page *api.EntriesPage) {
+	buf := append([]byte(`{"chain":`), mustJSON(page.Chain)...)
+	buf = append(buf, `,"entries":[`...)
+	for i, e := range page.Entries {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		record, meta := e.Record, e.Meta
+		e.Record, e.Meta = nil, nil
+		head := mustJSON(e) // ends "record":null} (meta, empty, is omitted)
+		buf = append(buf, bytes.TrimSuffix(head, []byte("null}"))...)
+		buf = append(buf, record...)
+		if len(meta) > 0 {
+			buf = append(buf, `,"meta":`...)
+			buf = append(buf, meta...)
+		}
+		buf = append(buf, '}')
+	}
+	buf = append(buf, ']')
+	if page.Next != nil {
+		buf = append(buf, `,"next":`...)
+		buf = strconv.AppendUint(buf, *page.Next, 10)
+	}
+	buf = append(buf, "}\n"...)
+	w.Header().Set("Content-Type", api.MediaJSON)
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	w.Write(buf)
+}
+
+// mustJSON is encoding/json's encoding of a value that always encodes (no RawMessage in it).
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 func (s *Server) handleSeals(w http.ResponseWriter, r *http.Request) {

@@ -30,6 +30,7 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/scitt"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/ledger/canonical"
 	"github.com/evident-log/evident/ledger/profile/cop"
 	"github.com/evident-log/evident/tilelog"
 )
@@ -304,8 +305,16 @@ func retryable(w http.ResponseWriter, status int) {
 
 // problem writes an RFC 9457 problem detail; index >= 0 names the refused record.
 func problem(w http.ResponseWriter, status int, code api.ProblemCode, detail string, index int) {
+	problemLimit(w, status, code, detail, index, nil)
+}
+
+// problemLimit is problem naming the limit the request went past (nil: none).
+func problemLimit(w http.ResponseWriter, status int, code api.ProblemCode, detail string, index int, limit *api.ProblemLimit) {
 	retryable(w, status)
-	p := api.Problem{Type: code.Type(), Title: http.StatusText(status), Status: status, Detail: detail, Code: code}
+	if limit != nil {
+		detail += fmt.Sprintf(" (evidentd's %s limit is %d: raise it with %s or %s and send it again)", limit.Name, limit.Value, limit.Flag, limit.Env)
+	}
+	p := api.Problem{Type: code.Type(), Title: http.StatusText(status), Status: status, Detail: detail, Code: code, Limit: limit}
 	if index >= 0 {
 		p.Index = &index
 	}
@@ -329,7 +338,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		case ledger.CodeFork, ledger.CodePrevMismatch, ledger.CodeIDReused, ledger.CodeClosed, ledger.CodeProfileMismatch:
 			status = http.StatusConflict
 		}
-		problem(w, status, api.LedgerCode(re.Code), re.Detail, re.Index)
+		problemLimit(w, status, api.LedgerCode(re.Code), re.Detail, re.Index, recordLimit(re))
 	case errors.Is(err, ingest.ErrNoChain):
 		problem(w, http.StatusNotFound, api.CodeNoSuchChain, err.Error(), -1)
 	case errors.Is(err, ingest.ErrUnknownProfile):
@@ -347,6 +356,23 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.c.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		problem(w, http.StatusInternalServerError, api.CodeInternal, "internal error; see the service log", -1)
 	}
+}
+
+// recordLimit returns the record limit a refusal went past (the process's canonical limits,
+// which evidentd's --max-depth and --max-record-bytes set), nil when it went past none.
+func recordLimit(err error) *api.ProblemLimit {
+	var ce *canonical.Error
+	if !errors.As(err, &ce) || ce.Limit == 0 {
+		return nil
+	}
+	l := canonical.DefaultLimits()
+	switch {
+	case errors.Is(ce, canonical.ErrTooDeep) && ce.Limit == l.MaxDepth:
+		return &api.ProblemLimit{Name: api.LimitMaxDepth, Value: int64(l.MaxDepth), Flag: "--max-depth", Env: "EVIDENT_MAX_DEPTH"}
+	case errors.Is(ce, canonical.ErrTooLarge) && ce.Limit == l.MaxSize:
+		return &api.ProblemLimit{Name: api.LimitMaxRecordBytes, Value: int64(l.MaxSize), Flag: "--max-record-bytes", Env: "EVIDENT_MAX_RECORD_BYTES"}
+	}
+	return nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/ledger/canonical"
 )
 
 const ws = "wsp_keys"
@@ -389,7 +390,10 @@ func TestStrictJSON(t *testing.T) {
 		{"response", `{"jsonrpc":"2.0","id":1,"result":{}}`, ""},
 		{"id object", `{"jsonrpc":"2.0","id":{},"method":"m"}`, ledger.CodeMalformed},
 		{"empty method", `{"jsonrpc":"2.0","method":""}`, ledger.CodeMalformed},
-		{"too large", `{"jsonrpc":"2.0","method":"m","pad":"` + strings.Repeat("a", 1<<20) + `"}`, ledger.CodeTooLarge},
+		{"too large", `{"jsonrpc":"2.0","method":"m","pad":"` + strings.Repeat("a", canonical.DefaultMaxSize) + `"}`, ledger.CodeTooLarge},
+		{"too deep", `{"jsonrpc":"2.0","method":"m","pad":` + strings.Repeat("[", canonical.DefaultMaxDepth) + strings.Repeat("]", canonical.DefaultMaxDepth) + `}`, ledger.CodeTooLarge},
+		{"80 levels and 1.1 MB, as the reference Coordinators log", `{"jsonrpc":"2.0","method":"m","deep":` + strings.Repeat("[", 79) + strings.Repeat("]", 79) +
+			`,"pad":"` + strings.Repeat("a", 1100000) + `"}`, ""},
 		{"sig not a string", `{"jsonrpc":"2.0","method":"m","sig":1}`, ledger.CodeSignatureFormat},
 		{"refusal without request", `{"outcome":{}}`, ledger.CodeMalformed},
 		{"refusal with an extra member", `{"outcome":{},"request":{},"note":1}`, ledger.CodeMalformed},

@@ -111,7 +111,7 @@ func (s *State) MarshalJSON() ([]byte, error) {
 
 func refuse(err error) error {
 	code := ledger.CodeMalformed
-	if errors.Is(err, canonical.ErrTooLarge) {
+	if errors.Is(err, canonical.ErrTooLarge) || errors.Is(err, canonical.ErrTooDeep) {
 		code = ledger.CodeTooLarge
 	}
 	return &ledger.RecordError{Code: code, Detail: err.Error(), Err: err}

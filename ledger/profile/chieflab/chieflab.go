@@ -145,7 +145,7 @@ func wrapped(at ledger.Position, data []byte) (*canonical.Object, []byte, string
 	v, err := canonical.Parse(data, canonical.Options{})
 	if err != nil {
 		code := ledger.CodeMalformed
-		if errors.Is(err, canonical.ErrTooLarge) {
+		if errors.Is(err, canonical.ErrTooLarge) || errors.Is(err, canonical.ErrTooDeep) {
 			code = ledger.CodeTooLarge
 		}
 		return nil, nil, "", &ledger.RecordError{Code: code, Detail: err.Error(), Err: err}

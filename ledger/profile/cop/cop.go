@@ -85,7 +85,7 @@ func Parse(data []byte) (*Event, error) {
 	v, err := canonical.Parse(data, canonical.Options{})
 	if err != nil {
 		code := ledger.CodeMalformed
-		if errors.Is(err, canonical.ErrTooLarge) {
+		if errors.Is(err, canonical.ErrTooLarge) || errors.Is(err, canonical.ErrTooDeep) {
 			code = ledger.CodeTooLarge
 		}
 		return nil, &ledger.RecordError{Code: code, Detail: err.Error(), Err: err}
