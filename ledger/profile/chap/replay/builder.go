@@ -36,6 +36,7 @@ type Builder struct {
 	fromGenesis bool            // the chain starts at the workspace's first record
 	noted       map[string]bool // notes already given, by code and object
 	noEvents    bool            // FindingsOnly: the timeline keeps no events
+	interned    map[string]string
 }
 
 // call is one record being replayed: its seq, the record, its params and the event it makes.
@@ -57,7 +58,7 @@ func New(chain, task string, ids *Bindings) *Builder {
 		only: task, roles: map[string]string{}, left: map[string]string{}, lastTS: map[string]time.Time{}, tasks: map[string]*Task{},
 		byID: map[string]*artefact{}, byLogical: map[string]*artefact{}, taskLatest: map[string]*artefact{},
 		delibs: map[string]*Deliberation{}, whispers: map[string]*Whisper{}, lastWhisp: map[string]*Whisper{},
-		handoffIDs: map[string]*Handoff{}, ids: ids, at: -1, prevAt: -1, noted: map[string]bool{}}
+		handoffIDs: map[string]*Handoff{}, ids: ids, at: -1, prevAt: -1, noted: map[string]bool{}, interned: map[string]string{}}
 }
 
 // Replay replays recs, the records of chain from its first (seq 0) in order, in both passes.
@@ -98,6 +99,16 @@ func (b *Builder) note(seq uint64, task, code, object, format string, args ...an
 	b.t.NotEvaluated = append(b.t.NotEvaluated, Note{Seq: seq, Task: task, Code: code, Detail: fmt.Sprintf(format, args...)})
 }
 
+// intern returns the one copy of s the builder keeps.
+func (b *Builder) intern(s string) string {
+	if v, ok := b.interned[s]; ok {
+		return v
+	}
+	s = strings.Clone(s)
+	b.interned[s] = s
+	return s
+}
+
 func (b *Builder) task(id string) *Task {
 	t := b.tasks[id]
 	if t == nil {
@@ -107,13 +118,20 @@ func (b *Builder) task(id string) *Task {
 	return t
 }
 
-// Add reads the record at seq. Records must come in chain order.
+// Add reads the record at seq. Records must come in chain order. Add may set the record's
+// From, Method and key id to equal strings the builder keeps.
 func (b *Builder) Add(seq uint64, r *chap.Record) {
 	if b.t.Entries == 0 {
 		b.fromGenesis = seq == 0 && (r.Seq == nil || *r.Seq == 0)
 	}
 	b.t.Entries++
 	b.prevAt, b.at = b.at, arrivalMs(r.Meta)
+	// The few senders, methods and key ids of a chain are kept once each, not as views of
+	// every record's buffer (which would keep each record alive with them).
+	r.From, r.Method = b.intern(r.From), b.intern(r.Method)
+	if r.Sig != nil {
+		r.Sig.Kid = b.intern(r.Sig.Kid)
+	}
 	if r.Refusal {
 		b.refusal(seq, r)
 		return

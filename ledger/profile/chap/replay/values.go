@@ -8,7 +8,9 @@ import (
 	"github.com/evident-log/evident/ledger/canonical"
 )
 
-// Reading params: the helpers every family uses.
+// Reading params: the helpers every family uses. The strings they return are copies: a
+// string a parsed record holds is a view of that record's buffer, and a timeline keeps what it
+// reads for as long as it lives.
 
 // value renders a member as text: a string as is, anything else as canonical JSON.
 func value(o *canonical.Object, key string) string {
@@ -69,7 +71,7 @@ func str(o *canonical.Object, key string) string {
 	}
 	switch x := v.(type) {
 	case string:
-		return x
+		return strings.Clone(x) // not a view of the record's buffer, which it would keep alive
 	case canonical.Number:
 		return string(x)
 	}
@@ -100,7 +102,7 @@ func strs(o *canonical.Object, key string) []string {
 	var out []string
 	for _, e := range arr {
 		if s, ok := e.(string); ok {
-			out = append(out, s)
+			out = append(out, strings.Clone(s))
 		}
 	}
 	return out
@@ -156,7 +158,7 @@ func names(o *canonical.Object, key string, of func(*canonical.Object) string) [
 	for _, e := range arr {
 		switch x := e.(type) {
 		case string:
-			out = append(out, x)
+			out = append(out, strings.Clone(x))
 		case *canonical.Object:
 			if n := of(x); n != "" {
 				out = append(out, n)

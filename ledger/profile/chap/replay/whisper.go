@@ -18,7 +18,7 @@ func (b *Builder) whisperAsk(c *call) string {
 		// names the ask's envelope id.
 		id, _ = b.create("whisper", c.seq)
 		if c.r.ID != "" {
-			b.whispers[c.r.ID] = w
+			b.whispers[strings.Clone(c.r.ID)] = w
 		}
 	}
 	b.whispers[id] = w
