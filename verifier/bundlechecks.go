@@ -55,7 +55,7 @@ func (b *bundleChain) Lines(name string) (ledger.LineReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &lineReader{f: f, br: NewLines(f)}, nil
+	return &lineReader{f: f, br: NewLines(f, MaxLineSize(b.v.o.Limits))}, nil
 }
 
 func (b *bundleChain) Entries() (ledger.EntryReader, error) {

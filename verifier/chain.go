@@ -206,7 +206,7 @@ func (v *verifier) replay(ref bundle.ChainRef, prof ledger.Profile, claimed map[
 		}
 	}()
 	ids := newIDSet()
-	br := NewLines(f)
+	br := NewLines(f, MaxLineSize(v.o.Limits))
 	stage := "entries " + ref.ID
 	breakAt := func(code Code, where, format string, args ...any) {
 		res.brk = &Check{Code: code, Where: where, Detail: fmt.Sprintf(format, args...)}
@@ -289,14 +289,21 @@ func (v *verifier) replayLine(res *replayResult, chain *ledger.Chain, pool *sigP
 	if e.Meta != nil {
 		meta = append([]byte(nil), e.Meta...)
 	}
-	a, err := chain.AppendStored(append([]byte(nil), e.Record...), meta, e.Arrival)
+	// The record limits are the verifier's policy (Options.Limits), applied before the
+	// profile, which parses whatever they let through.
+	var a *ledger.Appended
+	if err = v.o.Limits.Check(e.Record); err != nil {
+		err = ledger.CanonicalRefusal(err)
+	} else {
+		a, err = chain.AppendStored(append([]byte(nil), e.Record...), meta, e.Arrival)
+	}
 	if err != nil {
 		code := ledger.CodeMalformed
 		var re *ledger.RecordError
 		if errors.As(err, &re) {
 			code = re.Code
 		}
-		breakAt(code, at.String(), "seq %d: record refused by %s: %v%s", seq, chain.Profile, err, limitHint(err, e.Record))
+		breakAt(code, at.String(), "seq %d: record refused by %s: %v%s", seq, chain.Profile, err, limitHint(err, e.Record, v.o.Limits))
 		return
 	}
 	if a.Prev != e.Prev {

@@ -10,11 +10,11 @@ import (
 	"github.com/evident-log/evident/ledger/canonical"
 )
 
-// MaxLineSize returns the longest line of entries.jsonl the verifier reads: a record and its
-// metadata, each up to the record size limit in force (canonical.DefaultLimits, which
-// evident's --max-record-bytes sets), and the line's own members.
-func MaxLineSize() int {
-	return 2*canonical.DefaultLimits().MaxSize + 64<<10
+// MaxLineSize returns the longest line of entries.jsonl the verifier reads under the record
+// limits l: a record and its metadata, each up to l's size limit (evident's
+// --max-record-bytes), and the line's own members.
+func MaxLineSize(l canonical.Limits) int {
+	return 2*l.OrDefault().MaxSize + 64<<10
 }
 
 // lineBuffer is the buffer a bundle file is read through; a longer line is gathered beside it.
@@ -35,9 +35,9 @@ func (l *Lines) TooLong() string {
 	return fmt.Sprintf("line is %d bytes, over %d: if the evidentd that made the bundle took it with a wider --max-record-bytes, verify with --max-record-bytes %d", l.long, l.max, l.long)
 }
 
-// NewLines returns a Lines reading r, with the line limit MaxLineSize() as it is now.
-func NewLines(r io.Reader) *Lines {
-	return &Lines{br: bufio.NewReaderSize(r, lineBuffer), max: MaxLineSize()}
+// NewLines returns a Lines reading r, lines of up to max bytes (MaxLineSize).
+func NewLines(r io.Reader, max int) *Lines {
+	return &Lines{br: bufio.NewReaderSize(r, lineBuffer), max: max}
 }
 
 // Max is the longest line l reads.
@@ -70,16 +70,16 @@ func (l *Lines) Next() (line []byte, tooLong bool, err error) {
 	return buf, false, err
 }
 
-// limitHint is what a refusal of a record for one of the verifier's record limits adds to its
+// limitHint is what a refusal of a record for one of the verifier's record limits l adds to its
 // detail: which flag to raise and how far this record needs it. A bundle from an evidentd
 // whose limits are wider than the verifier's is not broken for that; it verifies once the
 // verifier's limits are as wide. "" for any other refusal.
-func limitHint(err error, record []byte) string {
+func limitHint(err error, record []byte, l canonical.Limits) string {
 	var ce *canonical.Error
 	if !errors.As(err, &ce) || ce.Limit == 0 {
 		return ""
 	}
-	l := canonical.DefaultLimits()
+	l = l.OrDefault()
 	switch {
 	case errors.Is(ce, canonical.ErrTooDeep) && ce.Limit == l.MaxDepth:
 		return fmt.Sprintf(" (the record nests %d levels, past evident's --max-depth %d: if the evidentd that made the bundle took it with a wider --max-depth, verify with --max-depth %d)",

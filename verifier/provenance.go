@@ -161,7 +161,7 @@ func (v *verifier) findRecords(dir string, cc ledger.CrossChain, want map[string
 		return nil // the chain's own checks report it; nothing is found
 	}
 	defer f.Close()
-	br := NewLines(f)
+	br := NewLines(f, MaxLineSize(v.o.Limits))
 	for n := 0; ; n++ {
 		if n%progressEvery == 0 {
 			if err := v.ctx.Err(); err != nil {

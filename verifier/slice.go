@@ -164,7 +164,7 @@ func (v *verifier) sliceEntries(ref bundle.ChainRef, root []byte) sliceResult {
 		return sliceResult{checks: []Check{entries}}
 	}
 	defer f.Close()
-	br := NewLines(f)
+	br := NewLines(f, MaxLineSize(v.o.Limits))
 	var last ledger.Link
 	var lastSeq uint64
 	for {

@@ -14,10 +14,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/evident-log/evident/internal/buildinfo"
+	"github.com/evident-log/evident/ledger/canonical"
+
 	"github.com/fxamacker/cbor/v2"
 	tlog "github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/evident-log/evident/internal/buildinfo"
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
@@ -32,6 +35,10 @@ const progressEvery = 4096
 type Options struct {
 	// Workers verifies record signatures in parallel; 0 means runtime.GOMAXPROCS(0).
 	Workers int
+	// Limits are the record limits (nesting and size) a record of the bundle may have; zero
+	// fields take canonical.DefaultLimits, evidentd's defaults. A bundle from an evidentd whose
+	// limits are wider verifies once these are as wide (the refusal names the value).
+	Limits canonical.Limits
 	// Progress, if set, is called now and then (every few thousand entries, never per entry)
 	// from the goroutine that called Verify.
 	Progress func(stage string, done, total uint64)

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/evident-log/evident/internal/rawjson"
+	"github.com/evident-log/evident/ledger/canonical"
 	"github.com/evident-log/evident/ledger/profile/cop"
 	"github.com/evident-log/evident/verifier"
 )
@@ -63,11 +64,10 @@ func cmdCOPLedger(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if code, ok := checkArgs(fs, "LEDGER"); !ok {
 		return code
 	}
-	restore, usage, ok := limits.apply(fs)
+	lim, usage, ok := limits.get(fs)
 	if !ok {
 		return usage
 	}
-	defer restore()
 	if len(keys) == 0 {
 		return usageErr(fs, "missing --key (the public key of the node that signed the ledger)")
 	}
@@ -93,7 +93,7 @@ func cmdCOPLedger(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 	if *events != "" {
-		ev, err := readEvents(*events)
+		ev, err := readEvents(*events, lim)
 		if err != nil {
 			fmt.Fprintln(stderr, "evident cop-ledger verify:", err)
 			return exitFailure
@@ -126,7 +126,11 @@ func cmdCOPLedger(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if len(line) == 0 {
 			continue
 		}
-		if cerr := chk.Next(line); cerr != nil {
+		cerr := lim.Check(line) // the ledger's lines are records: the limits apply before they are parsed
+		if cerr == nil {
+			cerr = chk.Next(line)
+		}
+		if cerr != nil {
 			var le *cop.LedgerError
 			if errors.As(cerr, &le) {
 				fmt.Fprintf(stdout, "BROKEN: %s line %d: %s\n", pos[0], n+1, le.Detail)
@@ -193,7 +197,7 @@ func parseLedgerKey(b []byte) ([]cop.NodeKey, error) {
 }
 
 // readEvents reads COP Events from JSON Lines: raw events, or entry lines carrying "record".
-func readEvents(path string) (map[string][]byte, error) {
+func readEvents(path string, lim canonical.Limits) (map[string][]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -201,7 +205,7 @@ func readEvents(path string) (map[string][]byte, error) {
 	defer f.Close()
 	out := map[string][]byte{}
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<16), verifier.MaxLineSize()) // an event as large as the record limit, in an entry line
+	sc.Buffer(make([]byte, 0, 1<<16), verifier.MaxLineSize(lim)) // an event as large as the record limit, in an entry line
 	for i := 1; sc.Scan(); i++ {
 		line := sc.Bytes()
 		if len(strings.TrimSpace(string(line))) == 0 {

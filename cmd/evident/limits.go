@@ -22,16 +22,13 @@ func (l *recordLimits) register(fs *flag.FlagSet) {
 	l.size = fs.Int("max-record-bytes", d.MaxSize, "largest record in bytes: as large as the --max-record-bytes of the evidentd that made the bundle (the lines of entries.jsonl may be twice that and 64 KiB)")
 }
 
-// apply checks the flags and sets them as the process's record limits. restore puts back the
-// limits before, so that a command run in-process (the tests) leaves them as it found them.
-func (l *recordLimits) apply(fs *flag.FlagSet) (restore func(), code int, ok bool) {
+// get checks the flags and returns them as the record limits of the command's verification.
+func (l *recordLimits) get(fs *flag.FlagSet) (lim canonical.Limits, code int, ok bool) {
 	switch {
 	case *l.depth < 1 || *l.depth > canonical.MaxDepthCap:
-		return nil, usageErr(fs, "-max-depth must be 1 to %d, not %d", canonical.MaxDepthCap, *l.depth), false
+		return lim, usageErr(fs, "-max-depth must be 1 to %d, not %d", canonical.MaxDepthCap, *l.depth), false
 	case *l.size < 1 || *l.size > maxRecordCap:
-		return nil, usageErr(fs, "-max-record-bytes must be 1 to %d, not %d", maxRecordCap, *l.size), false
+		return lim, usageErr(fs, "-max-record-bytes must be 1 to %d, not %d", maxRecordCap, *l.size), false
 	}
-	before := canonical.DefaultLimits()
-	canonical.SetDefaultLimits(canonical.Limits{MaxDepth: *l.depth, MaxSize: *l.size})
-	return func() { canonical.SetDefaultLimits(before) }, 0, true
+	return canonical.Limits{MaxDepth: *l.depth, MaxSize: *l.size}, 0, true
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/rawjson"
+	"github.com/evident-log/evident/ledger/canonical"
 	"github.com/evident-log/evident/ledger/profile/chap"
 	"github.com/evident-log/evident/ledger/profile/chap/replay"
 	"github.com/evident-log/evident/trustfile"
@@ -59,11 +60,10 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *format != "text" && *format != "json" {
 		return usageErr(fs, "-format must be text or json, not %q", *format)
 	}
-	restore, code, ok := limits.apply(fs)
+	lim, code, ok := limits.get(fs)
 	if !ok {
 		return code
 	}
-	defer restore()
 	var trust *trustfile.File
 	if *trustFile != "" {
 		var err error
@@ -73,7 +73,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	}
 	path := fs.Arg(0)
-	rep, r, code := verifyBundle(ctx, path, *quiet, stderr, func(o *verifier.Options) { o.Trust = trust })
+	rep, r, code := verifyBundle(ctx, path, *quiet, stderr, func(o *verifier.Options) { o.Trust, o.Limits = trust, lim })
 	if rep == nil {
 		return code
 	}
@@ -93,7 +93,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		progress = progressPrinter(stderr)
 	}
 	out := replayOutput{Format: "evident-replay/v1", Bundle: path, Verdict: rep.Verdict, Timelines: []*replay.Timeline{}}
-	tls, err := replayStories(ctx, rep, r, *task, 0, progress)
+	tls, err := replayStories(ctx, rep, r, *task, 0, lim, progress)
 	if progress != nil {
 		fmt.Fprint(stderr, "\r\033[K")
 	}
@@ -156,7 +156,7 @@ func unknownTask(ctx context.Context, fs *flag.FlagSet, r *bundle.Reader, task s
 			continue
 		}
 		chains = append(chains, clean(ref.ID))
-		tl, err := replayChain(ctx, r, ref, "", true, nil)
+		tl, err := replayChain(ctx, r, ref, "", true, canonical.Limits{}, nil)
 		if err != nil {
 			continue
 		}
@@ -194,9 +194,9 @@ func summary(rep *verifier.Report) string {
 //
 // findingsOnly keeps no events (replay.Builder.FindingsOnly): what a story and a task list need,
 // in memory that grows with the tasks, not the entries.
-func replayChain(ctx context.Context, r *bundle.Reader, ref bundle.ChainRef, task string, findingsOnly bool, progress func(string, uint64, uint64)) (*replay.Timeline, error) {
+func replayChain(ctx context.Context, r *bundle.Reader, ref bundle.ChainRef, task string, findingsOnly bool, lim canonical.Limits, progress func(string, uint64, uint64)) (*replay.Timeline, error) {
 	ix := replay.NewIndex()
-	if err := eachRecord(ctx, r, ref, func(n uint64) {
+	if err := eachRecord(ctx, r, ref, lim, func(n uint64) {
 		if progress != nil {
 			progress("replay "+ref.ID+" (ids)", n, ref.Size)
 		}
@@ -207,7 +207,7 @@ func replayChain(ctx context.Context, r *bundle.Reader, ref bundle.ChainRef, tas
 	if findingsOnly {
 		b.FindingsOnly()
 	}
-	if err := eachRecord(ctx, r, ref, func(n uint64) {
+	if err := eachRecord(ctx, r, ref, lim, func(n uint64) {
 		if progress != nil {
 			progress("replay "+ref.ID, n, ref.Size)
 		}
@@ -220,13 +220,13 @@ func replayChain(ctx context.Context, r *bundle.Reader, ref bundle.ChainRef, tas
 // eachRecord reads a chain's entries in order and gives each record, with the metadata its
 // submitter sent beside it (a Coordinator's arrival time), to add; tick is told the count read
 // every 4,096 entries.
-func eachRecord(ctx context.Context, r *bundle.Reader, ref bundle.ChainRef, tick func(uint64), add func(uint64, *chap.Record)) error {
+func eachRecord(ctx context.Context, r *bundle.Reader, ref bundle.ChainRef, lim canonical.Limits, tick func(uint64), add func(uint64, *chap.Record)) error {
 	f, err := r.OpenFile(bundle.EntriesFile(ref.Dir))
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	br := verifier.NewLines(f)
+	br := verifier.NewLines(f, verifier.MaxLineSize(lim))
 	var n uint64
 	for {
 		line, tooLong, err := br.Next()
@@ -393,7 +393,7 @@ func clean(s string) string {
 // timeline of every CHAP chain in the bundle, maxEntries rows of each (0: all).
 // r is the reader the report was made from; nil (a bundle refused at open) shows the report
 // alone.
-func writeHTML(ctx context.Context, w io.Writer, rep *verifier.Report, r *bundle.Reader, maxEntries int) error {
+func writeHTML(ctx context.Context, w io.Writer, rep *verifier.Report, r *bundle.Reader, maxEntries int, lim canonical.Limits) error {
 	in := htmlreport.Input{Report: rep, MaxEntries: maxEntries}
 	if maxEntries == 0 {
 		in.MaxEntries = -1
@@ -402,7 +402,7 @@ func writeHTML(ctx context.Context, w io.Writer, rep *verifier.Report, r *bundle
 		return htmlreport.Write(w, in)
 	}
 	// A chain the verifier found broken may not replay; its story says why.
-	tls, err := replayStories(ctx, rep, r, "", 0, nil)
+	tls, err := replayStories(ctx, rep, r, "", 0, lim, nil)
 	if err != nil {
 		return err
 	}

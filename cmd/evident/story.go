@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/ledger/canonical"
 	"github.com/evident-log/evident/ledger/profile/chap"
 	"github.com/evident-log/evident/ledger/profile/chap/replay"
 	"github.com/evident-log/evident/verifier"
@@ -16,12 +17,12 @@ import (
 // chains that replayed. A chain that does not replay (one the verifier found broken may not)
 // has a Story saying why and no timeline; only a cancelled context is an error.
 //
-// maxEntries, when above 0, bounds the chains replayed: the replay keeps every event of a
+// lim are the record limits the bundle was verified with. maxEntries, when above 0, bounds the chains replayed: the replay keeps every event of a
 // chain in memory (about 1.8 KB an entry), which evident verify's text and JSON reports, made
 // in bounded memory otherwise, cannot afford on a chain of millions; a larger chain's story is
 // then not evaluated, and says where it is (evident replay, or the HTML report). Such a
 // replay (evident verify's text and JSON) keeps no events, only what the story needs.
-func replayStories(ctx context.Context, rep *verifier.Report, r *bundle.Reader, task string, maxEntries uint64, progress func(string, uint64, uint64)) ([]*replay.Timeline, error) {
+func replayStories(ctx context.Context, rep *verifier.Report, r *bundle.Reader, task string, maxEntries uint64, lim canonical.Limits, progress func(string, uint64, uint64)) ([]*replay.Timeline, error) {
 	var tls []*replay.Timeline
 	rep.Story = nil
 	for _, ref := range r.Manifest.Chains {
@@ -33,7 +34,7 @@ func replayStories(ctx context.Context, rep *verifier.Report, r *bundle.Reader, 
 				NotReplayed: fmt.Sprintf("%d entries, over the %d evident verify replays for its text and JSON reports (-story-max-entries); evident replay BUNDLE or evident verify --format html replays it whole", ref.Size, maxEntries)})
 			continue
 		}
-		tl, err := replayChain(ctx, r, ref, task, maxEntries > 0, progress)
+		tl, err := replayChain(ctx, r, ref, task, maxEntries > 0, lim, progress)
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
 				return nil, cerr

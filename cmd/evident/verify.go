@@ -60,11 +60,10 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *maxEntries < 0 {
 		return usageErr(fs, "-max-entries must be 0 (all) or more, not %d", *maxEntries)
 	}
-	restore, code, ok := limits.apply(fs)
+	lim, code, ok := limits.get(fs)
 	if !ok {
 		return code
 	}
-	defer restore()
 	var issuers []crypto.PublicKey
 	if *issuerKeys != "" {
 		keys, err := readKeys(*issuerKeys)
@@ -91,6 +90,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	rep, r, code := verifyBundle(ctx, fs.Arg(0), *quiet, stderr, func(o *verifier.Options) {
 		o.Checkpoints, o.WitnessMaxAge, o.RequirePQ = extra.list, *maxAge, *requirePQ
 		o.TrustedLogKeys, o.TrustedIssuers, o.Trust = pinnedLog, issuers, trust
+		o.Limits = lim
 	})
 	if rep == nil {
 		return code
@@ -110,14 +110,14 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if r != nil && *format != "html" {
 		// The story's findings beside the integrity verdict (writeHTML replays for its timeline).
-		if _, err := replayStories(ctx, rep, r, "", *storyMax, nil); err != nil {
+		if _, err := replayStories(ctx, rep, r, "", *storyMax, lim, nil); err != nil {
 			fmt.Fprintln(stderr, "evident verify:", err)
 			return exitFailure
 		}
 	}
 	switch *format {
 	case "html":
-		err = writeHTML(ctx, out, rep, r, *maxEntries)
+		err = writeHTML(ctx, out, rep, r, *maxEntries, lim)
 	case "json":
 		err = rep.WriteJSON(out)
 	default:

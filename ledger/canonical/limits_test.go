@@ -48,8 +48,8 @@ func TestDeepAndLarge(t *testing.T) {
 	}{
 		{"80 levels", deepDoc(80), Options{}, nil, 0},
 		{"5000 levels", deepDoc(5000), CHAP, nil, 0},
-		{"default depth", deepDoc(DefaultMaxDepth), Options{}, nil, 0},
-		{"default depth + 1", deepDoc(DefaultMaxDepth + 1), Options{}, ErrTooDeep, DefaultMaxDepth},
+		{"default depth", deepDoc(DefaultMaxDepth), Options{MaxDepth: DefaultMaxDepth}, nil, 0},
+		{"default depth + 1", deepDoc(DefaultMaxDepth + 1), Options{MaxDepth: DefaultMaxDepth}, ErrTooDeep, DefaultMaxDepth},
 		{"lowered depth", deepDoc(81), Options{MaxDepth: 80}, ErrTooDeep, 80},
 		{"3 MiB string", `{"draft":"` + big + `"}`, CHAP, nil, 0},
 		{"3 MiB string, 1 MiB limit", `{"draft":"` + big + `"}`, Options{MaxSize: 1 << 20}, ErrTooLarge, 1 << 20},
@@ -120,28 +120,43 @@ func TestFrameSizes(t *testing.T) {
 	}
 }
 
-func TestSetDefaultLimits(t *testing.T) {
-	defer SetDefaultLimits(Limits{})
-	SetDefaultLimits(Limits{MaxDepth: 10, MaxSize: 100})
-	if got := DefaultLimits(); got != (Limits{MaxDepth: 10, MaxSize: 100}) {
-		t.Fatalf("DefaultLimits = %+v", got)
+// TestLimitsCheck: Limits.Check refuses what a Parse under the same limits refuses for size
+// or nesting, with the same error (code and limit), and passes what is within them; zero
+// fields take the defaults, a depth above the cap is the cap.
+func TestLimitsCheck(t *testing.T) {
+	l := Limits{MaxDepth: 10, MaxSize: 100}
+	tests := []struct {
+		name string
+		data []byte
+		want error
+	}{
+		{"10 levels", []byte(deepDoc(10)), nil},
+		{"11 levels", []byte(deepDoc(11)), ErrTooDeep},
+		{"brackets in a string do not nest", []byte(`["[[[[[[[[[[[[[[[[[[[["]`), nil},
+		{"100 bytes", append(append([]byte(`"`), bytes.Repeat([]byte("a"), 98)...), '"'), nil},
+		{"101 bytes", append(append([]byte(`"`), bytes.Repeat([]byte("a"), 99)...), '"'), ErrTooLarge},
 	}
-	if _, err := Parse([]byte(deepDoc(11)), CHAP); !errors.Is(err, ErrTooDeep) {
-		t.Fatalf("11 levels under a default of 10: %v", err)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := l.Check(tc.data)
+			_, perr := Parse(tc.data, Options{MaxDepth: l.MaxDepth, MaxSize: l.MaxSize})
+			if !errors.Is(err, tc.want) || !errors.Is(perr, tc.want) {
+				t.Fatalf("Check: %v, Parse: %v, want %v", err, perr, tc.want)
+			}
+			var ce, pe *Error
+			if tc.want != nil && (!errors.As(err, &ce) || !errors.As(perr, &pe) || ce.Limit != pe.Limit) {
+				t.Fatalf("limits named: Check %+v, Parse %+v", ce, pe)
+			}
+		})
 	}
-	if _, err := Parse([]byte(deepDoc(11)), Options{MaxDepth: 11}); err != nil {
-		t.Fatalf("an explicit MaxDepth overrides the default: %v", err)
+	if got := (Limits{}).OrDefault(); got != DefaultLimits() {
+		t.Fatalf("zero limits: %+v", got)
 	}
-	if _, err := Parse(make([]byte, 101), Options{}); !errors.Is(err, ErrTooLarge) {
-		t.Fatalf("101 bytes under a default of 100: %v", err)
+	if got := (Limits{MaxDepth: MaxDepthCap * 4}).OrDefault(); got.MaxDepth != MaxDepthCap {
+		t.Fatalf("a depth above the cap: %+v", got)
 	}
-	SetDefaultLimits(Limits{MaxDepth: MaxDepthCap * 4})
-	if got := DefaultLimits(); got != (Limits{MaxDepth: MaxDepthCap, MaxSize: DefaultMaxSize}) {
-		t.Fatalf("DefaultLimits after a depth above the cap = %+v", got)
-	}
-	SetDefaultLimits(Limits{})
-	if got := DefaultLimits(); got != (Limits{MaxDepth: DefaultMaxDepth, MaxSize: DefaultMaxSize}) {
-		t.Fatalf("DefaultLimits after a reset = %+v", got)
+	if _, err := Parse([]byte(deepDoc(DefaultMaxDepth+1)), Options{}); err != nil {
+		t.Fatalf("Options{} is bounded by the caps, not the default record limits: %v", err)
 	}
 }
 

@@ -5,20 +5,20 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync/atomic"
+
+	"github.com/evident-log/evident/internal/rawjson"
 )
 
-// DefaultMaxDepth is the nesting limit used when Options.MaxDepth is zero and no program
-// has set another with SetDefaultLimits. It is far above what any JSON producer a
-// Coordinator runs on writes (Python's json stops near 1,000 levels, Node's JSON.stringify
-// at a few thousand): parsing and encoding hold nesting on an explicit stack of frameSize
-// bytes a level, never on the goroutine stack, so the limit costs memory in proportion to
-// the input actually nested, at most 100,000 × frameSize (under 7 MB).
+// DefaultMaxDepth is the default record nesting limit of evidentd (--max-depth) and of the
+// verifier: far above what any JSON producer a Coordinator runs on writes (Python's json stops
+// near 1,000 levels, Node's JSON.stringify at a few thousand). Parsing and encoding hold
+// nesting on an explicit stack of frameSize bytes a level, never on the goroutine stack, so a
+// limit costs memory in proportion to the input actually nested.
 const DefaultMaxDepth = 100_000
 
-// DefaultMaxSize is the input size limit in bytes used when Options.MaxSize is zero and no
-// program has set another with SetDefaultLimits: 32 MiB, many times the largest record an
-// agent's draft makes (a few MiB).
+// DefaultMaxSize is the default record size limit in bytes of evidentd (--max-record-bytes)
+// and of the verifier: 32 MiB, many times the largest record an agent's draft makes (a few
+// MiB).
 const DefaultMaxSize = 32 << 20
 
 // MaxDepthCap bounds the nesting of any value whatever the caller asks for: Options.MaxDepth
@@ -26,45 +26,56 @@ const DefaultMaxSize = 32 << 20
 // catches a cyclic Object). At frameSize bytes a level its explicit stack stays under 100 MB.
 const MaxDepthCap = 1 << 20
 
-// Limits are the nesting and size limits Options with zero fields take.
+// MaxSizeCap is the size limit of a Parse whose Options leave it zero: 1 GiB, the most any
+// record limit may be set to. What a record may be is a policy the program applies before
+// parsing (Limits.Check), with the limits it was configured with.
+const MaxSizeCap = 1 << 30
+
+// Limits are a program's record limits: the nesting and size a record may have.
 type Limits struct {
 	MaxDepth int // most nested arrays and objects
 	MaxSize  int // most bytes of input
 }
 
-// defaults holds the limits SetDefaultLimits set; zero fields mean the package constants.
-var defaults struct{ depth, size atomic.Int64 }
+// DefaultLimits returns DefaultMaxDepth and DefaultMaxSize.
+func DefaultLimits() Limits { return Limits{MaxDepth: DefaultMaxDepth, MaxSize: DefaultMaxSize} }
 
-// SetDefaultLimits sets the limits of every later Parse whose Options leave them zero (a
-// profile parses records with Options{}), for the whole process: a program calls it once at
-// start from its configuration. A zero or negative field restores the package default;
-// MaxDepth above MaxDepthCap is taken as MaxDepthCap.
-func SetDefaultLimits(l Limits) {
-	defaults.depth.Store(int64(max(0, min(l.MaxDepth, MaxDepthCap))))
-	defaults.size.Store(int64(max(0, l.MaxSize)))
-}
-
-// DefaultLimits returns the limits Options with zero fields take: those SetDefaultLimits set,
-// else DefaultMaxDepth and DefaultMaxSize.
-func DefaultLimits() Limits {
-	l := Limits{MaxDepth: int(defaults.depth.Load()), MaxSize: int(defaults.size.Load())}
-	if l.MaxDepth == 0 {
+// OrDefault returns l with each zero (or negative) field taken from DefaultLimits, and MaxDepth
+// above MaxDepthCap taken as MaxDepthCap.
+func (l Limits) OrDefault() Limits {
+	if l.MaxDepth <= 0 {
 		l.MaxDepth = DefaultMaxDepth
 	}
-	if l.MaxSize == 0 {
+	if l.MaxSize <= 0 {
 		l.MaxSize = DefaultMaxSize
 	}
+	l.MaxDepth = min(l.MaxDepth, MaxDepthCap)
 	return l
 }
 
-// Options bounds and shapes parsing. The zero value is general RFC 8785
-// JSON with the default limits.
+// Check refuses data larger or more deeply nested than l (OrDefault) allows, with the *Error
+// a Parse under those limits returns (ErrTooLarge or ErrTooDeep, Limit set), without parsing
+// it: nesting is counted by brackets outside strings. Data within the limits may still be
+// refused by the parser for anything else.
+func (l Limits) Check(data []byte) error {
+	l = l.OrDefault()
+	if len(data) > l.MaxSize {
+		return tooLarge(len(data), l.MaxSize)
+	}
+	if d := rawjson.Depth(data); d > l.MaxDepth {
+		return &Error{Code: ErrTooDeep, Offset: -1, Limit: l.MaxDepth,
+			Detail: fmt.Sprintf("%d levels nested, more than %d nested arrays or objects", d, l.MaxDepth)}
+	}
+	return nil
+}
+
+// Options bounds and shapes parsing. The zero value is general RFC 8785 JSON bounded only by
+// MaxDepthCap and MaxSizeCap; a program's record limits are applied with Limits.Check.
 type Options struct {
 	// MaxDepth is the maximum nesting of arrays and objects; 0 (or a negative value) means
-	// DefaultLimits().MaxDepth, and values above MaxDepthCap are treated as MaxDepthCap.
+	// MaxDepthCap, and values above MaxDepthCap are treated as MaxDepthCap.
 	MaxDepth int
-	// MaxSize is the maximum input size in bytes; 0 (or a negative value)
-	// means DefaultLimits().MaxSize.
+	// MaxSize is the maximum input size in bytes; 0 (or a negative value) means MaxSizeCap.
 	MaxSize int
 	// SafeIntegersOnly applies the CHAP number rule: only numbers whose exact
 	// value is an integer with |n| <= 2^53-1 are accepted.
@@ -77,14 +88,11 @@ var CHAP = Options{SafeIntegersOnly: true}
 
 func (o Options) limits() (depth, size int) {
 	depth, size = o.MaxDepth, o.MaxSize
-	if depth <= 0 || size <= 0 {
-		d := DefaultLimits()
-		if depth <= 0 {
-			depth = d.MaxDepth
-		}
-		if size <= 0 {
-			size = d.MaxSize
-		}
+	if depth <= 0 {
+		depth = MaxDepthCap
+	}
+	if size <= 0 {
+		size = MaxSizeCap
 	}
 	return min(depth, MaxDepthCap), size
 }

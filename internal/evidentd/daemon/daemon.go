@@ -50,8 +50,7 @@ type Config struct {
 	MaxBody                   int64
 	MaxBatch                  int
 	// MaxDepth and MaxRecordBytes bound one record's nesting and size (--max-depth,
-	// --max-record-bytes); 0 leaves canonical's defaults. They are the process's limits for
-	// every record parsed (canonical.SetDefaultLimits), not this daemon's alone.
+	// --max-record-bytes); 0 leaves canonical's defaults.
 	MaxDepth       int
 	MaxRecordBytes int
 	Logger         *slog.Logger
@@ -113,9 +112,6 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
-	}
-	if cfg.MaxDepth != 0 || cfg.MaxRecordBytes != 0 {
-		canonical.SetDefaultLimits(canonical.Limits{MaxDepth: cfg.MaxDepth, MaxSize: cfg.MaxRecordBytes})
 	}
 	if err := os.MkdirAll(filepath.Join(cfg.Data, "keys"), 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
@@ -200,7 +196,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		d.closeParts()
 		return nil, err
 	}
-	d.handler = server.New(server.Config{Pipeline: p, Store: st, Service: svc, Tokens: cfg.Tokens, ClientCerts: cfg.ClientCA != "", MaxBody: cfg.MaxBody, MaxBatch: cfg.MaxBatch,
+	d.handler = server.New(server.Config{Pipeline: p, Store: st, Service: svc, Tokens: cfg.Tokens, ClientCerts: cfg.ClientCA != "", MaxBody: cfg.MaxBody, MaxBatch: cfg.MaxBatch, Limits: canonical.Limits{MaxDepth: cfg.MaxDepth, MaxSize: cfg.MaxRecordBytes},
 		Producer: buildinfo.Read().Program("evidentd"), Logger: cfg.Logger, SCITT: sc, COPNode: copNode, AccessLog: cfg.AccessLog,
 		Metrics: append([]prometheus.Collector{refused.Collector()}, journalMetrics(st)...)})
 	bg, cancel := context.WithCancel(context.Background())

@@ -32,6 +32,16 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	// The record limits are the service's policy, applied before the profile parses a record.
+	for i, rec := range records {
+		if err := s.c.Limits.Check(rec); err != nil {
+			s.m.recordsRefused.Add(1)
+			re := ledger.CanonicalRefusal(err).(*ledger.RecordError)
+			re.Index = i
+			s.fail(w, r, re)
+			return
+		}
+	}
 	acc, err := s.c.Pipeline.Ingest(r.Context(), chain, r.URL.Query().Get("profile"), records)
 	if err != nil {
 		s.m.recordsRefused.Add(1)

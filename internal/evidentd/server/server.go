@@ -62,6 +62,9 @@ type Config struct {
 	ClientCerts bool
 	MaxBody     int64
 	MaxBatch    int
+	// Limits are the record limits (--max-depth, --max-record-bytes) a record must keep to;
+	// zero fields take canonical.DefaultLimits.
+	Limits      canonical.Limits
 	SealTimeout time.Duration
 	Producer    string // written into bundles, e.g. "evidentd v0.1.0"
 	Logger      *slog.Logger
@@ -338,7 +341,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		case ledger.CodeFork, ledger.CodePrevMismatch, ledger.CodeIDReused, ledger.CodeClosed, ledger.CodeProfileMismatch:
 			status = http.StatusConflict
 		}
-		problemLimit(w, status, api.LedgerCode(re.Code), re.Detail, re.Index, recordLimit(re))
+		problemLimit(w, status, api.LedgerCode(re.Code), re.Detail, re.Index, s.recordLimit(re))
 	case errors.Is(err, ingest.ErrNoChain):
 		problem(w, http.StatusNotFound, api.CodeNoSuchChain, err.Error(), -1)
 	case errors.Is(err, ingest.ErrUnknownProfile):
@@ -358,14 +361,14 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
-// recordLimit returns the record limit a refusal went past (the process's canonical limits,
-// which evidentd's --max-depth and --max-record-bytes set), nil when it went past none.
-func recordLimit(err error) *api.ProblemLimit {
+// recordLimit returns the record limit (Config.Limits: evidentd's --max-depth and
+// --max-record-bytes) a refusal went past, nil when it went past none.
+func (s *Server) recordLimit(err error) *api.ProblemLimit {
 	var ce *canonical.Error
 	if !errors.As(err, &ce) || ce.Limit == 0 {
 		return nil
 	}
-	l := canonical.DefaultLimits()
+	l := s.c.Limits.OrDefault()
 	switch {
 	case errors.Is(ce, canonical.ErrTooDeep) && ce.Limit == l.MaxDepth:
 		return &api.ProblemLimit{Name: api.LimitMaxDepth, Value: int64(l.MaxDepth), Flag: "--max-depth", Env: "EVIDENT_MAX_DEPTH"}

@@ -390,8 +390,9 @@ func TestStrictJSON(t *testing.T) {
 		{"response", `{"jsonrpc":"2.0","id":1,"result":{}}`, ""},
 		{"id object", `{"jsonrpc":"2.0","id":{},"method":"m"}`, ledger.CodeMalformed},
 		{"empty method", `{"jsonrpc":"2.0","method":""}`, ledger.CodeMalformed},
-		{"too large", `{"jsonrpc":"2.0","method":"m","pad":"` + strings.Repeat("a", canonical.DefaultMaxSize) + `"}`, ledger.CodeTooLarge},
-		{"too deep", `{"jsonrpc":"2.0","method":"m","pad":` + strings.Repeat("[", canonical.DefaultMaxDepth) + strings.Repeat("]", canonical.DefaultMaxDepth) + `}`, ledger.CodeTooLarge},
+		// The record limits (--max-depth, --max-record-bytes) are the service's policy, applied
+		// before the profile (canonical.Limits.Check); the profile's parser stops at the caps.
+		{"deeper than the cap", `{"jsonrpc":"2.0","method":"m","pad":` + strings.Repeat("[", canonical.MaxDepthCap) + strings.Repeat("]", canonical.MaxDepthCap) + `}`, ledger.CodeTooLarge},
 		{"80 levels and 1.1 MB, as the reference Coordinators log", `{"jsonrpc":"2.0","method":"m","deep":` + strings.Repeat("[", 79) + strings.Repeat("]", 79) +
 			`,"pad":"` + strings.Repeat("a", 1100000) + `"}`, ""},
 		{"sig not a string", `{"jsonrpc":"2.0","method":"m","sig":1}`, ledger.CodeSignatureFormat},
