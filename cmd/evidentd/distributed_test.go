@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,6 +45,7 @@ func TestDistributedTwoReplicas(t *testing.T) {
 		{"burst-of-new-chains", burstOfNewChains},
 		{"seal-while-replica-starts", sealWhileReplicaStarts},
 		{"behind-the-proxy", behindTheProxy},
+		{"record-over-the-packet", recordOverThePacket},
 		{"end-state", checkEndState},
 	} {
 		t.Run(s.name, func(t *testing.T) {
@@ -555,4 +558,79 @@ func indexesOf(entries [][32]byte, entry [32]byte) []uint64 {
 func tailLines(b []byte, n int) []byte {
 	lines := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
 	return bytes.Join(lines[max(0, len(lines)-n):], []byte("\n"))
+}
+
+// recordOverThePacket: the database's max_allowed_packet bounds the records the replicas take
+// when it is below --max-record-bytes (MariaDB's default, 16 MiB, is below the default 32 MiB):
+// a record larger than one INSERT carries is refused on arrival, 413 record_too_large naming
+// max_allowed_packet as what to raise, and the chain is unchanged on both replicas; a record
+// of a few MiB is taken.
+func recordOverThePacket(t *testing.T, c *cluster, a *answers) {
+	const chain = "wsp_dist-packet"
+	ctx := t.Context()
+	db, err := sql.Open("mysql", c.dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var packet int
+	if err := db.QueryRowContext(ctx, "SELECT @@max_allowed_packet").Scan(&packet); err != nil {
+		t.Fatal(err)
+	}
+	largest := packet - 64<<10
+	if largest >= canonical.DefaultMaxSize {
+		t.Skipf("max_allowed_packet is %d: the default record limit binds first", packet)
+	}
+	cast := joinChain(t, c, 0, chain, a)
+	h, err := c.head(ctx, 0, chain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, err := padded(cast.Bot, chain, "packet-big", h.Head, largest+1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans, err := c.ingest(ctx, 0, chain, [][]byte{big})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p api.Problem
+	if ans.status != http.StatusRequestEntityTooLarge || json.Unmarshal(ans.body, &p) != nil || p.Code != api.CodeRecordTooLarge ||
+		p.Limit == nil || p.Limit.Name != api.LimitMaxRecordBytes || p.Limit.Value != int64(largest) || !strings.Contains(p.Limit.Flag, "max_allowed_packet") {
+		t.Fatalf("a record of %d bytes over a packet of %d: %d %s", len(big), packet, ans.status, ans.body)
+	}
+	for i := range 2 {
+		if o, err := c.head(ctx, i, chain); err != nil || o != h {
+			t.Fatalf("replica %d after the refusal: %+v %v, want %+v", i, o, err, h)
+		}
+	}
+	ok, err := padded(cast.Bot, chain, "packet-ok", h.Head, 3<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans, err = c.ingest(ctx, 1, chain, [][]byte{ok})
+	if err != nil || ans.status != http.StatusCreated {
+		t.Fatalf("a 3 MiB record: %v %v", ans.status, err)
+	}
+	if err := a.ack(chain, []string{"packet-ok"}, ans.body); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// padded is a signed task.update of sender on ws, naming head, whose params carry a string
+// that makes the record at least n bytes.
+func padded(sender *scenario.Participant, ws, id string, head ledger.Link, n int) ([]byte, error) {
+	env := map[string]any{"jsonrpc": "2.0", "chap": "0.3", "id": id, "ts": ledger.Timestamp(time.Now().Add(-time.Minute)),
+		"workspace": ws, "from": sender.URI, "to": "coordinator", "type": "request", "method": "task.update",
+		"params": map[string]any{"task_id": id, "status": "in_progress", "draft": strings.Repeat("d", n)}, "evidence": map[string]any{"prev_hash": head.String()}}
+	raw, err := json.Marshal(env)
+	if err != nil {
+		return nil, err
+	}
+	tag, err := chap.Sign(raw, sender.Kid, sender.Key)
+	if err != nil {
+		return nil, err
+	}
+	env["sig"] = tag
+	return json.Marshal(env)
 }

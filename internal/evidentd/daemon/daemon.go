@@ -24,6 +24,7 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/server"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/internal/evidentd/store/journal"
+	"github.com/evident-log/evident/internal/evidentd/store/mysql"
 	"github.com/evident-log/evident/internal/evidentd/store/sqlite"
 	"github.com/evident-log/evident/ledger/canonical"
 	"github.com/evident-log/evident/ledger/profile"
@@ -154,8 +155,16 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		return nil, fmt.Errorf("transparency log: %w", err)
 	}
 	var st store.Store
+	limits := canonical.Limits{MaxDepth: cfg.MaxDepth, MaxSize: cfg.MaxRecordBytes}.OrDefault()
+	packetBound := false
 	if cfg.Distributed != nil {
-		st, err = cfg.Distributed.openStore(ctx)
+		var mst *mysql.Store
+		if mst, err = cfg.Distributed.openStore(ctx); err == nil {
+			st = mst
+			if limits, packetBound, err = fitPacket(ctx, mst, limits, cfg.Logger); err != nil {
+				mst.Close()
+			}
+		}
 	} else {
 		st, err = sqlite.OpenJournaled(ctx, filepath.Join(cfg.Data, "ledger.db"), filepath.Join(cfg.Data, "journal"), journal.Options{Logger: cfg.Logger})
 	}
@@ -196,7 +205,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		d.closeParts()
 		return nil, err
 	}
-	d.handler = server.New(server.Config{Pipeline: p, Store: st, Service: svc, Tokens: cfg.Tokens, ClientCerts: cfg.ClientCA != "", MaxBody: cfg.MaxBody, MaxBatch: cfg.MaxBatch, Limits: canonical.Limits{MaxDepth: cfg.MaxDepth, MaxSize: cfg.MaxRecordBytes},
+	d.handler = server.New(server.Config{Pipeline: p, Store: st, Service: svc, Tokens: cfg.Tokens, ClientCerts: cfg.ClientCA != "", MaxBody: cfg.MaxBody, MaxBatch: cfg.MaxBatch, Limits: limits, PacketBound: packetBound,
 		Producer: buildinfo.Read().Program("evidentd"), Logger: cfg.Logger, SCITT: sc, COPNode: copNode, AccessLog: cfg.AccessLog,
 		Metrics: append([]prometheus.Collector{refused.Collector()}, journalMetrics(st)...)})
 	bg, cancel := context.WithCancel(context.Background())
@@ -307,4 +316,22 @@ func (d *Daemon) tlsConfig() (*tls.Config, error) {
 		tc.ClientAuth = tls.VerifyClientCertIfGiven
 	}
 	return tc, nil
+}
+
+// fitPacket lowers the record size limit to what one INSERT carries under the database's
+// max_allowed_packet (mysql.Store.LargestRecord) when that is smaller, and says so at WARN:
+// a larger record would otherwise be taken by the profile and fail in the database, stopping
+// its chain there. bound reports whether the database set the limit.
+func fitPacket(ctx context.Context, st *mysql.Store, l canonical.Limits, log *slog.Logger) (_ canonical.Limits, bound bool, err error) {
+	largest, err := st.LargestRecord(ctx)
+	if err != nil {
+		return l, false, err
+	}
+	if largest >= l.MaxSize {
+		return l, false, nil
+	}
+	log.Warn("record size limited by the database: its max_allowed_packet takes smaller records than --max-record-bytes; raise max_allowed_packet (SET GLOBAL max_allowed_packet, or the server's configuration) and restart to take larger ones",
+		"max_record_bytes", l.MaxSize, "records_up_to", largest)
+	l.MaxSize = largest
+	return l, true, nil
 }

@@ -64,7 +64,10 @@ type Config struct {
 	MaxBatch    int
 	// Limits are the record limits (--max-depth, --max-record-bytes) a record must keep to;
 	// zero fields take canonical.DefaultLimits.
-	Limits      canonical.Limits
+	Limits canonical.Limits
+	// PacketBound says the size limit is the database's (its max_allowed_packet), below
+	// --max-record-bytes: a refusal then names that as what to raise.
+	PacketBound bool
 	SealTimeout time.Duration
 	Producer    string // written into bundles, e.g. "evidentd v0.1.0"
 	Logger      *slog.Logger
@@ -372,6 +375,8 @@ func (s *Server) recordLimit(err error) *api.ProblemLimit {
 	switch {
 	case errors.Is(ce, canonical.ErrTooDeep) && ce.Limit == l.MaxDepth:
 		return &api.ProblemLimit{Name: api.LimitMaxDepth, Value: int64(l.MaxDepth), Flag: "--max-depth", Env: "EVIDENT_MAX_DEPTH"}
+	case errors.Is(ce, canonical.ErrTooLarge) && ce.Limit == l.MaxSize && s.c.PacketBound:
+		return &api.ProblemLimit{Name: api.LimitMaxRecordBytes, Value: int64(l.MaxSize), Flag: "the database's max_allowed_packet", Env: "SET GLOBAL max_allowed_packet (then restart evidentd)"}
 	case errors.Is(ce, canonical.ErrTooLarge) && ce.Limit == l.MaxSize:
 		return &api.ProblemLimit{Name: api.LimitMaxRecordBytes, Value: int64(l.MaxSize), Flag: "--max-record-bytes", Env: "EVIDENT_MAX_RECORD_BYTES"}
 	}

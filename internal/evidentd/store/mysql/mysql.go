@@ -305,3 +305,20 @@ func conflict(err error) error {
 	}
 	return err
 }
+
+// LargestRecord returns the largest record one INSERT carries under the server's
+// max_allowed_packet: what is left of the packet after 64 KiB for the row's other columns (a
+// statement with a record of 4 KiB or more is sent prepared, its values apart from its text
+// and unescaped: sqlstore.preparedFrom). evidentd limits records to it when it is below
+// --max-record-bytes, so that a record is refused on arrival with the limit named rather than
+// failing in the database.
+func (s *Store) LargestRecord(ctx context.Context) (int, error) {
+	var packet int64
+	if err := s.db.QueryRowContext(ctx, "SELECT @@max_allowed_packet").Scan(&packet); err != nil {
+		return 0, fmt.Errorf("mysql ledger store: reading max_allowed_packet: %w", err)
+	}
+	return largestRecord(packet), nil
+}
+
+// largestRecord is LargestRecord's arithmetic for a max_allowed_packet of packet bytes.
+func largestRecord(packet int64) int { return int(max(packet-64<<10, 0)) }

@@ -145,3 +145,29 @@ func TestOpenRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestLargestRecord: the largest record one INSERT carries is what max_allowed_packet leaves
+// after 64 KiB; on a server it is read from the server.
+func TestLargestRecord(t *testing.T) {
+	for _, tc := range []struct {
+		packet int64
+		want   int
+	}{
+		{16 << 20, 16<<20 - 64<<10}, // MariaDB's default: below the default record limit
+		{64 << 20, 64<<20 - 64<<10}, // MySQL's default
+		{32 << 10, 0},
+	} {
+		if got := largestRecord(tc.packet); got != tc.want {
+			t.Errorf("largestRecord(%d) = %d, want %d", tc.packet, got, tc.want)
+		}
+	}
+	s, err := Open(context.Background(), testinfra.MySQLDatabase(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	n, err := s.LargestRecord(context.Background())
+	if err != nil || n <= 0 || (n+64<<10)%1024 != 0 {
+		t.Fatalf("LargestRecord = %d, %v: want max_allowed_packet (whole KiB) less 64 KiB", n, err)
+	}
+}
