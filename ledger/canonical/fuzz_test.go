@@ -214,3 +214,35 @@ func FuzzParseCanonical(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLimitsCheck: on any input the parser takes, Limits.Check agrees with a Parse under the
+// same limits — both refuse it for nesting or size, or neither does — so the policy a service
+// applies before its profile is the one the parser would have applied.
+func FuzzLimitsCheck(f *testing.F) {
+	for _, s := range []string{`{}`, `[[[["a"]]]]`, `{"a":"[[[[[["}`, `"\"[["`, `[1,[2,[3,[4]]]]`, `{"k":[{"k":[{}]}]}`} {
+		f.Add([]byte(s), 3, 10)
+	}
+	f.Fuzz(func(t *testing.T, data []byte, depth, size int) {
+		if _, err := Parse(data, Options{}); err != nil {
+			return // the check measures JSON; what the parser refuses anyway is not compared
+		}
+		l := Limits{MaxDepth: 1 + abs(depth)%8, MaxSize: 1 + abs(size)%64}
+		_, perr := Parse(data, Options{MaxDepth: l.MaxDepth, MaxSize: l.MaxSize})
+		cerr := l.Check(data)
+		for _, code := range []error{ErrTooDeep, ErrTooLarge} {
+			if errors.Is(perr, code) != errors.Is(cerr, code) {
+				t.Fatalf("limits %+v on %q: Parse %v, Check %v", l, data, perr, cerr)
+			}
+		}
+		if perr == nil && cerr != nil {
+			t.Fatalf("limits %+v on %q: Parse takes it, Check refuses: %v", l, data, cerr)
+		}
+	})
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
