@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/evident-log/evident/ledger/profile/chap"
 	"github.com/evident-log/evident/ledger/profile/chap/replay"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/verifier"
@@ -73,15 +72,11 @@ func TestCountsAndStoryAgree(t *testing.T) {
 			}
 			recs := b.Records()
 			// The story as the replay package tells it from the records alone.
-			var parsed []*chap.Record
-			for _, raw := range recs {
-				r, err := chap.Parse(raw)
-				if err != nil {
-					t.Fatal(err)
-				}
-				parsed = append(parsed, r)
+			tl, err := replay.ReplayRaw(ws, "", recs)
+			if err != nil {
+				t.Fatal(err)
 			}
-			want := verifier.StoryOf(replay.Replay(ws, "", parsed), nil)
+			want := verifier.StoryOf(tl, nil)
 			if want.Warnings != tc.warnings || want.Impossible != tc.impossible || want.Info != 0 {
 				t.Fatalf("the records' replay: %d impossible, %d warning(s), %d info; the case expects %d, %d, 0", want.Impossible, want.Warnings, want.Info, tc.impossible, tc.warnings)
 			}

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evident-log/evident/ledger/profile/chap"
 	"github.com/evident-log/evident/ledger/profile/chap/replay"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/verifier"
@@ -33,15 +32,11 @@ func sample(t *testing.T) htmlreport.Input {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var parsed []*chap.Record
-	for _, raw := range jb.Records() {
-		r, err := chap.Parse(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		parsed = append(parsed, r)
+	tl, err := replay.ReplayRaw(j.Workspace, "", jb.Records())
+	if err != nil {
+		t.Fatal(err)
 	}
-	return htmlreport.Input{Report: rep, Timelines: []*replay.Timeline{replay.Replay(j.Workspace, "", parsed)}}
+	return htmlreport.Input{Report: rep, Timelines: []*replay.Timeline{tl}}
 }
 
 func render(t *testing.T, in htmlreport.Input) []byte {

@@ -294,15 +294,11 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var parsed []*chap.Record
-	for _, raw := range jb.Records() {
-		r, err := chap.Parse(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		parsed = append(parsed, r)
+	tl, err := replay.ReplayRaw(j.Workspace, "", jb.Records())
+	if err != nil {
+		t.Fatal(err)
 	}
-	in.Timelines = append(in.Timelines, replay.Replay(j.Workspace, "", parsed))
+	in.Timelines = append(in.Timelines, tl)
 	in.Report.Checks = append(in.Report.Checks, verifier.Check{Name: "bundle.extra", Status: verifier.NotEvaluated, Code: "not_interpreted", Detail: hostile})
 	got := render(t, in)
 	golden := filepath.Join("testdata", "report.golden.html")

@@ -74,6 +74,20 @@ func Replay(chain, task string, recs []*chap.Record) *Timeline {
 	return b.Timeline()
 }
 
+// ReplayRaw is Replay of records given as the bytes the chain holds (each parsed with
+// chap.Parse); an error names the first record that does not parse.
+func ReplayRaw(chain, task string, raws [][]byte) (*Timeline, error) {
+	recs := make([]*chap.Record, len(raws))
+	for i, raw := range raws {
+		r, err := chap.Parse(raw)
+		if err != nil {
+			return nil, fmt.Errorf("record %d: %w", i, err)
+		}
+		recs[i] = r
+	}
+	return Replay(chain, task, recs), nil
+}
+
 func (b *Builder) find(sev Severity, code string, seq uint64, task, format string, args ...any) {
 	b.findOn(sev, code, seq, task, "", format, args...)
 }

@@ -52,15 +52,10 @@ func TestJourneysAdmitAndReplay(t *testing.T) {
 			if c.Head != b.Head() {
 				t.Fatalf("chain head %s, builder head %s", c.Head, b.Head())
 			}
-			var parsed []*chap.Record
-			for _, r := range recs {
-				rec, err := chap.Parse(r)
-				if err != nil {
-					t.Fatal(err)
-				}
-				parsed = append(parsed, rec)
+			tl, err := replay.ReplayRaw(j.Workspace, "", recs)
+			if err != nil {
+				t.Fatal(err)
 			}
-			tl := replay.Replay(j.Workspace, "", parsed)
 			if n := tl.Impossible(); n != 0 {
 				t.Fatalf("%d impossible findings in a clean journey: %+v", n, tl.Findings)
 			}
@@ -121,15 +116,11 @@ func TestSupportTriageReference(t *testing.T) {
 			t.Fatalf("reference form carries from on top: %s", r)
 		}
 	}
-	var parsed []*chap.Record
-	for _, r := range recs {
-		rec, err := chap.Parse(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		parsed = append(parsed, rec)
+	tl, err := replay.ReplayRaw("wsp_demo", "", recs)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if tl := replay.Replay("wsp_demo", "", parsed); tl.Impossible() != 0 {
+	if tl.Impossible() != 0 {
 		t.Fatalf("impossible findings in the reference triage: %+v", tl.Findings)
 	}
 }
@@ -170,15 +161,10 @@ func TestLongReplaysClean(t *testing.T) {
 				t.Fatalf("form %d n %d: %d records", form, c.n, len(recs))
 			}
 			admitAll(t, "wsp_long", recs)
-			var parsed []*chap.Record
-			for _, r := range recs {
-				rec, err := chap.Parse(r)
-				if err != nil {
-					t.Fatal(err)
-				}
-				parsed = append(parsed, rec)
+			tl, err := replay.ReplayRaw("wsp_long", "", recs)
+			if err != nil {
+				t.Fatal(err)
 			}
-			tl := replay.Replay("wsp_long", "", parsed)
 			if len(tl.Findings) != 0 {
 				t.Fatalf("form %d n %d: %d finding(s), first %+v", form, c.n, len(tl.Findings), tl.Findings[0])
 			}
