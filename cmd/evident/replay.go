@@ -48,7 +48,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	var limits recordLimits
 	limits.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s\n\nRebuilds the timeline of every CHAP chain in a bundle (or one task): who assigned,\naccepted, drafted, reviewed, approved or overrode what (diff applied to the base artefact),\nunder which key and mode; answers the CHAP paper's §9.3 questions; reports impossible\nhistories. The bundle is verified first (offline) for question 8.\n\nExit codes: 0 verified and no impossible history, 1 broken or an impossible history,\n2 not evaluated, 3 could not run, 64 usage.\n\nFlags:\n", synopsis(fs.Name()))
+		fmt.Fprintf(stderr, "Usage: %s\n\nRebuilds the timeline of every CHAP chain in a bundle (or one task): who assigned,\naccepted, drafted, reviewed, approved or overrode what (diff applied to the base artefact),\nunder which key and mode; answers the CHAP paper's §9.3 questions; reports impossible\nhistories, each with the records it rests on. Ids the Coordinator assigned in its responses\nare bound to their creations only where the log determines it; the rest is listed under\nNOT EVALUATED, never as a finding. The bundle is verified first (offline) for question 8.\n\nExit codes: 0 verified and no impossible history, 1 broken or an impossible history,\n2 not evaluated, 3 could not run, 64 usage.\n\nFlags:\n", synopsis(fs.Name()))
 		fs.PrintDefaults()
 	}
 	if code, done := parseArgs(fs, args); done {
