@@ -23,6 +23,14 @@ type entryLine struct {
 	Meta    []byte // nil when the line has no meta member
 }
 
+// EntryRecord reads one line of entries.jsonl under the verifier's rules (parseEntryLine) and
+// returns its seq, its record and the record's metadata (nil when none), aliasing line: for a
+// reader of a bundle already verified, such as evident replay.
+func EntryRecord(line []byte) (seq uint64, record, meta []byte, err error) {
+	e, err := parseEntryLine(line)
+	return e.Seq, e.Record, e.Meta, err
+}
+
 // parseEntryLine splits one line of entries.jsonl ({"seq","prev","link","arrival","record"}
 // and an optional "meta")
 // without decoding the record: the record's bytes go to the profile's own strict parser, which

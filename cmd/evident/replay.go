@@ -5,15 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 
 	"github.com/evident-log/evident/bundle"
-	"github.com/evident-log/evident/internal/rawjson"
 	"github.com/evident-log/evident/ledger/canonical"
 	"github.com/evident-log/evident/ledger/profile/chap"
 	"github.com/evident-log/evident/ledger/profile/chap/replay"
@@ -93,7 +90,7 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		progress = progressPrinter(stderr)
 	}
 	out := replayOutput{Format: "evident-replay/v1", Bundle: path, Verdict: rep.Verdict, Timelines: []*replay.Timeline{}}
-	tls, err := replayStories(ctx, rep, r, *task, 0, lim, progress)
+	tls, err := replayStories(ctx, rep, r, storyOptions{task: *task, lim: lim, progress: progress})
 	if progress != nil {
 		fmt.Fprint(stderr, "\r\033[K")
 	}
@@ -234,30 +231,19 @@ func eachRecord(ctx context.Context, r *bundle.Reader, ref bundle.ChainRef, lim 
 			return fmt.Errorf("%s: line %d: %s", ref.ID, n+1, br.TooLong())
 		}
 		if line = bytes.TrimSpace(line); len(line) > 0 {
-			// The line's members are found without encoding/json, whose scanner refuses
-			// records nested past 10,000 levels.
-			record, ok, jerr := rawjson.Member(line, "record")
-			sv, hasSeq, serr := rawjson.Member(line, "seq")
-			meta, _, merr := rawjson.Member(line, "meta")
-			if jerr == nil && (!ok || !hasSeq) {
-				jerr = errors.New("not an entry line: record or seq missing")
+			seq, record, meta, lerr := verifier.EntryRecord(line)
+			if lerr != nil {
+				return fmt.Errorf("%s: line %d: %w", ref.ID, n+1, lerr)
 			}
-			if jerr == nil {
-				jerr = errors.Join(serr, merr)
+			var rec *chap.Record
+			var perr error
+			if meta != nil { // a Coordinator's audit entry: its seq and arrival time beside the record
+				rec, perr = chap.ParseStored(record, meta)
+			} else {
+				rec, perr = chap.Parse(record)
 			}
-			if jerr != nil {
-				return fmt.Errorf("%s: line %d: %w", ref.ID, n+1, jerr)
-			}
-			seq, serr := strconv.ParseUint(string(sv), 10, 64)
-			if serr != nil {
-				return fmt.Errorf("%s: line %d: seq: %w", ref.ID, n+1, serr)
-			}
-			rec, perr := chap.Parse(record)
 			if perr != nil {
 				return fmt.Errorf("%s: seq %d: %w", ref.ID, seq, perr)
-			}
-			if rec.Meta == nil && len(meta) > 0 {
-				rec.Meta = meta
 			}
 			add(seq, rec)
 			n++
@@ -402,7 +388,7 @@ func writeHTML(ctx context.Context, w io.Writer, rep *verifier.Report, r *bundle
 		return htmlreport.Write(w, in)
 	}
 	// A chain the verifier found broken may not replay; its story says why.
-	tls, err := replayStories(ctx, rep, r, "", 0, lim, nil)
+	tls, err := replayStories(ctx, rep, r, storyOptions{lim: lim})
 	if err != nil {
 		return err
 	}

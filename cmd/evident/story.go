@@ -11,35 +11,42 @@ import (
 	"github.com/evident-log/evident/verifier"
 )
 
-// replayStories replays every CHAP chain of the bundle r (cut to task when not "") and sets
-// rep.Story to what each replay found, so that every form of the report (text, JSON, HTML)
-// states the story's findings beside the integrity verdict. It returns the timelines of the
-// chains that replayed. A chain that does not replay (one the verifier found broken may not)
-// has a Story saying why and no timeline; only a cancelled context is an error.
-//
-// lim are the record limits the bundle was verified with. maxEntries, when above 0, bounds the chains replayed: the replay keeps every event of a
-// chain in memory (about 1.8 KB an entry), which evident verify's text and JSON reports, made
-// in bounded memory otherwise, cannot afford on a chain of millions; a larger chain's story is
-// then not evaluated, and says where it is (evident replay, or the HTML report). Such a
-// replay (evident verify's text and JSON) keeps no events, only what the story needs.
-func replayStories(ctx context.Context, rep *verifier.Report, r *bundle.Reader, task string, maxEntries uint64, lim canonical.Limits, progress func(string, uint64, uint64)) ([]*replay.Timeline, error) {
+// storyOptions say how replayStories replays.
+type storyOptions struct {
+	task string           // cut every timeline to this task ("" for all)
+	lim  canonical.Limits // the record limits the bundle was verified with
+	// storyOnly replays for the story alone (evident verify's text and JSON): no events are
+	// kept (replay.Builder.FindingsOnly), and chains of more than maxEntries entries (0: no
+	// bound) are not replayed — their story is not evaluated and says where it is (evident
+	// replay, or the HTML report), since each replay costs two more passes over the chain.
+	storyOnly  bool
+	maxEntries uint64
+	progress   func(string, uint64, uint64)
+}
+
+// replayStories replays every CHAP chain of the bundle r and sets rep.Story to what each
+// replay found, so that every form of the report (text, JSON, HTML) states the story's
+// findings beside the integrity verdict. It returns the timelines of the chains that
+// replayed. A chain that does not replay (one the verifier found broken may not) has a Story
+// saying why and no timeline; only a cancelled context is an error.
+func replayStories(ctx context.Context, rep *verifier.Report, r *bundle.Reader, o storyOptions) ([]*replay.Timeline, error) {
 	var tls []*replay.Timeline
 	rep.Story = nil
 	for _, ref := range r.Manifest.Chains {
 		if ref.Profile != chap.Profile {
 			continue
 		}
-		if maxEntries > 0 && ref.Size > maxEntries {
-			rep.Story = append(rep.Story, verifier.Story{Chain: ref.ID, Task: task, Codes: []verifier.StoryCode{},
-				NotReplayed: fmt.Sprintf("%d entries, over the %d evident verify replays for its text and JSON reports (-story-max-entries); evident replay BUNDLE or evident verify --format html replays it whole", ref.Size, maxEntries)})
+		if o.storyOnly && o.maxEntries > 0 && ref.Size > o.maxEntries {
+			rep.Story = append(rep.Story, verifier.Story{Chain: ref.ID, Task: o.task, Codes: []verifier.StoryCode{},
+				NotReplayed: fmt.Sprintf("%d entries, over the %d evident verify replays for its text and JSON reports (-story-max-entries); evident replay BUNDLE or evident verify --format html replays it whole", ref.Size, o.maxEntries)})
 			continue
 		}
-		tl, err := replayChain(ctx, r, ref, task, maxEntries > 0, lim, progress)
+		tl, err := replayChain(ctx, r, ref, o.task, o.storyOnly, o.lim, o.progress)
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
 				return nil, cerr
 			}
-			rep.Story = append(rep.Story, verifier.Story{Chain: ref.ID, Task: task, Codes: []verifier.StoryCode{},
+			rep.Story = append(rep.Story, verifier.Story{Chain: ref.ID, Task: o.task, Codes: []verifier.StoryCode{},
 				Error: fmt.Sprintf("the chain does not replay: %v", err)})
 			continue
 		}

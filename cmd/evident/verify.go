@@ -19,9 +19,9 @@ import (
 )
 
 // defaultStoryMaxEntries is the largest chain whose story evident verify replays for its
-// text and JSON reports by default. The replay holds every event of a chain in memory (a
-// verify of a 1,000,000-entry chain that replays it peaks at 1.8 GB, against 112 MB
-// without); 50,000 entries peak at about 100 MB, within verify's 128 MiB target.
+// text and JSON reports by default: the replay reads the chain twice more and keeps its tasks
+// (BENCHMARKS.md: at 50,000 entries verify peaks well within its 128 MiB target; replaying a
+// million would pass it).
 const defaultStoryMaxEntries = 50000
 
 func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -110,7 +110,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if r != nil && *format != "html" {
 		// The story's findings beside the integrity verdict (writeHTML replays for its timeline).
-		if _, err := replayStories(ctx, rep, r, "", *storyMax, lim, nil); err != nil {
+		if _, err := replayStories(ctx, rep, r, storyOptions{lim: lim, storyOnly: true, maxEntries: *storyMax}); err != nil {
 			fmt.Fprintln(stderr, "evident verify:", err)
 			return exitFailure
 		}

@@ -48,3 +48,39 @@ func BenchmarkReplayReferenceLong(b *testing.B) {
 		})
 	}
 }
+
+// referenceReviews returns a chain of about n records of a reference Coordinator's audit log
+// in which every task's draft (about 2 KB) is sent for review, overridden with a diff and
+// approved: the artefacts' digests and the diffs are most of the replay's work.
+func referenceReviews(tb testing.TB, n int) []*chap.Record {
+	reqs := []ref{
+		{"human:owner", "workspace.create", map[string]any{"profiles": []string{"core/1.0", "review/1.0"}}},
+		{"human:owner", "participant.join", map[string]any{"type": "human", "role": "admin"}},
+		{"human:lead", "participant.join", map[string]any{"type": "human", "role": "participant"}},
+		{"agent:drafter", "participant.join", map[string]any{"type": "agent"}},
+		{"human:rev", "participant.join", map[string]any{"type": "human", "role": "reviewer"}},
+	}
+	draft := map[string]any{"body": strings.Repeat("Refund of 100 EUR issued. ", 80), "refund_eur": 100}
+	edited := map[string]any{"body": "Replacement sent."}
+	for len(reqs) < n {
+		id := idAt("tsk_", len(reqs), 0)
+		reqs = append(reqs, create("human:lead", "agent:drafter"),
+			ref{"agent:drafter", "review.request", map[string]any{"task_id": id, "artefact": draft, "to": []string{"human:rev"}}},
+			ref{"human:rev", "decide.override", map[string]any{"task_id": id, "rationale": "replacement first",
+				"diff": []any{map[string]any{"op": "replace", "path": "/body", "value": "Replacement sent."}, map[string]any{"op": "remove", "path": "/refund_eur"}}}},
+			ref{"human:rev", "decide.approve", map[string]any{"task_id": id, "approved_artefact_digest": coordinatorHash(edited)}})
+	}
+	return refRecords(tb, reqs, true)
+}
+
+// BenchmarkReplayReviews replays chains of reviewed, overridden and approved drafts.
+func BenchmarkReplayReviews(b *testing.B) {
+	recs := referenceReviews(b, 4000)
+	if tl := Replay(refWS, "", recs); tl.Impossible() != 0 || len(tl.NotEvaluated) != 0 {
+		b.Fatalf("%d impossible, %d not evaluated: %+v", tl.Impossible(), len(tl.NotEvaluated), tl.Findings)
+	}
+	b.ResetTimer()
+	for range b.N {
+		Replay(refWS, "", recs)
+	}
+}

@@ -50,7 +50,6 @@ const clockSlackMs = 0
 type ulidID struct {
 	id     string
 	ms     int64
-	first  uint64
 	hiName int // the last creation before the first record naming it
 	lo, hi int
 }
@@ -77,48 +76,46 @@ func (bd *Bindings) solve(kind string, k *kindIDs) {
 	}
 	cr := k.creations
 	n := len(cr)
+	// hiName is the last creation before the first record naming id (-1: none).
+	hiName := func(id string) int { return sort.Search(n, func(i int) bool { return cr[i].seq >= k.named[id] }) - 1 }
 	var ul []*ulidID
 	var other []string
-	hiName := map[string]int{}
 	for _, id := range k.order {
-		first := k.named[id]
-		hi := sort.Search(n, func(i int) bool { return cr[i].seq >= first }) - 1
+		hi := hiName(id)
 		if hi < 0 {
-			bd.ids[kind+"\x00"+id] = idState{why: fmt.Sprintf("no record before seq %d creates a %s without naming its id", first, kind)}
+			bd.ids[kind+"\x00"+id] = idState{why: fmt.Sprintf("no record before seq %d creates a %s without naming its id", k.named[id], kind)}
 			continue
 		}
-		hiName[id] = hi
 		if ms, ok := ulidMs(id); ok {
-			ul = append(ul, &ulidID{id: id, ms: ms, first: first, hiName: hi})
+			ul = append(ul, &ulidID{id: id, ms: ms, hiName: hi})
 		} else {
 			other = append(other, id)
 		}
 	}
 	taken := map[int]bool{}
-	used := model(-1)
+	placed := false
 	for _, m := range []model{clocked, ordered} {
 		if m == clocked && !arrivalsKnown(cr) {
 			continue
 		}
 		if pos, ok := place(ul, cr, m); ok {
-			used = m
 			bd.bindPlaced(kind, ul, cr, pos, m, taken)
+			placed = true
 			break
 		}
 	}
-	if used < 0 {
+	if !placed {
 		for _, x := range ul {
-			bd.ids[kind+"\x00"+x.id] = idState{open: true, code: NoteIDScheme, cands: seqsOf(cr, 0, x.hiName, taken),
+			bd.ids[kind+"\x00"+x.id] = idState{open: true, code: NoteIDScheme, cands: seqsOf(cr, free(0, x.hiName, taken)),
 				why: fmt.Sprintf("the %d %s ids the chain names do not fit the reference Coordinator's id scheme (ULIDs drawn while the creating call is handled, sorting in the order they were drawn, named only after it), so none is bound", len(ul), kind)}
 		}
 	}
 	for _, id := range other {
-		hi := hiName[id]
 		if n == 1 && len(ul)+len(other) == 1 {
 			bd.bySeq[creationKey{kind, cr[0].seq}] = boundID{id: id, basis: fmt.Sprintf("the chain creates one %s without naming its id (seq %d) and names one such id", kind, cr[0].seq)}
 			continue
 		}
-		cands := seqsOf(cr, 0, hi, taken)
+		cands := seqsOf(cr, free(0, hiName(id), taken))
 		if len(cands) == 0 {
 			bd.ids[kind+"\x00"+id] = idState{why: fmt.Sprintf("every record before seq %d that creates a %s without naming its id is bound to another id", k.named[id], kind)}
 			continue
@@ -142,13 +139,13 @@ func (bd *Bindings) bindPlaced(kind string, ul []*ulidID, cr []creation, pos [][
 	}
 	for _, i := range open {
 		x := ul[i]
-		cands := seqsOf(cr, pos[i][0], pos[i][1], taken)
-		if len(cands) == 1 {
-			c := sort.Search(len(cr), func(j int) bool { return cr[j].seq >= cands[0] })
-			bd.bind(kind, x, cr, c, m, len(ul))
-			taken[c] = true
+		idx := free(pos[i][0], pos[i][1], taken)
+		if len(idx) == 1 {
+			bd.bind(kind, x, cr, idx[0], m, len(ul))
+			taken[idx[0]] = true
 			continue
 		}
+		cands := seqsOf(cr, idx)
 		why := fmt.Sprintf("the Coordinator drew it while handling one of the records at %s, each of which fits its ULID time (%s) and the order of the other %s ids; ids drawn in the same millisecond sort at random, and the log does not say which", seqWords(cands), msTime(x.ms), kind)
 		if m == ordered {
 			why = fmt.Sprintf("it may come from the creation at %s: the order of the %s ids the chain names allows each", seqWords(cands), kind)
@@ -338,13 +335,22 @@ func (h *intHeap) Pop() any {
 	return x
 }
 
-// seqsOf returns the seqs of the creations lo..hi not taken.
-func seqsOf(cr []creation, lo, hi int, taken map[int]bool) []uint64 {
-	var out []uint64
-	for i := lo; i <= hi && i < len(cr); i++ {
+// free returns the indexes lo..hi of the creations not taken.
+func free(lo, hi int, taken map[int]bool) []int {
+	var out []int
+	for i := lo; i <= hi; i++ {
 		if !taken[i] {
-			out = append(out, cr[i].seq)
+			out = append(out, i)
 		}
+	}
+	return out
+}
+
+// seqsOf returns the seqs of the creations at idx.
+func seqsOf(cr []creation, idx []int) []uint64 {
+	out := make([]uint64, len(idx))
+	for k, i := range idx {
+		out[k] = cr[i].seq
 	}
 	return out
 }

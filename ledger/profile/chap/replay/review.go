@@ -18,6 +18,9 @@ func (b *Builder) artefactSubmit(c *call) string {
 		a = c.p
 	}
 	b.known(c.seq, c.ev.Task, c.r.Method)
+	if b.scan != nil {
+		return "" // the first pass wants the naming, not the artefact
+	}
 	v := b.artefact(c.seq, c.ev.Task, c.r, a)
 	return fmt.Sprintf("%s submitted artefact %s (%s)", c.r.From, firstNonEmpty(str(a, "id"), str(a, "logical_id")), v.digest)
 }
@@ -25,6 +28,9 @@ func (b *Builder) artefactSubmit(c *call) string {
 func (b *Builder) reviewRequest(c *call) string {
 	p, taskID := c.p, c.ev.Task
 	t := b.known(c.seq, taskID, c.r.Method)
+	if b.scan != nil {
+		return "" // the first pass wants the naming, not the artefact's digest
+	}
 	revs := firstList(p, "to")
 	if len(revs) == 0 {
 		revs = append(firstList(p, "reviewer"), strs(p, "reviewers")...)
@@ -64,6 +70,9 @@ func (b *Builder) decide(c *call, kind string) string {
 	p, r, seq := c.p, c.r, c.seq
 	taskID := str(p, "task_id")
 	t := b.known(seq, taskID, r.Method)
+	if b.scan != nil {
+		return "" // the first pass wants the naming, not the diff applied and digested
+	}
 	d := Decision{Seq: seq, Kind: kind, By: r.From, Artefact: firstNonEmpty(str(p, "artefact_id"), str(p, "based_on_artefact_id")),
 		LogicalID: str(p, "logical_id"), Rationale: firstNonEmpty(str(p, "rationale"), str(p, "note")), Tags: strs(p, "tags"),
 		PolicyRefs: strs(p, "policy_refs"), Category: firstNonEmpty(str(p, "category"), str(p, "reason_category"), str(p, "signature_meaning")), Mode: b.mode}

@@ -30,7 +30,7 @@ func (b *Builder) taskCreate(c *call) string {
 		t.Assignees = appendOnce(t.Assignees, who)
 		t.assigned = true
 	}
-	if a, ok := p.Object("artefact"); ok {
+	if a, ok := p.Object("artefact"); ok && b.scan == nil { // the first pass wants the creation alone
 		b.artefact(seq, id, r, a)
 	}
 	c.ev.Task = id
