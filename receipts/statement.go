@@ -28,6 +28,9 @@ type StatementOptions struct {
 	// (uint) and HeaderPrev (tstr). Labels 1, 2, 3, 4, 15, 394, 395 and 396
 	// are refused. Values must be CBOR-encodable.
 	Protected map[int64]any
+	// MaxSize bounds the encoded statement; 0 means MaxStatementSize. The service's entry
+	// statements, whose payload is a whole record, use MaxEntryStatementSize.
+	MaxSize int
 }
 
 // reservedStatementLabels cannot be set through StatementOptions.Protected.
@@ -90,8 +93,12 @@ func SignStatement(s *Signer, payload []byte, o StatementOptions) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	if len(out) > MaxStatementSize {
-		return nil, fmt.Errorf("%w: statement of %d bytes exceeds limit %d", ErrMalformed, len(out), MaxStatementSize)
+	max := o.MaxSize
+	if max == 0 {
+		max = MaxStatementSize
+	}
+	if len(out) > max {
+		return nil, fmt.Errorf("%w: statement of %d bytes exceeds limit %d", ErrMalformed, len(out), max)
 	}
 	return out, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/client"
+	"github.com/evident-log/evident/entryreceipt"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
 	"github.com/evident-log/evident/verifier"
@@ -440,7 +441,24 @@ func TestRecordedRefusalEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	zipBytes := sealAndExport(t, c, j.workspace)
-	if rep := verifyProfileZip(t, fetchTrust(t, srv.URL), zipBytes); rep.Verdict != verifier.Verified {
+	tf := fetchTrust(t, srv.URL)
+	if rep := verifyProfileZip(t, tf, zipBytes); rep.Verdict != verifier.Verified {
 		t.Fatalf("verdict %s\n%s", rep.Verdict, profileReportText(rep))
+	}
+	// Its entry receipt proves the refusal's record, {outcome, request}, at its seq.
+	er, err := c.EntryReceiptObject(t.Context(), j.workspace, j.count, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust, err := entryreceipt.TrustFrom(tf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := entryreceipt.Verify(er, trust)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Link != res.Head || !bytes.HasPrefix(v.Record, []byte(`{"outcome":{"code":-32011,"status":"refused"},"request":{`)) {
+		t.Fatalf("the refusal's entry receipt: link %s (head %s), record %s", v.Link, res.Head, v.Record)
 	}
 }

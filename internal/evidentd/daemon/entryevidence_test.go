@@ -215,3 +215,43 @@ func TestEntryReceiptVectors(t *testing.T) {
 		}
 	}
 }
+
+// TestEntryReceiptLargeRecord: a record past the 4 MiB bound of SCITT statements (a recorded
+// refusal whose request carries 6 MiB) still gets its entry statement and entry receipt, and
+// the receipt verifies.
+func TestEntryReceiptLargeRecord(t *testing.T) {
+	j := loadRef(t, "ts", "small")
+	srv, c := refDaemon(t)
+	res, err := c.Submit(t.Context(), j.workspace, j.records())
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("é", 3<<20) // 6 MiB of UTF-8
+	rec := fmt.Appendf(nil, `{"seq":%d,"arrived":"2023-11-14T22:14:00.000Z","request":{"jsonrpc":"2.0","id":"r-big","method":"task.create",`+
+		`"params":{"workspace":%q,"from":"human:mallory@example.org","input":{"text":%q}}},"outcome":{"status":"refused","code":-32011},"prev_hash":%q}`,
+		j.count, j.workspace, big, res.Head.String())
+	if _, err := c.Submit(t.Context(), j.workspace, [][]byte{rec}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Seal(t.Context(), j.workspace, false); err != nil {
+		t.Fatal(err)
+	}
+	er, err := c.EntryReceiptObject(t.Context(), j.workspace, j.count, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust, err := entryreceipt.TrustFrom(fetchTrust(t, srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := entryreceipt.Verify(er, trust)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Record) < 6<<20 || v.Seq != j.count {
+		t.Fatalf("record of %d bytes at %d", len(v.Record), v.Seq)
+	}
+	if code, _ := get(t, fmt.Sprintf("%s/v1/chains/%s/entries/%d/statement", srv.URL, j.workspace, j.count)); code != http.StatusOK {
+		t.Fatalf("statement: %d", code)
+	}
+}

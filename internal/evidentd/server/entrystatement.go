@@ -34,6 +34,7 @@ func (s *Server) entryStatement(chain, cty string, e store.Entry) ([]byte, error
 	return receipts.SignStatement(s.c.Service.Signer(), e.Record, receipts.StatementOptions{
 		Claims:      receipts.Claims{Issuer: s.c.Service.Issuer(), Subject: chain, IssuedAt: e.Arrival.Unix()},
 		ContentType: cty,
+		MaxSize:     receipts.MaxEntryStatementSize,
 		Protected:   map[int64]any{receipts.HeaderSeq: e.Seq, receipts.HeaderPrev: e.Prev.String()},
 	})
 }
