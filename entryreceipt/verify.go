@@ -111,6 +111,9 @@ func Verify(r *Receipt, t *Trust) (*Verified, error) {
 		return nil, fmt.Errorf("%w: prev header: %w", ErrStatement, err)
 	}
 	link := ledger.NextLink(st.Payload, prev)
+	if err := onlyLabels(st.UnprotectedLabels(), receipts.HeaderReceipts); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStatement, err)
+	}
 	if len(st.Receipts) != 1 {
 		return nil, fmt.Errorf("%w: header 394 holds %d receipts, want 1", ErrChainReceipt, len(st.Receipts))
 	}
@@ -125,6 +128,9 @@ func Verify(r *Receipt, t *Trust) (*Verified, error) {
 	}
 	rootC, cr, err := receipts.VerifyInclusion(st.Receipts[0], leaf[:], pub)
 	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrChainReceipt, err)
+	}
+	if err := onlyLabels(cr.UnprotectedLabels(), receipts.HeaderVDP); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrChainReceipt, err)
 	}
 	if cr.Inclusion[0].LeafIndex != r.Seq {
@@ -162,6 +168,9 @@ func Verify(r *Receipt, t *Trust) (*Verified, error) {
 	case r.Seq == size-1 && seal.Head != link:
 		return nil, fmt.Errorf("%w: its head %s is not the entry's link %s", ErrSeal, seal.Head, link)
 	}
+	if err := onlyLabels(ss.UnprotectedLabels(), receipts.HeaderReceipts); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSeal, err)
+	}
 	if len(ss.Receipts) != 1 {
 		return nil, fmt.Errorf("%w: the seal's header 394 holds %d receipts, want 1", ErrLogReceipt, len(ss.Receipts))
 	}
@@ -180,6 +189,9 @@ func Verify(r *Receipt, t *Trust) (*Verified, error) {
 	lleaf := receipts.LeafHash(entry[:])
 	rootL, lr, err := receipts.VerifyInclusion(ss.Receipts[0], lleaf[:], pub)
 	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrLogReceipt, err)
+	}
+	if err := onlyLabels(lr.UnprotectedLabels(), receipts.HeaderVDP, receipts.HeaderCheckpoint); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrLogReceipt, err)
 	}
 	// 6. The checkpoint.
@@ -246,6 +258,23 @@ func canonicalSignatures(raw []byte) error {
 		sig, err := base64.StdEncoding.Strict().DecodeString(string(b64))
 		if err != nil || base64.StdEncoding.EncodeToString(sig) != string(b64) {
 			return fmt.Errorf("signature line %.80q is not in canonical base64", line)
+		}
+	}
+	return nil
+}
+
+// onlyLabels refuses an unprotected header holding a label other than those allowed: no
+// signature covers it, so an unexpected one is a byte nothing checks.
+func onlyLabels(got []any, allowed ...int64) error {
+	for _, l := range got {
+		ok := false
+		if n, isInt := l.(int64); isInt {
+			for _, a := range allowed {
+				ok = ok || n == a
+			}
+		}
+		if !ok {
+			return fmt.Errorf("unprotected header label %v is not one of %v", l, allowed)
 		}
 	}
 	return nil

@@ -461,3 +461,20 @@ func hashChildren(l, r []byte) []byte {
 	h.Write(r)
 	return h.Sum(nil)
 }
+
+// UnprotectedLabels returns the labels of the receipt's unprotected header (396 and, when
+// present, HeaderCheckpoint and whatever else a producer put there, which no signature covers).
+func (r *Receipt) UnprotectedLabels() []any {
+	if r == nil || r.msg == nil {
+		return nil
+	}
+	return labels(r.msg.Headers.Unprotected)
+}
+
+func labels(u map[any]any) []any {
+	out := make([]any, 0, len(u))
+	for k := range u {
+		out = append(out, k)
+	}
+	return out
+}

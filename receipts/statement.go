@@ -291,3 +291,12 @@ func LeafHash(entry []byte) [32]byte {
 	h.Sum(out[:0])
 	return out
 }
+
+// UnprotectedLabels returns the labels of the statement's unprotected header, which no
+// signature covers (a verifier that wants every byte accounted for refuses unexpected ones).
+func (st *Statement) UnprotectedLabels() []any {
+	if st == nil || st.msg == nil {
+		return nil
+	}
+	return labels(st.msg.Headers.Unprotected)
+}
