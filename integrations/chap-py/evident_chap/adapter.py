@@ -110,6 +110,7 @@ class EvidentHooks:
         self._coord = coordinator
         self._closed = False
         self._local = threading.local()
+        self._clients = []  # the submitter's connections, one per calling thread
         for wid in self._spool.workspaces():
             st = self._state(wid)
             pending, index, lines = self._spool.load(wid)
@@ -168,6 +169,8 @@ class EvidentHooks:
         self._q.put((_STOP,))
         self._thread.join(timeout=10.0)
         self._client.close()
+        for c in self._clients:
+            c.close()
 
     def scitt_submitter(self, statement):
         """audit-scitt/1.0 submitter: the entry receipt of the statement's entry, as a dict;
@@ -259,6 +262,7 @@ class EvidentHooks:
         c = getattr(self._local, "client", None)
         if c is None:
             c = self._local.client = Client(self.url, self.token, self._timeout)
+            self._clients.append(c)
         path = f"/v1/chains/{q(wid)}/entries/{seq}/entry-receipt"
         if ctype:
             path += "?content_type=" + q(ctype)

@@ -154,6 +154,9 @@ def parse_note(text: bytes):
         if not sp or not _valid_name(name):
             raise NoteError("malformed signature line")
         raw = _b64(b64)
+        if base64.b64encode(raw).decode("ascii") != b64:
+            # every byte of a receipt is signed or checked: no padding bits left free
+            raise NoteError("signature not in canonical base64")
         if len(raw) < 5:
             raise NoteError("malformed signature")
         sigs.append(Signature(name, struct.unpack(">I", raw[:4])[0], raw[4:]))

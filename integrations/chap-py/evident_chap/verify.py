@@ -273,6 +273,9 @@ def _receipt_root(raw: bytes, leaf: bytes, trust: Trust, what: str):
         _fail(f"{what}: vds is not RFC9162_SHA256")
     if r.payload is not None:
         _fail(f"{what}: payload must be detached")
+    if not set(r.unprotected) <= {H_VDP, -70010}:
+        # Evident writes no other label: one there would be a byte neither signed nor checked
+        _fail(f"{what}: unknown unprotected header labels {sorted(set(r.unprotected) - {H_VDP, -70010}, key=str)}")
     vdp = r.unprotected.get(H_VDP)
     if not isinstance(vdp, dict) or set(vdp) != {PROOF_INCLUSION}:
         _fail(f"{what}: want exactly one inclusion proof")
@@ -318,7 +321,7 @@ def verify_entry_receipt(receipt, trust: Trust) -> dict:
         _fail("chain: not a string")
     if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
         _fail("seq: not an integer from 0")
-    if not isinstance(receipt["checkpoint"], str):
+    if not isinstance(receipt["checkpoint"], str) or not receipt["checkpoint"]:
         _fail("checkpoint: not a string")
     st_raw = _b64(receipt["statement"], "statement")
     seal_raw = _b64(receipt["seal"], "seal")
@@ -340,6 +343,8 @@ def verify_entry_receipt(receipt, trust: Trust) -> dict:
     leaf = hashlib.sha256(b"\x00" + link).digest()
 
     # 3. chain receipt
+    if set(st.unprotected) != {H_RECEIPTS}:
+        _fail("entry statement: the unprotected header must hold header 394 alone")
     rl = st.unprotected.get(H_RECEIPTS)
     if not isinstance(rl, list) or len(rl) != 1 or not isinstance(rl[0], bytes):
         _fail("entry statement: header 394 must hold exactly one receipt")
@@ -372,14 +377,19 @@ def verify_entry_receipt(receipt, trust: Trust) -> dict:
         _fail("seal: head is not the entry's link")
 
     # 5. log receipt
+    if set(seal.unprotected) != {H_RECEIPTS}:
+        _fail("seal: the unprotected header must hold header 394 alone")
     ll = seal.unprotected.get(H_RECEIPTS)
     if not isinstance(ll, list) or len(ll) != 1 or not isinstance(ll[0], bytes):
         _fail("seal: header 394 must hold exactly one receipt")
     entry = hashlib.sha256(b"\xd2\x84" + seal.parts[0] + b"\xa0" + seal.parts[2] + seal.parts[3]).digest()
-    root_l, size_l, _, _ = _receipt_root(ll[0], hashlib.sha256(b"\x00" + entry).digest(), trust, "log receipt")
+    root_l, size_l, _, lr = _receipt_root(ll[0], hashlib.sha256(b"\x00" + entry).digest(), trust, "log receipt")
 
     # 6. checkpoint
     cp = receipt["checkpoint"].encode("utf-8")
+    copy = lr.unprotected.get(-70010)
+    if copy is not None and copy != cp:
+        _fail("log receipt: it carries another checkpoint (header -70010) than the receipt's")
     try:
         body, _ = note.open_note(cp, trust.log_keys)
     except note.NoteError as e:
@@ -396,7 +406,9 @@ def verify_entry_receipt(receipt, trust: Trust) -> dict:
     if cp_root != root_l:
         _fail("checkpoint: root hash is not the log receipt's root")
     if trust.policy is not None:
-        ok, _, invalid = trust.policy.evaluate(cp)
+        ok, cosigned, invalid = trust.policy.evaluate(cp)
+        if invalid:
+            _fail(f"checkpoint: the cosignature of {', '.join(invalid)} does not verify")
         if not ok:
-            _fail("checkpoint: witness quorum not met" + (f" (invalid cosignatures: {', '.join(invalid)})" if invalid else ""))
+            _fail(f"checkpoint: witness quorum not met (cosigned by {', '.join(cosigned) or 'none'})")
     return {"chain": chain, "seq": seq, "size": size_c, "log_size": size_l}
