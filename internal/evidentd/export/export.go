@@ -45,15 +45,33 @@ type Config struct {
 	// make a bundle byte-stable: the chain-root signatures of entry proofs are stamped with
 	// the wall clock (issued at).
 	Now func() time.Time
+	// TreeCache bounds the memory of the sealed chain trees kept whole so that the chain
+	// receipts of one seal's entries cost O(log n) each after the first (GET
+	// …/entries/{seq}/receipt and …/entry-receipt; a CHAP Coordinator's
+	// audit.submit_to_scitt asks for every entry of a range). 0 is DefaultTreeCache; a
+	// negative value keeps none, and a tree larger than the bound is never kept: its
+	// receipts are cut in one pass over the chain each.
+	TreeCache int64
 }
+
+// DefaultTreeCache is the default Config.TreeCache: 64 MiB, the whole tree of a chain of one
+// million entries.
+const DefaultTreeCache = 64 << 20
 
 // Exporter writes bundles and chain receipts. It is safe for concurrent use.
 type Exporter struct {
-	c Config
+	c     Config
+	trees treeCache
 }
 
 // New returns an Exporter reading from c.
-func New(c Config) *Exporter { return &Exporter{c: c} }
+func New(c Config) *Exporter {
+	budget := c.TreeCache
+	if budget == 0 {
+		budget = DefaultTreeCache
+	}
+	return &Exporter{c: c, trees: treeCache{budget: max(budget, 0), m: map[string]*cachedTree{}}}
+}
 
 // newBundle starts a bundle on w dated at the export time, which it returns for the
 // manifest's created: a zip listing then shows when the bundle was exported.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -343,4 +344,29 @@ type countingWriter int64
 func (c *countingWriter) Write(p []byte) (int, error) {
 	*c += countingWriter(len(p))
 	return len(p), nil
+}
+
+// BenchmarkEntryReceipt cuts the chain receipt of one entry of a sealed chain of 2,000 and of
+// 20,000 signed CHAP envelopes (GET …/entries/{seq}/receipt and …/entry-receipt): the cost one
+// receipt of audit.submit_to_scitt's range pays.
+func BenchmarkEntryReceipt(b *testing.B) {
+	for _, n := range []int{2000, 20000} {
+		b.Run(fmt.Sprintf("chain=%d", n), func(b *testing.B) {
+			f := newFixture(b)
+			const chain = "wsp_bench"
+			recs := records(b, chain, n)
+			for i := 0; i < n; i += 1000 {
+				f.ingest(b, chain, recs[i:min(i+1000, n)])
+			}
+			f.seal(b, chain)
+			seq := uint64(0)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, _, err := f.x.EntryReceipt(context.Background(), chain, seq); err != nil {
+					b.Fatal(err)
+				}
+				seq = (seq + 7919) % uint64(n)
+			}
+		})
+	}
 }

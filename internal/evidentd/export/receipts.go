@@ -92,7 +92,7 @@ func (x *Exporter) EntryReceipt(ctx context.Context, chain string, seq uint64) (
 	if err != nil {
 		return nil, nil, ledger.Seal{}, err
 	}
-	paths, root, err := x.chainInclusion(ctx, chain, top.Size, sealed.Root, []uint64{seq})
+	path, root, err := x.sealedInclusion(ctx, chain, top.Size, sealed.Root, seq)
 	if err != nil {
 		return nil, nil, ledger.Seal{}, err
 	}
@@ -100,8 +100,37 @@ func (x *Exporter) EntryReceipt(ctx context.Context, chain string, seq uint64) (
 	if err != nil {
 		return nil, nil, ledger.Seal{}, err
 	}
-	rc, err := receipts.NewInclusionReceipt(rs, receipts.InclusionProof{TreeSize: top.Size, LeafIndex: seq, Path: paths[seq]}, nil)
+	rc, err := receipts.NewInclusionReceipt(rs, receipts.InclusionProof{TreeSize: top.Size, LeafIndex: seq, Path: path}, nil)
 	return rc, top, sealed, err
+}
+
+// sealedInclusion is the inclusion path of seq in chain's tree of the sealed size, whose root
+// must be wantRoot: from the cached whole tree (built in one pass on a miss), or in one pass
+// over the chain when the tree does not fit the cache.
+func (x *Exporter) sealedInclusion(ctx context.Context, chain string, size uint64, wantRoot string, seq uint64) ([][]byte, [32]byte, error) {
+	t, ok, err := x.trees.get(ctx, chain, size, func() (*ledger.FullTree, error) {
+		// A build outlives the request that started it (others may wait for it).
+		t, err := ledger.NewFullTree(context.WithoutCancel(ctx), size, links(context.WithoutCancel(ctx), x.c.Store, chain))
+		if err != nil {
+			return nil, fmt.Errorf("chain %q, sealed at size %d: %w", chain, size, err)
+		}
+		if got := ledger.RootString(t.Root()); got != wantRoot {
+			return nil, fmt.Errorf("chain %q: the stored links give root %s at size %d, the seal says %s", chain, got, size, wantRoot)
+		}
+		return t, nil
+	})
+	if err != nil {
+		return nil, [32]byte{}, err
+	}
+	if !ok {
+		paths, root, err := x.chainInclusion(ctx, chain, size, wantRoot, []uint64{seq})
+		return paths[seq], root, err
+	}
+	if got := ledger.RootString(t.Root()); got != wantRoot {
+		return nil, [32]byte{}, fmt.Errorf("chain %q: the tree of size %d has root %s, the seal says %s", chain, size, got, wantRoot)
+	}
+	path, err := t.Inclusion(seq)
+	return path, t.Root(), err
 }
 
 // ChainConsistencyReceipt builds the consistency receipt of chain between sizes from and to
