@@ -51,6 +51,10 @@ const (
 const (
 	// MaxStatementSize bounds an encoded statement, receipts included.
 	MaxStatementSize = 4 << 20
+	// MaxEntryStatementSize bounds an entry statement of the service (docs/scitt.md, "Entry
+	// statements"), receipts included: its payload is a whole record, up to the largest
+	// record limit evidentd accepts (32 MiB by default, 64 MiB at most) and its headers.
+	MaxEntryStatementSize = 64<<20 + 1<<20
 	// MaxReceiptSize bounds one encoded receipt.
 	MaxReceiptSize = 64 << 10
 	// MaxCheckpointSize bounds the checkpoint note carried in a receipt.

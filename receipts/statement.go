@@ -142,7 +142,14 @@ type Statement struct {
 // the verifiable algorithms, checks the types of kid, content type and CWT
 // claims, and collects receipts from label 394. It does not verify.
 func ParseStatement(raw []byte) (*Statement, error) {
-	msg, parts, err := decodeSign1(raw, MaxStatementSize, "statement")
+	return ParseStatementLimit(raw, MaxStatementSize)
+}
+
+// ParseStatementLimit is ParseStatement with a bound of max bytes in place of
+// MaxStatementSize: for the service's own entry statements, whose payload is a
+// whole record (up to the record limit, docs/operations.md).
+func ParseStatementLimit(raw []byte, max int) (*Statement, error) {
+	msg, parts, err := decodeSign1(raw, max, "statement")
 	if err != nil {
 		return nil, err
 	}

@@ -50,7 +50,13 @@ func receiptsFrom(raw cbor.RawMessage) ([][]byte, error) {
 // Each receipt must be a tagged COSE_Sign1 of at most MaxReceiptSize bytes;
 // its contents are not verified.
 func AttachReceipts(statement []byte, receipts ...[]byte) ([]byte, error) {
-	_, parts, err := decodeSign1(statement, MaxStatementSize, "statement")
+	return AttachReceiptsLimit(statement, MaxStatementSize, receipts...)
+}
+
+// AttachReceiptsLimit is AttachReceipts with a bound of max bytes on the statement
+// and the result in place of MaxStatementSize (see ParseStatementLimit).
+func AttachReceiptsLimit(statement []byte, max int, receipts ...[]byte) ([]byte, error) {
+	_, parts, err := decodeSign1(statement, max, "statement")
 	if err != nil {
 		return nil, err
 	}
@@ -86,8 +92,8 @@ func AttachReceipts(statement []byte, receipts ...[]byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: unprotected header: %v", ErrMalformed, err)
 	}
 	out := parts.encode(uenc)
-	if len(out) > MaxStatementSize {
-		return nil, fmt.Errorf("%w: transparent statement of %d bytes exceeds limit %d", ErrMalformed, len(out), MaxStatementSize)
+	if len(out) > max {
+		return nil, fmt.Errorf("%w: transparent statement of %d bytes exceeds limit %d", ErrMalformed, len(out), max)
 	}
 	return out, nil
 }

@@ -26,9 +26,14 @@ func EntryContentType(profile string) string {
 // of (record, chain, seq, prev, arrival, key), so it is signed on demand and every request
 // gets the same bytes. link(seq) = SHA-256(payload ‖ prev) ties it to the chain.
 func (s *Server) EntryStatement(chain, profile string, e store.Entry) ([]byte, error) {
+	return s.entryStatement(chain, EntryContentType(profile), e)
+}
+
+// entryStatement is EntryStatement with content type cty.
+func (s *Server) entryStatement(chain, cty string, e store.Entry) ([]byte, error) {
 	return receipts.SignStatement(s.c.Service.Signer(), e.Record, receipts.StatementOptions{
 		Claims:      receipts.Claims{Issuer: s.c.Service.Issuer(), Subject: chain, IssuedAt: e.Arrival.Unix()},
-		ContentType: EntryContentType(profile),
+		ContentType: cty,
 		Protected:   map[int64]any{receipts.HeaderSeq: e.Seq, receipts.HeaderPrev: e.Prev.String()},
 	})
 }
@@ -65,7 +70,7 @@ func (s *Server) handleEntryStatement(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	default:
-		if stmt, err = receipts.AttachReceipts(stmt, rc); err != nil {
+		if stmt, err = receipts.AttachReceiptsLimit(stmt, receipts.MaxEntryStatementSize, rc); err != nil {
 			s.fail(w, r, err)
 			return
 		}

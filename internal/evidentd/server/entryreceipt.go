@@ -1,0 +1,94 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/entryreceipt"
+	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/receipts"
+)
+
+// entryContentTypes lists the content types an entry statement of a chain of profile may
+// carry, the profile's own first. A CHAP chain also answers CHAP 0.2's, which the 0.2
+// reference Coordinators name in the statements they build (audit-scitt/1.0).
+func entryContentTypes(profile string) []string {
+	own := EntryContentType(profile)
+	if strings.HasPrefix(profile, "chap/") {
+		return []string{own, "application/chap+json;version=0.2", "application/chap+json;version=0.3"}
+	}
+	return []string{own}
+}
+
+// handleEntryEvidence answers GET /v1/chains/{chain}/entries/{seq}/entry-receipt: the entry
+// receipt (docs/entry-receipt.md) of entry seq against the chain's latest registered seal, as
+// application/json; 409 not_sealed until a seal covers the entry. ?content_type= picks the
+// entry statement's content type among entryContentTypes.
+func (s *Server) handleEntryEvidence(w http.ResponseWriter, r *http.Request) {
+	chain, seq, h, ok := s.entryAt(w, r)
+	if !ok {
+		return
+	}
+	allowed := entryContentTypes(h.Profile)
+	cty := allowed[0]
+	query, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		// Go drops a pair with a raw ';' in it; a content type has one, so say how to send it.
+		problem(w, http.StatusBadRequest, api.CodeBadQuery, fmt.Sprintf("query: %v (percent-encode the ';' of a content type as %%3B)", err), -1)
+		return
+	}
+	if q := query.Get("content_type"); q != "" {
+		if !slices.Contains(allowed, q) {
+			problem(w, http.StatusBadRequest, api.CodeBadQuery, fmt.Sprintf("content_type %.100q is not one of a %s chain's: %s", q, h.Profile, strings.Join(allowed, ", ")), -1)
+			return
+		}
+		cty = q
+	}
+	rc, top, sealed, err := s.ex.EntryReceipt(r.Context(), chain, seq)
+	if errors.Is(err, errNotSealed) {
+		problem(w, http.StatusConflict, api.CodeNotSealed, fmt.Sprintf("entry %d is not covered by a registered seal yet: POST /v1/chains/%s/seal, then ask again", seq, chain), -1)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	es, err := s.c.Store.Entries(r.Context(), chain, store.Filter{From: seq, Limit: 1})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(es) == 0 || es[0].Seq != seq {
+		s.fail(w, r, fmt.Errorf("chain %s: entry %d is covered by seal %d but not in the store", chain, seq, top.N))
+		return
+	}
+	stmt, err := s.entryStatement(chain, cty, es[0])
+	if err == nil {
+		stmt, err = receipts.AttachReceiptsLimit(stmt, receipts.MaxEntryStatementSize, rc)
+	}
+	var sealTS []byte
+	if err == nil {
+		sealTS, err = receipts.AttachReceipts(top.Statement, top.Receipt)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out, err := (&entryreceipt.Receipt{Format: entryreceipt.Format, Chain: chain, Seq: seq,
+		Statement: stmt, Seal: sealTS, Checkpoint: string(top.Checkpoint)}).Marshal()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Evident-Seal", strconv.FormatUint(top.N, 10))
+	w.Header().Set("Evident-Seal-Root", sealed.Root)
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(out)
+}
