@@ -10,6 +10,8 @@ export const HeaderPrev = -70002;
 export const HeaderCheckpoint = -70010;
 
 export const MaxStatementSize = 4 << 20;
+/** bound of an entry statement (a record up to 64 MiB, receipts.MaxEntryStatementSize) */
+export const MaxEntryStatementSize = (64 << 20) + (1 << 20);
 export const MaxReceiptSize = 64 << 10;
 export const MaxCheckpointSize = 16 << 10;
 

@@ -2,7 +2,7 @@
 import { createHash } from "node:crypto";
 import {
   claims, cborDecode, cborEncodeDet, entryHash, HeaderCheckpoint, HeaderPrev, HeaderReceipts, HeaderSeq,
-  HeaderVDP, HeaderVDS, Malformed, MaxCheckpointSize, MaxReceiptSize, MaxStatementSize, parseSign1, verifySign1,
+  HeaderVDP, HeaderVDS, Malformed, MaxCheckpointSize, MaxEntryStatementSize, MaxReceiptSize, MaxStatementSize, parseSign1, verifySign1,
   type IssuerKey, type Sign1,
 } from "./cose.ts";
 import { b64decode, openNote } from "./note.ts";
@@ -113,7 +113,7 @@ export function verifyEntryReceipt(receipt: unknown, trust: Trust): Verified {
   if (!sealRaw) return fail("seal is not base64");
 
   // 2. the entry statement
-  const st = parseSign1(stRaw, MaxStatementSize, "entry statement");
+  const st = parseSign1(stRaw, MaxEntryStatementSize, "entry statement");
   const stKey = issuer(trust, st, "entry statement");
   if (st.payload === null) return fail("entry statement: detached payload");
   if (!verifySign1(st, stKey, st.payload)) fail("entry statement: signature does not verify");
@@ -157,8 +157,13 @@ export function verifyEntryReceipt(receipt: unknown, trust: Trust): Verified {
   }
 
   // 6. the checkpoint
-  let note;
-  try { note = openNote(cp, trust.logKeys); } catch (e) { return fail(`checkpoint: ${(e as Error).message}`); }
+  // as tlog.ParseCheckpoint with each log key in turn: one key's valid signature suffices
+  let note: ReturnType<typeof openNote> | undefined;
+  let why = "no log key";
+  for (const k of trust.logKeys) {
+    try { note = openNote(cp, [k]); break; } catch (e) { why = (e as Error).message; }
+  }
+  if (!note) return fail(`checkpoint: ${why}`);
   const lines = note.text.split("\n");
   if (lines.length < 4 || lines[0] !== trust.origin) fail("checkpoint: origin is not the trust file's");
   if (!/^(0|[1-9][0-9]*)$/.test(lines[1]) || BigInt(lines[1]) !== lrIncl.treeSize) fail("checkpoint: size is not the log receipt's tree size");
@@ -189,7 +194,7 @@ export function receiptPayload(receipt: unknown): Buffer | undefined {
     const r = receipt as Record<string, unknown>;
     const raw = b64decode(r.statement as string);
     if (!raw) return undefined;
-    const st = parseSign1(raw, MaxStatementSize, "entry statement");
+    const st = parseSign1(raw, MaxEntryStatementSize, "entry statement");
     return st.payload ? Buffer.from(st.payload) : undefined;
   } catch {
     return undefined;
