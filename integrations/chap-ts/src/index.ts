@@ -49,6 +49,7 @@ export interface EvidentOptions {
   backoffMaxMs?: number;
   refusedRetryMs?: number;
   maxBatch?: number;
+  closeFlushMs?: number;
 }
 
 export interface EvidentHooks {
@@ -213,7 +214,7 @@ export function evidentHooks(opts: EvidentOptions): EvidentHooks {
     if (closed) return;
     let timer: NodeJS.Timeout | undefined;
     try {
-      await Promise.race([flush(), new Promise<void>((_, rej) => { timer = setTimeout(() => rej(new Error("evident: flush did not finish within 30 s")), 30000); })]);
+      await Promise.race([flush(), new Promise<void>((_, rej) => { timer = setTimeout(() => rej(new Error("evident: flush did not finish in time")), opts.closeFlushMs ?? 30000); })]);
     } catch (e) {
       logger.warn?.("evident: closing with entries not acknowledged (they stay in the spool)", { error: String(e) });
     } finally {

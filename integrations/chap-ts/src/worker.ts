@@ -363,9 +363,11 @@ async function submit(id: number, wsId: string, hash: string, payload: string, c
     const rp = `${chainPath(w)}/entries/${seq}/entry-receipt?content_type=${encodeURIComponent(contentType)}`;
     attempt = 0;
     let sealed = false;
+    let last = "";
     for (;;) {
-      if (Date.now() > deadline) { reply({ error: `no entry receipt for ${wsId} seq ${seq} within ${cfg.sealWaitMs} ms` }); return; }
+      if (Date.now() > deadline) { reply({ error: `no entry receipt for ${wsId} seq ${seq} within ${cfg.sealWaitMs} ms (last: ${last})` }); return; }
       const a = await http("GET", rp, undefined, undefined, Math.max(1000, deadline - Date.now())).catch((e: Error) => e);
+      last = a instanceof Error ? a.message : `${a.status} ${String(problem(a).code ?? "")} ${String(problem(a).detail ?? "")}`;
       if (a instanceof Error || transient(a)) { await sleep(Math.min(jitter(100 * 2 ** attempt++), Math.max(0, deadline - Date.now()))); continue; }
       if (a.status === 200 && typeof a.body === "object" && a.body !== null) {
         const got = receiptPayload(a.body);
@@ -380,6 +382,7 @@ async function submit(id: number, wsId: string, hash: string, payload: string, c
         if (!sealed || attempt > 4) {
           const s = await http("POST", `${chainPath(w)}/seal`, "", undefined, Math.max(1000, deadline - Date.now())).catch((e: Error) => e);
           if (!(s instanceof Error) && s.status < 300) sealed = true;
+          else last += ` (seal: ${s instanceof Error ? s.message : `${s.status} ${String(problem(s).code ?? "")} ${String(problem(s).detail ?? "")}`})`;
         }
         await sleep(Math.min(25 * 2 ** attempt++, 500));
         continue;

@@ -12,8 +12,15 @@ import type { AuditEntry, EvidentHooks, Workspace } from "../src/index.ts";
 export const repoRoot = path.resolve(import.meta.dirname, "../../..");
 export const vectors = path.join(repoRoot, "testvectors/chap-reference");
 
+const made: string[] = [];
 export function tmpDir(prefix: string): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), `evident-chap-ts-${prefix}-`));
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), `evident-chap-ts-${prefix}-`));
+  made.push(d);
+  return d;
+}
+/** Removes the temporary directories this process made (call after stopping evidentd). */
+export function removeTmpDirs() {
+  for (const d of made.splice(0)) fs.rmSync(d, { recursive: true, force: true });
 }
 
 let built: string | undefined;
@@ -34,21 +41,23 @@ export class Evidentd {
   constructor(public dataDir: string, public extraArgs: string[] = []) {}
 
   async start(): Promise<this> {
-    const p = spawn(evidentdBin(), ["-data", this.dataDir, "-listen", "127.0.0.1:0", "-checkpoint-interval", "200ms", ...this.extraArgs], { stdio: ["ignore", "pipe", "pipe"] });
+    // its log goes to a file, not a pipe: a pipe nobody drains while the hooks' submitter blocks
+    // this thread would fill up and stall evidentd
+    const logFile = path.join(this.dataDir, "..", path.basename(this.dataDir) + ".log");
+    const fd = fs.openSync(logFile, "w");
+    const p = spawn(evidentdBin(), ["-data", this.dataDir, "-listen", "127.0.0.1:0", "-checkpoint-interval", "200ms", ...this.extraArgs], { stdio: ["ignore", fd, fd] });
+    fs.closeSync(fd);
     this.proc = p;
-    this.log = "";
-    this.url = await new Promise<string>((resolve, reject) => {
-      const t = setTimeout(() => reject(new Error("evidentd did not start:\n" + this.log)), 20000);
-      const onData = (d: Buffer) => {
-        this.log += d.toString();
-        const m = /msg="evidentd listening" addr=(http:\/\/127\.0\.0\.1:\d+)/.exec(this.log);
-        if (m) { clearTimeout(t); resolve(m[1]); }
-      };
-      p.stdout!.on("data", onData);
-      p.stderr!.on("data", onData);
-      p.on("exit", (c) => { clearTimeout(t); reject(new Error(`evidentd exited ${c}:\n${this.log}`)); });
-    });
-    return this;
+    let exited = false;
+    p.once("exit", () => { exited = true; });
+    const deadline = Date.now() + 20000;
+    for (;;) {
+      this.log = fs.readFileSync(logFile, "utf8");
+      const m = /msg="evidentd listening" addr=(http:\/\/127\.0\.0\.1:\d+)/.exec(this.log.split("\n").filter((l) => l.includes("evidentd listening")).at(-1) ?? "");
+      if (m) { this.url = m[1]; return this; }
+      if (exited || Date.now() > deadline) throw new Error("evidentd did not start:\n" + this.log);
+      await new Promise((r) => setTimeout(r, 20));
+    }
   }
 
   /** Kills the process (SIGKILL: no clean shutdown) and waits for it. */
@@ -182,5 +191,54 @@ export class StandIn {
     }
     if (!ok) return { error: { code: -32082, message: "Receipt did not verify" } };
     return { result: { verified: true } };
+  }
+}
+
+/** A loopback TCP proxy on port 0, so that the hooks keep one URL while evidentd restarts. It runs
+ * in a worker thread: the hooks' synchronous submitter blocks this thread while the worker does I/O. */
+import { Worker } from "node:worker_threads";
+const proxyCode = `
+const net = require("node:net");
+const { parentPort } = require("node:worker_threads");
+let target;
+const sockets = new Set();
+const server = net.createServer((c) => {
+  sockets.add(c);
+  c.on("close", () => sockets.delete(c));
+  c.on("error", () => {});
+  if (target === undefined) { c.destroy(); return; }
+  const up = net.connect(target, "127.0.0.1");
+  sockets.add(up);
+  up.on("close", () => { sockets.delete(up); c.destroy(); });
+  c.on("close", () => up.destroy());
+  up.on("error", () => c.destroy());
+  c.pipe(up).pipe(c);
+});
+server.listen(0, "127.0.0.1", () => parentPort.postMessage({ port: server.address().port }));
+parentPort.on("message", (m) => {
+  if (m.close) { for (const s of sockets) s.destroy(); server.close(() => process.exit(0)); return; }
+  target = m.target;
+  if (target === undefined) for (const s of sockets) s.destroy();
+  parentPort.postMessage({ ok: true });
+});
+`;
+export class Proxy {
+  worker!: Worker;
+  url = "";
+  async start(): Promise<this> {
+    this.worker = new Worker(proxyCode, { eval: true });
+    const m = await new Promise<{ port: number }>((r) => this.worker.once("message", r));
+    this.url = `http://127.0.0.1:${m.port}`;
+    return this;
+  }
+  async to(url: string | undefined) {
+    const done = new Promise((r) => this.worker.once("message", r));
+    this.worker.postMessage({ target: url ? Number(new URL(url).port) : undefined });
+    await done;
+  }
+  async close() {
+    const exited = new Promise((r) => this.worker.once("exit", r));
+    this.worker.postMessage({ close: true });
+    await exited;
   }
 }
