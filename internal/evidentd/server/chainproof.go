@@ -25,7 +25,7 @@ func (s *Server) handleEntryReceipt(w http.ResponseWriter, r *http.Request) {
 	}
 	rc, top, sealed, err := s.ex.EntryReceipt(r.Context(), chain, seq)
 	if errors.Is(err, errNotSealed) {
-		problem(w, http.StatusConflict, api.CodeNotSealed, fmt.Sprintf("entry %d is not covered by a registered seal yet: POST /v1/chains/%s/seal, then ask again", seq, chain), -1)
+		notSealed(w, chain, seq)
 		return
 	}
 	if err != nil {
@@ -57,4 +57,9 @@ func (s *Server) entryAt(w http.ResponseWriter, r *http.Request) (chain string, 
 		return chain, seq, h, false
 	}
 	return chain, seq, h, true
+}
+
+// notSealed answers 409 not_sealed for entry seq of chain.
+func notSealed(w http.ResponseWriter, chain string, seq uint64) {
+	problem(w, http.StatusConflict, api.CodeNotSealed, fmt.Sprintf("entry %d is not covered by a registered seal yet: POST /v1/chains/%s/seal, then ask again", seq, chain), -1)
 }

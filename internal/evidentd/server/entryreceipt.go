@@ -11,7 +11,6 @@ import (
 
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/entryreceipt"
-	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/receipts"
 )
 
@@ -52,23 +51,18 @@ func (s *Server) handleEntryEvidence(w http.ResponseWriter, r *http.Request) {
 	}
 	rc, top, sealed, err := s.ex.EntryReceipt(r.Context(), chain, seq)
 	if errors.Is(err, errNotSealed) {
-		problem(w, http.StatusConflict, api.CodeNotSealed, fmt.Sprintf("entry %d is not covered by a registered seal yet: POST /v1/chains/%s/seal, then ask again", seq, chain), -1)
+		notSealed(w, chain, seq)
 		return
 	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	es, err := s.c.Store.Entries(r.Context(), chain, store.Filter{From: seq, Limit: 1})
-	if err != nil {
-		s.fail(w, r, err)
+	e, ok := s.storedEntry(w, r, chain, seq, h.Size)
+	if !ok {
 		return
 	}
-	if len(es) == 0 || es[0].Seq != seq {
-		s.fail(w, r, fmt.Errorf("chain %s: entry %d is covered by seal %d but not in the store", chain, seq, top.N))
-		return
-	}
-	stmt, err := s.entryStatement(chain, cty, es[0])
+	stmt, err := s.entryStatement(chain, cty, e)
 	if err == nil {
 		stmt, err = receipts.AttachReceiptsLimit(stmt, receipts.MaxEntryStatementSize, rc)
 	}

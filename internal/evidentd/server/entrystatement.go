@@ -48,16 +48,10 @@ func (s *Server) handleEntryStatement(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	es, err := s.c.Store.Entries(r.Context(), chain, store.Filter{From: seq, Limit: 1})
-	if err != nil {
-		s.fail(w, r, err)
+	e, ok := s.storedEntry(w, r, chain, seq, h.Size)
+	if !ok {
 		return
 	}
-	if len(es) == 0 || es[0].Seq != seq {
-		problem(w, http.StatusNotFound, api.CodeNoSuchEntry, fmt.Sprintf("chain %s has %d entries", chain, h.Size), -1)
-		return
-	}
-	e := es[0]
 	stmt, err := s.EntryStatement(chain, h.Profile, e)
 	if err != nil {
 		s.fail(w, r, err)
@@ -84,4 +78,19 @@ func (s *Server) handleEntryStatement(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", `application/cose; cose-type="cose-sign1"`)
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write(stmt)
+}
+
+// storedEntry reads entry seq of chain (which holds size entries) from the store; when it is
+// not there it answers the problem itself and ok is false.
+func (s *Server) storedEntry(w http.ResponseWriter, r *http.Request, chain string, seq, size uint64) (store.Entry, bool) {
+	es, err := s.c.Store.Entries(r.Context(), chain, store.Filter{From: seq, Limit: 1})
+	if err != nil {
+		s.fail(w, r, err)
+		return store.Entry{}, false
+	}
+	if len(es) == 0 || es[0].Seq != seq {
+		problem(w, http.StatusNotFound, api.CodeNoSuchEntry, fmt.Sprintf("chain %s has %d entries", chain, size), -1)
+		return store.Entry{}, false
+	}
+	return es[0], true
 }
