@@ -272,5 +272,44 @@ class TestRefusal(unittest.TestCase):
             h.verify_scitt_receipt({})
 
 
+class TestChap03(unittest.TestCase):
+    """CHAP 0.3: a refused call recorded without an envelope, {seq, arrived, request, outcome,
+    prev_hash}, and statements of content type application/chap+json;version=0.3."""
+
+    def test_refused_call_recorded_without_envelope(self):
+        import hashlib
+        from evident_chap.jcs import canonicalize
+        env = Env(self)
+        h = env.new_hooks()
+        stand = standin_for(h)
+        entries, final = load_journey("ts", "small")
+        for wsid, e, nxt in feed_plan({"small": (entries, final)}):
+            stand.record(wsid, e, nxt)
+        ws = stand.workspaces[wsid]
+        record = {"outcome": {"status": "refused", "code": -32011},
+                  "request": {"jsonrpc": "2.0", "id": "r-ünïcode-1", "method": "control.pause",
+                              "params": {"workspace": wsid, "from": "human:mallory@example.org", "reason": "höld ✋"}}}
+        prev = ws.chain_head
+        refused = {"seq": len(ws.audit), "arrived": "2026-05-17T09:30:00.000Z", **record, "prev_hash": prev}
+        ws.chain_head = "sha256:" + hashlib.sha256(canonicalize(record) + prev.encode()).hexdigest()
+        ws.audit.append(refused)
+        h.on_audit(wsid, refused)  # as a 0.3 Coordinator's recordAudit calls its listeners
+        h.flush(timeout=60)
+        st, head = env.ev.get(f"/v1/chains/{wsid}")
+        self.assertEqual((head["size"], head["head"]), (len(entries) + 1, ws.chain_head))
+        statement = StandIn._build_statement(wsid, record, None, "service:coordinator")
+        statement["protected"]["content-type"] = "application/chap+json;version=0.3"
+        receipt = h.scitt_submitter(statement)
+        self.assertIsNotNone(receipt)
+        self.assertEqual(receipt["seq"], refused["seq"])
+        self.assertTrue(h.verify_scitt_receipt(receipt))
+        # the payload the receipt proves is the refusal's record, under CHAP 0.3's content type
+        import cbor2
+        sign1 = cbor2.loads(base64.b64decode(receipt["statement"]))
+        protected, _, payload, _ = sign1.value
+        self.assertEqual(payload, canonicalize(record))
+        self.assertEqual(cbor2.loads(protected)[3], "application/chap+json;version=0.3")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -5,6 +5,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { after, test } from "node:test";
 import canonicalize from "canonicalize";
+import { decode } from "cbor2";
 import { evidentHooks, type AuditEntry, type EvidentOptions, type Logger } from "../src/index.ts";
 import { Evidentd, journeys, Proxy, readJourney, removeTmpDirs, StandIn, tmpDir } from "./helpers.ts";
 import { flip, positions } from "./tamper.ts";
@@ -191,4 +192,31 @@ test("no trust file: verifyScittReceipt throws (-32082); onAudit never throws", 
   const circular: Record<string, unknown> = {};
   circular.self = circular;
   assert.doesNotThrow(() => h.onAudit(si.ws, { seq: 0, arrived: "x", envelope: circular }));
+});
+
+test("CHAP 0.3: a refused call recorded without an envelope gets a receipt of {outcome, request} under content type 0.3", async () => {
+  const d = await evidentd();
+  const trust = await d.trust();
+  const h = hooks({ url: d.url, trust, spoolDir: tmpDir("spool") });
+  const j = readJourney("ts", "small");
+  const si = new StandIn(j.workspace, h);
+  for (const e of j.entries) si.record(e);
+  const refusal = {
+    outcome: { status: "refused", code: -32011 },
+    request: { jsonrpc: "2.0", id: "r-ünïcode-1", method: "control.pause",
+      params: { workspace: j.workspace, from: "human:mallory@example.org", reason: "höld ✋" } },
+  };
+  si.record({ seq: si.ws.audit.length, arrived: "2026-05-17T09:30:00.000Z", ...refusal, prev_hash: "chained" } as AuditEntry);
+  await h.flush();
+  await assertHolds(d, si);
+  const statement = StandIn.buildStatement(j.workspace, refusal, "service:coordinator");
+  (statement.protected as Record<string, unknown>)["content-type"] = "application/chap+json;version=0.3";
+  const receipt = h.scittSubmitter(statement);
+  assert.ok(receipt, "a receipt for the refusal");
+  assert.equal(receipt.seq, si.ws.audit.length - 1);
+  assert.deepEqual(si.verify(receipt), { result: { verified: true } });
+  const sign1 = decode(Buffer.from(receipt.statement as string, "base64")) as { contents: [Uint8Array, unknown, Uint8Array, Uint8Array] };
+  const [protectedBytes, , payload] = sign1.contents;
+  assert.equal(Buffer.from(payload).toString("utf8"), canonicalize(refusal));
+  assert.equal((decode(protectedBytes) as Map<number, unknown>).get(3), "application/chap+json;version=0.3");
 });
