@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/entryreceipt"
 	"github.com/evident-log/evident/internal/rawjson"
 	"github.com/evident-log/evident/internal/wait"
 	"github.com/evident-log/evident/ledger"
@@ -284,6 +285,28 @@ func (c *Client) EntryReceipt(ctx context.Context, chain string, seq uint64) ([]
 		return nil, fmt.Errorf("client: reading the receipt: %w", err)
 	}
 	return b, nil
+}
+
+// EntryReceiptObject returns the entry receipt (evident-entry-receipt/v1, package
+// entryreceipt) of entry seq of chain: its statement with the chain receipt, the seal with
+// its log receipt and the witnessed checkpoint, which entryreceipt.Verify checks offline.
+// contentType picks the entry statement's content type ("" for the profile's own). An entry
+// after the chain's latest seal is an *Error with api.CodeNotSealed: Seal, then ask again.
+func (c *Client) EntryReceiptObject(ctx context.Context, chain string, seq uint64, contentType string) (*entryreceipt.Receipt, error) {
+	var q url.Values
+	if contentType != "" {
+		q = url.Values{"content_type": {contentType}}
+	}
+	resp, err := c.do(ctx, http.MethodGet, chainPath(chain, "entries", strconv.FormatUint(seq, 10), "entry-receipt"), q, "", nil)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, entryreceipt.MaxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("client: reading the entry receipt: %w", err)
+	}
+	return entryreceipt.Parse(b)
 }
 
 // ExportQuery selects an offline bundle: whole chains, or the case slice of one task or

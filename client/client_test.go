@@ -16,6 +16,7 @@ import (
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/client"
+	"github.com/evident-log/evident/entryreceipt"
 	"github.com/evident-log/evident/internal/evidentd/daemon"
 	"github.com/evident-log/evident/internal/evidentd/server"
 	"github.com/evident-log/evident/internal/testinfra"
@@ -129,6 +130,31 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if _, err := c.EntryReceipt(ctx, ws, 99); !client.IsCode(err, api.CodeNoSuchEntry) {
 		t.Fatalf("receipt of an entry beyond the head: %v", err)
+	}
+	// The entry receipt object, in CHAP 0.2's content type, verifies under the trust file.
+	resp, err := http.Get(base + "/.well-known/evident-trust")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	tf, err := trustfile.Parse(tb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust, err := entryreceipt.TrustFrom(tf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	er, err := c.EntryReceiptObject(ctx, ws, 2, "application/chap+json;version=0.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := entryreceipt.Verify(er, trust); err != nil || v.Seq != 2 || v.ContentType != "application/chap+json;version=0.2" || v.Chain != ws {
+		t.Fatalf("entry receipt: %+v %v", v, err)
+	}
+	if _, err := c.EntryReceiptObject(ctx, ws, 2, "text/plain"); !client.IsCode(err, api.CodeBadQuery) {
+		t.Fatalf("entry receipt in a foreign content type: %v", err)
 	}
 
 	// Entries, paged and filtered.

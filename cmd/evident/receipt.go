@@ -31,9 +31,18 @@ the transparency service's key. Works for receipts of any service, not only Evid
   evident receipt verify --consistency R --key K --old-root H1 --new-root H2
   evident receipt verify --consistency R --key K --log-key V --old-checkpoint C1 --new-checkpoint C2
                                                         (a consistency receipt, 396 {-2: …})
+  evident receipt verify --trust TRUST.json RECEIPT.json...
+                                                        (entry receipts evident-entry-receipt/v1, as
+                                                        GET …/entries/{seq}/entry-receipt and the CHAP
+                                                        adapters' audit.submit_to_scitt answer them)
 
 K is the service's public key: PEM "PUBLIC KEY", a COSE_Key, or a COSE_KeySet (as served
 at /.well-known/scitt-keys; the receipt's kid picks the key).
+
+An entry receipt is checked against the trust file alone (evident trust fetch): the entry
+statement and its chain receipt, the seal and its log receipt, the checkpoint's log signature
+and its witness quorum (docs/entry-receipt.md). Exit 0 when every receipt verifies, 1 when one
+is broken, 3 when a file cannot be read or was made by a newer Evident.
 
 Flags:
 `
@@ -55,10 +64,21 @@ func cmdReceipt(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	newRoot := fs.String("new-root", "", "with --consistency: root of the newer tree (hex)")
 	oldCP := fs.String("old-checkpoint", "", "with --consistency: signed checkpoint of the older tree")
 	newCP := fs.String("new-checkpoint", "", "with --consistency: signed checkpoint of the newer tree")
+	trustPath := fs.String("trust", "", "a trust file (evident-trust/v1): verify the entry receipts given as arguments against it")
+	asJSON := fs.Bool("json", false, "with --trust: one JSON object per receipt")
 	logKey := fs.String("log-key", "", "with checkpoints: the log's key: a vkey (Ed25519 or ML-DSA-44), a file holding one (trust/log.vkey) or a trust file")
 	fs.Usage = func() { fmt.Fprint(stderr, receiptUsage); fs.PrintDefaults() }
 	if code, done := parseArgs(fs, args[1:]); done {
 		return code
+	}
+	if *trustPath != "" {
+		if *keyPath != "" || *stmtPath != "" || *rcptPath != "" || *tsPath != "" || *consPath != "" {
+			return usageErr(fs, "--trust takes entry receipts as arguments, without --key, --statement, --receipt, --transparent or --consistency")
+		}
+		if fs.NArg() == 0 {
+			return usageErr(fs, "missing RECEIPT.json argument(s)")
+		}
+		return verifyEntryReceipts(stdout, stderr, *trustPath, fs.Args(), *asJSON) // entryreceipt.go
 	}
 	if *consPath != "" && *keyPath != "" && fs.NArg() == 0 && *tsPath == "" && *stmtPath == "" && *rcptPath == "" {
 		keys, err := readKeys(*keyPath)

@@ -1,0 +1,210 @@
+package entryreceipt_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/evident-log/evident/entryreceipt"
+	"github.com/evident-log/evident/tlogpolicy"
+	"github.com/evident-log/evident/trustfile"
+)
+
+// vectors is testvectors/entry-receipt: receipts a live, witnessed evidentd made.
+var vectors = filepath.Join("..", "testvectors", "entry-receipt")
+
+func loadTrust(t testing.TB) *entryreceipt.Trust {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(vectors, "trust.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tf, err := trustfile.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := entryreceipt.TrustFrom(tf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+func loadVector(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(vectors, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestVectorsVerify(t *testing.T) {
+	tr := loadTrust(t)
+	for name, want := range map[string]struct {
+		seq uint64
+		cty string
+	}{
+		"receipt-seq3.json":          {3, "application/chap+json;version=0.3"},
+		"receipt-seq12.json":         {12, "application/chap+json;version=0.3"},
+		"receipt-seq4-chap-0.2.json": {4, "application/chap+json;version=0.2"},
+	} {
+		r, err := entryreceipt.Parse(loadVector(t, name))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		v, err := entryreceipt.Verify(r, tr)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if v.Seq != want.seq || v.ContentType != want.cty || v.Chain != "wsp_entry_receipts" || v.Seal.Size != 13 || strings.Join(v.Witnesses, ",") != "w1,w2" {
+			t.Errorf("%s: seq %d cty %s chain %s seal size %d witnesses %v", name, v.Seq, v.ContentType, v.Chain, v.Seal.Size, v.Witnesses)
+		}
+		// Marshal gives the bytes evidentd served.
+		out, err := r.Marshal()
+		if err != nil || !bytes.Equal(out, loadVector(t, name)) {
+			t.Errorf("%s: Marshal does not reproduce the served bytes (%v)", name, err)
+		}
+	}
+}
+
+// TestVerifyRefuses: each step of the verification catches what it is for.
+func TestVerifyRefuses(t *testing.T) {
+	tr := loadTrust(t)
+	base, err := entryreceipt.Parse(loadVector(t, "receipt-seq3.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := entryreceipt.Parse(loadVector(t, "receipt-seq12.json"))
+	for _, tc := range []struct {
+		name   string
+		change func(r *entryreceipt.Receipt)
+		want   error
+	}{
+		{"another chain named", func(r *entryreceipt.Receipt) { r.Chain = "wsp_other" }, entryreceipt.ErrStatement},
+		{"another seq named", func(r *entryreceipt.Receipt) { r.Seq = 12 }, entryreceipt.ErrStatement},
+		{"another entry's statement", func(r *entryreceipt.Receipt) { r.Statement = other.Statement }, entryreceipt.ErrStatement},
+		{"a payload byte changed", func(r *entryreceipt.Receipt) { flipIn(r.Statement, []byte(`"jsonrpc"`)) }, entryreceipt.ErrStatement},
+		{"the seal's payload changed", func(r *entryreceipt.Receipt) { flipIn(r.Seal, []byte(`"sealed_at"`)) }, entryreceipt.ErrSeal},
+		{"a checkpoint from another log size", func(r *entryreceipt.Receipt) {
+			r.Checkpoint = strings.Replace(r.Checkpoint, "\n2\n", "\n3\n", 1)
+		}, entryreceipt.ErrCheckpoint},
+		{"a witness cosignature dropped", func(r *entryreceipt.Receipt) {
+			lines := strings.Split(strings.TrimSuffix(r.Checkpoint, "\n"), "\n")
+			r.Checkpoint = strings.Join(lines[:len(lines)-1], "\n") + "\n"
+		}, entryreceipt.ErrLogReceipt}, // the log receipt's copy of the checkpoint no longer matches
+		{"no checkpoint signature line", func(r *entryreceipt.Receipt) {
+			r.Checkpoint, _, _ = strings.Cut(r.Checkpoint, "\n\n")
+		}, entryreceipt.ErrCheckpoint},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := *base
+			r.Statement = append([]byte(nil), base.Statement...)
+			r.Seal = append([]byte(nil), base.Seal...)
+			tc.change(&r)
+			if _, err := entryreceipt.Verify(&r, tr); !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+		})
+	}
+	// A policy whose quorum a witness that did not cosign must meet refuses it; a trust
+	// without witnesses takes it.
+	w1, _, _ := strings.Cut(strings.TrimPrefix(tr.Policy.String(), "witness w1 "), "\n")
+	for _, tc := range []struct {
+		policy string
+		want   error
+	}{
+		{"witness w1 " + w1 + "\nwitness w3 witness.test/w3+6a4ad8be+BF9ilUWXn+3DhEe0yKMB5zrELvAq9/tKsSMBI6ApCaHH\ngroup g 2 w1 w3\nquorum g\n", entryreceipt.ErrWitnessQuorum},
+		{"witness w1 " + w1 + "\nquorum w1\n", nil},
+	} {
+		pol, err := tlogpolicy.Parse([]byte(tc.policy))
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := *tr
+		other.Policy = pol
+		if _, err := entryreceipt.Verify(base, &other); !errors.Is(err, tc.want) {
+			t.Errorf("policy %q: got %v, want %v", tc.policy, err, tc.want)
+		}
+	}
+	noWit := *tr
+	noWit.Policy = nil
+	if v, err := entryreceipt.Verify(base, &noWit); err != nil || len(v.Witnesses) != 0 {
+		t.Fatalf("without a policy: %v", err)
+	}
+}
+
+// flipIn changes the first byte of the first occurrence of marker in b.
+func flipIn(b, marker []byte) {
+	i := bytes.Index(b, marker)
+	if i < 0 {
+		panic("marker not found")
+	}
+	b[i+1] ^= 0x20
+}
+
+func TestParse(t *testing.T) {
+	good := loadVector(t, "receipt-seq3.json")
+	var m map[string]any
+	json.Unmarshal(good, &m)
+	with := func(k string, v any) []byte {
+		c := map[string]any{}
+		for kk, vv := range m {
+			c[kk] = vv
+		}
+		if v == nil {
+			delete(c, k)
+		} else {
+			c[k] = v
+		}
+		b, _ := json.Marshal(c)
+		return b
+	}
+	for _, tc := range []struct {
+		name string
+		in   []byte
+		want error
+	}{
+		{"a later format", with("format", "evident-entry-receipt/v2"), entryreceipt.ErrNewerFormat},
+		{"another format", with("format", "evident-bundle/v1"), entryreceipt.ErrMalformed},
+		{"an unknown member", with("note", "x"), entryreceipt.ErrMalformed},
+		{"no seal", with("seal", nil), entryreceipt.ErrMalformed},
+		{"bad base64", with("statement", "!!"), entryreceipt.ErrMalformed},
+		{"a duplicate member", append([]byte(`{"chain":"a",`), good[1:]...), entryreceipt.ErrMalformed},
+		{"trailing data", append(append([]byte{}, good...), []byte("{}")...), entryreceipt.ErrMalformed},
+		{"not JSON", []byte("\xd2\x84"), entryreceipt.ErrMalformed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := entryreceipt.Parse(tc.in); !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzParseVerify: no input makes Parse or Verify panic, and nothing but the served
+// receipts (and re-encodings of them that change no signed or checked byte) verifies.
+func FuzzParseVerify(f *testing.F) {
+	tr := loadTrust(f)
+	for _, name := range []string{"receipt-seq3.json", "receipt-seq12.json", "receipt-seq4-chap-0.2.json"} {
+		f.Add(loadVector(f, name))
+	}
+	f.Add([]byte(`{"format":"evident-entry-receipt/v1","chain":"c","seq":0,"statement":"0oQ=","seal":"0oQ=","checkpoint":"x"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := entryreceipt.Parse(b)
+		if err != nil {
+			return
+		}
+		v, err := entryreceipt.Verify(r, tr)
+		if err != nil {
+			return
+		}
+		if v.Chain != "wsp_entry_receipts" || v.Seal.Size != 13 || len(v.Witnesses) != 2 {
+			t.Fatalf("a receipt of something else verified: %+v", v)
+		}
+	})
+}
