@@ -42,6 +42,15 @@ import time
 import urllib.error
 import urllib.request
 
+CHILDREN: list = []  # every process this driver started, killed (by its own pid) on any exit
+
+
+def _cleanup(*_a) -> None:
+    for p in CHILDREN:
+        if p.poll() is None:
+            p.kill()
+
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 PLAN = os.path.join(HERE, "..", "chap-reference", "journeys.plan.json")
@@ -73,6 +82,9 @@ def cmd_host(chap: str, opts_json: str) -> None:
         kw.update(on_audit=hooks.on_audit, scitt_submitter=hooks.scitt_submitter,
                   verify_scitt_receipt=hooks.verify_scitt_receipt)
     coord = Coordinator(CoordinatorOptions(**kw))
+    startup_restored = len(coord.workspaces)
+    if hooks is not None:
+        hooks.attach(coord)  # the Python adapter reads the Coordinator's log for gap fills
     out = sys.stdout
 
     def emit(v) -> None:
@@ -99,6 +111,9 @@ def cmd_host(chap: str, opts_json: str) -> None:
                 emit({"ctl": c, "ok": ok, "err": err, "ms": (time.perf_counter() - t0) * 1000})
                 if c == "close":
                     break
+            elif c == "startup":
+                emit({"ctl": c, "store_records": len(kw["store"].load()) if "store" in kw else 0,
+                      "restored_by_constructor": startup_restored, "restored_by_host": None})
             elif c == "audit_len":
                 ws = coord.workspaces.get(msg["ws"])
                 emit({"ctl": c, "ws": msg["ws"], "len": None if ws is None else len(ws.audit),
@@ -133,6 +148,7 @@ class Host:
         self.err = open(stderr_path, "ab")
         self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=self.err, bufsize=0)
+        CHILDREN.append(self.p)
         self.q: queue.Queue = queue.Queue()
         self.t = threading.Thread(target=self._reader, daemon=True)
         self.t.start()
@@ -199,6 +215,7 @@ class Evidentd:
         self.p = subprocess.Popen([self.binary, "-data", self.data, "-listen", self.listen,
                                    "-checkpoint-interval", "200ms"],
                                   stdout=logf, stderr=logf)
+        CHILDREN.append(self.p)
         deadline = time.time() + 30
         while time.time() < deadline:
             with open(self.log, "rb") as f:
@@ -288,6 +305,7 @@ class Workload:
         from chap_coordinator.canonical import canonicalize
         from chap_coordinator.crypto import sign, _b64url_nopad
         from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+        from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
         self.canonicalize, self.sign = canonicalize, sign
         with open(PLAN, encoding="utf-8") as f:
             self.plan = json.load(f)
@@ -301,7 +319,7 @@ class Workload:
                 seed = hashlib.sha256((SEED_PREFIX + name).encode()).digest()
                 priv = Ed25519PrivateKey.from_private_bytes(seed)
                 jwk = {"kty": "OKP", "crv": "Ed25519", "kid": name,
-                       "x": _b64url_nopad(priv.public_key().public_bytes_raw()), "use": "sig", "alg": "EdDSA"}
+                       "x": _b64url_nopad(priv.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)), "use": "sig", "alg": "EdDSA"}
                 self.keys[name] = {"priv": priv, "jwk": jwk}
         self.workspaces = [f"wsp_anchored_{coordinator}_{i + 1}" for i in range(n_ws)]
         self.current = {w: {a: n[0] for a, n in self.plan["keys"].items()} for w in self.workspaces}
@@ -403,7 +421,7 @@ def store_opt(work: str):
     return {"sqlite": os.path.join(work, "store.sqlite")}
 
 
-def tamper(receipt: dict, member: str) -> tuple[dict, dict]:
+def tamper(receipt: dict, member: str, frac: float = 0.5) -> tuple[dict, dict]:
     t = dict(receipt)
     if member == "checkpoint":
         s = t[member]
@@ -412,7 +430,7 @@ def tamper(receipt: dict, member: str) -> tuple[dict, dict]:
         t[member] = s[:i] + ("1" if c != "1" else "2") + s[i + 1:]
         return t, {"member": member, "char_index": i, "was": c, "now": t[member][i]}
     raw = bytearray(base64.b64decode(t[member]))
-    i = len(raw) // 2
+    i = int(len(raw) * frac)
     raw[i] ^= 0x01
     t[member] = base64.b64encode(bytes(raw)).decode()
     return t, {"member": member, "byte_index": i, "xor": 1}
@@ -575,8 +593,9 @@ def cmd_drive() -> None:
     sample_w = wl.workspaces[0]
     sample = receipts[sample_w][len(receipts[sample_w]) // 2] if receipts[sample_w] else None
     if sample:
-        for member in ("statement", "seal", "checkpoint"):
-            t, how = tamper(sample["receipt"], member)
+        for member, frac in (("statement", 0.5), ("statement", 0.25), ("seal", 0.5), ("seal", 0.25),
+                             ("seal", 0.9), ("checkpoint", 0)):
+            t, how = tamper(sample["receipt"], member, frac)
             r = host.call(wl.signed(sample_w, "audit.verify_receipt", {"receipt": t}))["r"]
             verify["tampered"].append({"workspace": sample_w, "seq": sample["seq"], **how,
                                        "answer": r.get("result", r.get("error")),
@@ -674,6 +693,8 @@ def do_crash(host: Host, wl: Workload, rel) -> dict:
                         "spoolDir": os.path.join(a.work, "spool")}}
     opts["evident"]["url"] = wl_url[0]
     h2 = Host(host_argv(opts), os.path.join(a.work, "host.stderr"))
+    startup = h2.ctl("startup")
+    startup.pop("ctl", None)
     after = h2.ctl("audit_len", ws=ws)
     restarted = rel(time.time())
     resent = []
@@ -690,6 +711,7 @@ def do_crash(host: Host, wl: Workload, rel) -> dict:
         "workspace": ws, "killed_at_s": killed, "restarted_at_s": restarted,
         "signal": "SIGKILL", "burst_sent": len(texts), "answers_before_kill": len(got),
         "answered_seqs": answered_seqs,
+        "restart": startup,
         "audit_len_before_burst": before["len"],
         "audit_len_after_restart": after["len"],
         "entries_persisted_without_answer": after["len"] - expected_len,
@@ -842,7 +864,13 @@ def main() -> None:
     ARGS = ap.parse_args()
     ARGS.chap = os.path.abspath(ARGS.chap)
     ARGS.work = os.path.abspath(ARGS.work)
-    cmd_drive()
+    import atexit
+    atexit.register(_cleanup)
+    signal.signal(signal.SIGTERM, lambda *_a: (_cleanup(), os._exit(143)))
+    try:
+        cmd_drive()
+    finally:
+        _cleanup()
 
 
 ARGS = None

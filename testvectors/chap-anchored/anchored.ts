@@ -68,6 +68,18 @@ async function main(): Promise<void> {
     coordOpts.verifyScittReceipt = hooks.verifyScittReceipt;
   }
   const coord = new Coordinator(coordOpts);
+  // 0.2.10's constructor hands each stored record to restore([record]), and restore() clears
+  // every workspace first: with more than one workspace in the store only the last one loaded
+  // survives a restart. The host restores them all at once (the snapshot format restore() takes).
+  const startup: any = { store_records: 0, restored_by_constructor: coord.workspaces.size, restored_by_host: null };
+  if (coordOpts.store) {
+    const records = coordOpts.store.load();
+    startup.store_records = records.length;
+    if (coord.workspaces.size < records.length) {
+      coord.restore(records.map((r: any) => r.data));
+      startup.restored_by_host = coord.workspaces.size;
+    }
+  }
   const out = (v: unknown) => process.stdout.write(JSON.stringify(v) + "\n");
   const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
   for await (const line of rl) {
@@ -81,6 +93,8 @@ async function main(): Promise<void> {
         catch (e) { ok = false; err = String(e); }
         out({ ctl: msg.$ctl, ok, err, ms: performance.now() - t0 });
         if (msg.$ctl === "close") { rl.close(); break; }
+      } else if (msg.$ctl === "startup") {
+        out({ ctl: msg.$ctl, ...startup });
       } else if (msg.$ctl === "audit_len") {
         const ws = coord.workspaces.get(msg.ws);
         out({ ctl: msg.$ctl, ws: msg.ws, len: ws ? ws.audit.length : null, head: ws ? ws.chain_head ?? null : null });
