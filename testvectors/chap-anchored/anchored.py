@@ -444,7 +444,8 @@ def cmd_drive() -> None:
     os.makedirs(work, exist_ok=True)
     run: dict = {"coordinator": a.coordinator, "parameters": {
         "workspaces": a.workspaces, "rounds": a.rounds, "rate_per_s": a.rate, "outage_s": a.outage,
-        "crash_burst": a.burst, "crash_after_answers": a.kill_after, "bench_runs": a.bench_runs,
+        "crash_burst": a.burst, "crash_after_answers": a.kill_after, "crash_at": a.crash_at,
+        "kill_delay_ms": a.kill_delay_ms, "bench_runs": a.bench_runs,
         "journey": "profiles (../chap-reference/journeys.plan.json): 7 setup steps per workspace, then "
                    "its remaining steps as one round, rounds going to the workspaces in turn"}}
     t_start = time.time()
@@ -470,14 +471,17 @@ def cmd_drive() -> None:
 
     N = len(wl.items)
     k_out = int(N * a.outage_at)
-    k_crash = int(N * a.crash_at)
+    crash_points = {int(N * float(x)): (n, float(d)) for n, (x, d) in
+                    enumerate(zip(a.crash_at.split(","), a.kill_delay_ms.split(",")))}
+    k_crash = min(crash_points)
     counts = {"calls": 0, "accepted": 0, "refused": 0, "unexpected": 0}
     unexpected: list = []
     ret: dict[tuple[str, int], int] = {}  # (ws, seq) -> epoch ms dispatch returned
     dispatch_us: list[float] = []
     outage: dict = {}
-    crash: dict = {}
+    crashes: list = []
     t0 = time.time()
+    last_send = 0.0
     i = 0
     sent_during_outage = 0
 
@@ -501,10 +505,11 @@ def cmd_drive() -> None:
 
     while i < N:
         # pace
-        due = t0 + i / a.rate
+        due = last_send + 1 / a.rate  # no catching up: at most `rate` calls a second
         now = time.time()
         if due > now:
             time.sleep(due - now)
+        last_send = time.time()
         if i == k_out:
             ev.kill()
             outage["down_at_s"] = rel(time.time())
@@ -512,6 +517,8 @@ def cmd_drive() -> None:
             outage["chain_sizes_at_kill"] = {w: (poller.seen[w][-1][1] if poller.seen[w] else 0)
                                              for w in wl.workspaces}
             t_down = time.time()
+        if i in crash_points and "down_at_s" in outage and "up_at_s" not in outage:
+            time.sleep(max(0.0, t_down + a.outage - time.time()))  # the crash comes after the outage
         if "down_at_s" in outage and "up_at_s" not in outage:
             if time.time() - t_down >= a.outage:
                 ev.start()
@@ -521,20 +528,21 @@ def cmd_drive() -> None:
                 outage["calls_while_down"] = sent_during_outage
             else:
                 sent_during_outage += 1
-        if i == k_crash:
-            if "up_at_s" not in outage:
-                raise SystemExit("crash point reached while evidentd is down: lower --rate")
-            crash = do_crash(host, wl, rel)
+        if i in crash_points:
+            n_, delay = crash_points[i]
+            crash = do_crash(host, wl, rel, wl.workspaces[n_ % len(wl.workspaces)], delay)
             host = crash.pop("_host")
             for (w, s), t in crash.pop("_ret").items():
                 ret[(w, s)] = t
+            crash["at_call"] = i
+            crashes.append(crash)
         ws, rnd, step = wl.items[i]
         one(ws, rnd, step)
         i += 1
     run["workload"] = {"duration_s": round(time.time() - t0, 3), **counts,
                        "unexpected_answers": unexpected[:20]}
     run["outage"] = outage
-    run["crash"] = crash
+    run["crashes"] = crashes
 
     # ---- flush, submit, flush -------------------------------------------------------
     f1 = host.ctl("flush", timeout=300)
@@ -608,8 +616,8 @@ def cmd_drive() -> None:
     lag_normal, lag_outage, lag_crash = [], [], []
     t_down_ms = (t_start + outage["down_at_s"]) * 1000
     t_up_ms = (t_start + outage["up_at_s"]) * 1000
-    t_cr0 = (t_start + crash.get("killed_at_s", 0)) * 1000
-    t_cr1 = (t_start + crash.get("restarted_at_s", 0)) * 1000 + 2000
+    cr_windows = [((t_start + c["killed_at_s"]) * 1000 - 1000, (t_start + c["restarted_at_s"]) * 1000 + 2000)
+                  for c in crashes]
     missing_ack = 0
     for (w, s), t in ret.items():
         ack = poller.acked_at(w, s)
@@ -619,7 +627,7 @@ def cmd_drive() -> None:
         lag = ack - t
         if t_down_ms - 1000 <= t <= t_up_ms + 5000:
             lag_outage.append(lag)
-        elif t_cr0 - 1000 <= t <= t_cr1:
+        elif any(c0 <= t <= c1 for c0, c1 in cr_windows):
             lag_crash.append(lag)
         else:
             lag_normal.append(lag)
@@ -663,11 +671,10 @@ def cmd_drive() -> None:
                      indent=1)[:6000])
 
 
-def do_crash(host: Host, wl: Workload, rel) -> dict:
+def do_crash(host: Host, wl: Workload, rel, ws: str, delay_ms: float) -> dict:
     """Sends a burst of calls, kills the child after kill_after answers, restarts it,
     resends the calls left without an answer (same bytes), and records all of it."""
     a = ARGS
-    ws = wl.workspaces[0]
     before = host.ctl("audit_len", ws=ws)
     texts = [wl.signed(ws, "task.create", {"assignee": "agent:drafter", "kind": "burst",
                                            "input": {"burst_call": n}}) for n in range(a.burst)]
@@ -677,6 +684,8 @@ def do_crash(host: Host, wl: Workload, rel) -> dict:
     ret = {}
     for _ in range(a.kill_after):
         got.append(host.read())
+    if delay_ms > 0:
+        time.sleep(delay_ms / 1000)
     host.kill()
     killed = rel(time.time())
     while True:  # answers already in the pipe
@@ -708,7 +717,7 @@ def do_crash(host: Host, wl: Workload, rel) -> dict:
     expected_len = before["len"] + len(got)
     return {
         "_host": h2, "_ret": ret,
-        "workspace": ws, "killed_at_s": killed, "restarted_at_s": restarted,
+        "workspace": ws, "kill_delay_ms": delay_ms, "killed_at_s": killed, "restarted_at_s": restarted,
         "signal": "SIGKILL", "burst_sent": len(texts), "answers_before_kill": len(got),
         "answered_seqs": answered_seqs,
         "restart": startup,
@@ -853,11 +862,12 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--tsx-loader", default=None)
     ap.add_argument("--workspaces", type=int, default=2)
-    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--rate", type=float, default=25.0)
     ap.add_argument("--outage", type=float, default=30.0)
     ap.add_argument("--outage-at", type=float, default=0.2)
-    ap.add_argument("--crash-at", type=float, default=0.85)
+    ap.add_argument("--crash-at", default="0.8,0.87,0.94", help="fractions of the workload")
+    ap.add_argument("--kill-delay-ms", default="0,1,3", help="per crash: wait after the answers")
     ap.add_argument("--burst", type=int, default=40)
     ap.add_argument("--kill-after", type=int, default=12)
     ap.add_argument("--bench-runs", type=int, default=30)

@@ -3,6 +3,7 @@
 # integrations/ under an evidentd outage and a Coordinator crash, and rewrites ts/ and py/.
 # Usage: ./generate.sh <path-to-a-chap-checkout> [chap-commit]
 # Not reproducible byte for byte: live clocks, random ids, a live evidentd's keys.
+# ANCHORED_ARGS (environment): extra options for anchored.py drive (--rounds, --rate, --outage …).
 # Files over 1 MiB are stored as <name>.gz (gzip -n -9: no name, no timestamp).
 # Needs: go, node >= 20 with npm (tsx into a temporary directory; the TypeScript adapter's
 #        dependencies with npm ci in integrations/chap-ts), /usr/bin/python3 >= 3.10 with
@@ -31,7 +32,7 @@ for c in ts py; do
   rm -rf "${here:?}/$c"
   timeout 1200 "$PYTHON" "$here/anchored.py" drive --coordinator "$c" --chap "$chap" \
     --bin "$tmp/bin" --work "$tmp/work-$c" --out "$here/$c" \
-    --tsx-loader "$tmp/npm/node_modules/tsx/dist/loader.mjs" "${@:3}" > "$tmp/drive-$c.out"
+    --tsx-loader "$tmp/npm/node_modules/tsx/dist/loader.mjs" ${ANCHORED_ARGS:-} > "$tmp/drive-$c.out"
   find "$here/$c" -type f -size +1048576c -exec gzip -n -9 {} +
 done
 
