@@ -803,7 +803,7 @@ def go_cli_check(a, receipts: dict, trust_path: str, work: str) -> dict:
                 json.dump(t, f)
             r = subprocess.run([cli, "receipt", "verify", "--trust", trust_path, p], capture_output=True, text=True, timeout=60)
             res["results"].append({"workspace": w, "seq": x["seq"], "tampered": how, "exit": r.returncode,
-                                   "said": (r.stderr or r.stdout).strip()[:300]})
+                                   "said": (r.stderr or r.stdout).strip().replace(p, "receipt.json")[:300]})
     return res
 
 
