@@ -352,6 +352,40 @@ class TestWrappedStore(unittest.TestCase):
             self.check_log(env, stand3, w)
         self.assertEqual(refused_lines(env), [])
 
+    def test_saved_but_release_lost(self):
+        """The store saved k..k+2 but the process died before the worker saw it: the restart's
+        load() finds them in the store, and the spooled entries are sent as stored."""
+        from tests.harness import WorkspaceRecord
+        from dataclasses import asdict
+        env = Env(self)
+        store = DictStore()
+        h1 = env.new_hooks()
+        stand1 = coordinator(h1, store)
+        entries, final = load_journey("py", "burst")
+        plan = feed_plan({"burst": (entries, final)})
+        wid, k = plan[0][0], 10
+        for w, e, nxt in plan[:k]:
+            stand1.record(w, e, nxt)
+        h1.flush(timeout=60)
+        stand1.persist = False
+        for w, e, nxt in plan[k:k + 3]:
+            stand1.record(w, e, nxt)
+        spooled(h1)
+        crash(h1)
+        ws = stand1.workspaces[wid]
+        store.save(WorkspaceRecord(wid, asdict(ws), len(ws.audit), "2026-01-01T00:00:00Z"))  # it did save
+        self.assertEqual(size_of(env, wid), k)
+        h2 = env.new_hooks()
+        stand2 = coordinator(h2, store)
+        h2.flush(timeout=60)  # no new call: what the store holds goes out
+        self.check_log(env, stand2, wid)
+        self.assertEqual(size_of(env, wid), k + 3)
+        for w, e, nxt in plan[k + 3:]:
+            stand2.record(w, e, nxt)
+        h2.flush(timeout=60)
+        self.check_log(env, stand2, wid)
+        self.assertEqual(refused_lines(env), [])
+
     def test_divergence_reported(self):
         env = Env(self)
         h1 = env.new_hooks()  # no wrapped store: an entry goes out before the store has it
