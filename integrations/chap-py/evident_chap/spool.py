@@ -18,8 +18,10 @@ def _line(seq: int, head, entry_json: bytes) -> bytes:
 
 
 class Spool:
-    """Files under dir: ws-<id>.jsonl (one "<seq> <head or -> <entry JCS>" a line), ws-<id>.index
-    ("<sha256 hex> <seq>" a line) and refused.jsonl. Not thread-safe: the worker owns it."""
+    """Files under dir: ws-<id>.jsonl (one "<seq> <head or -> <entry JCS>" a line, the last line
+    of a seq wins; with a wrapped store also "R <n>" lines: the entries below n are in the
+    Coordinator's store), ws-<id>.index ("<sha256 hex> <seq>" a line, the last line of a seq
+    wins) and refused.jsonl. Not thread-safe: the worker owns it."""
 
     def __init__(self, directory: str):
         self.dir = directory
@@ -37,8 +39,9 @@ class Spool:
         return out
 
     def load(self, ws: str):
-        """Returns ({seq: (entry json bytes, head)}, [(hash hex, seq)], lines in the entries file)."""
-        pending, index, lines = {}, [], 0
+        """Returns ({seq: (entry json bytes, head)}, [(hash hex, seq)], lines in the entries file,
+        the highest "R" mark or None when the file has none)."""
+        pending, index, lines, released = {}, [], 0, None
         base = os.path.join(self.dir, _name(ws))
         try:
             with open(base + ".jsonl", "rb") as f:
@@ -47,6 +50,9 @@ class Spool:
                         break  # torn by a crash before its fsync
                     # The entry is not parsed: it may nest deeper than json's recursion limit.
                     parts = line[:-1].split(b" ", 2)
+                    if len(parts) == 2 and parts[0] == b"R" and parts[1].isdigit():
+                        released = max(released or 0, int(parts[1]))
+                        continue
                     if len(parts) != 3 or not parts[0].isdigit():
                         continue
                     head = None if parts[1] == b"-" else parts[1].decode("ascii")
@@ -67,7 +73,7 @@ class Spool:
                             continue
         except FileNotFoundError:
             pass
-        return pending, index, lines
+        return pending, index, lines, released
 
     def _open(self, ws: str):
         fs = self._files.get(ws)
@@ -84,6 +90,12 @@ class Spool:
             xf.write(b"%s %d\n" % (digest_hex.encode("ascii"), seq))
         self._dirty.add(ws)
 
+    def release(self, ws: str, n: int):
+        """Marks the entries below n as in the Coordinator's store."""
+        ef, _ = self._open(ws)
+        ef.write(b"R %d\n" % n)
+        self._dirty.add(ws)
+
     def sync(self):
         """Flushes and fsyncs every file written since the last sync: once per batch."""
         for ws in self._dirty:
@@ -92,13 +104,16 @@ class Spool:
                 os.fsync(f.fileno())
         self._dirty.clear()
 
-    def rewrite(self, ws: str, pending: dict):
-        """Compacts: keeps only the entries evidentd has not acknowledged (atomically)."""
+    def rewrite(self, ws: str, pending: dict, released=None):
+        """Compacts: keeps only the entries evidentd has not acknowledged (atomically), after
+        the "R" mark released when it is not None."""
         ef, xf = self._open(ws)
         ef.close()
         base = os.path.join(self.dir, _name(ws))
         tmp = base + ".jsonl.tmp"
         with open(tmp, "wb") as f:
+            if released is not None:
+                f.write(b"R %d\n" % released)
             for seq in sorted(pending):
                 ej, head = pending[seq]
                 f.write(_line(seq, head, ej))

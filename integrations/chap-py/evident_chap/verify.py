@@ -386,9 +386,12 @@ def verify_entry_receipt(receipt, trust: Trust) -> dict:
     root_l, size_l, _, lr = _receipt_root(ll[0], hashlib.sha256(b"\x00" + entry).digest(), trust, "log receipt")
 
     # 6. checkpoint
-    cp = receipt["checkpoint"].encode("utf-8")
-    copy = lr.unprotected.get(-70010)
-    if copy is not None and copy != cp:
+    try:
+        cp = receipt["checkpoint"].encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate ("\ud800" in the JSON)
+        _fail("checkpoint: not UTF-8")
+    # step 5: -70010, when present (whatever its value, null included), is checkpoint byte for byte
+    if -70010 in lr.unprotected and lr.unprotected[-70010] != cp:
         _fail("log receipt: it carries another checkpoint (header -70010) than the receipt's")
     try:
         body, _ = note.open_note(cp, trust.log_keys)

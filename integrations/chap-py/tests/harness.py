@@ -18,7 +18,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -228,15 +228,63 @@ class Workspace:
     chain_head: str | None = None
 
 
+@dataclass
+class WorkspaceRecord:  # chap_coordinator.storage.store.WorkspaceRecord
+    id: str
+    data: Any
+    version: int
+    updated_at: str
+
+
+class DictStore:
+    """A Store (chap_coordinator.storage.store) holding each record as JSON text, as SqliteStore
+    does. hold: a threading.Semaphore each save acquires first (a delayed save)."""
+
+    def __init__(self):
+        self.rows: dict[str, tuple] = {}
+        self.hold = None
+        self.saved = 0
+
+    def load(self):
+        return [WorkspaceRecord(i, json.loads(d), v, u) for i, (d, v, u) in self.rows.items()]
+
+    def save(self, record):
+        if self.hold is not None:
+            self.hold.acquire()
+        self.rows[record.id] = (json.dumps(record.data, sort_keys=True), record.version, record.updated_at)
+        self.saved += 1
+
+    def delete(self, id):
+        self.rows.pop(id, None)
+
+    def close(self):
+        pass
+
+
 class StandIn:
     """Replays a reference Coordinator's audit log through the hooks the way its
-    _record_audit, audit.submit_to_scitt and audit.verify_receipt call them."""
+    _record_audit, audit.submit_to_scitt and audit.verify_receipt call them; with a store, it
+    restores from store.load() when built and saves after the listeners, as _persist does."""
 
-    def __init__(self, on_audit=None, scitt_submitter=None, verify_scitt_receipt=None):
+    def __init__(self, on_audit=None, scitt_submitter=None, verify_scitt_receipt=None, store=None):
         self.workspaces: dict[str, Workspace] = {}
         self._audit_listeners = [on_audit] if on_audit else []
         self.scitt_submitter = scitt_submitter
         self.verify_scitt_receipt = verify_scitt_receipt
+        self.store = store
+        self.persist = True  # False: the process dies before store.save
+        if store is not None:  # _restore_from_store
+            for r in store.load():
+                self.workspaces[r.id] = Workspace(r.id, [AuditEntry(**a) for a in r.data["audit"]],
+                                                  r.data.get("chain_head"))
+
+    def _persist(self, ws):
+        if self.store is None or not self.persist:
+            return
+        try:
+            self.store.save(WorkspaceRecord(ws.id, asdict(ws), len(ws.audit), "2026-01-01T00:00:00Z"))
+        except Exception:
+            pass
 
     def record(self, wsid: str, logged: dict, head_after):
         """coordinator._record_audit with the entry the Coordinator logged; head_after is the
@@ -255,6 +303,7 @@ class StandIn:
                 listener(ws.id, entry)
             except Exception:
                 pass
+        self._persist(ws)
 
     @staticmethod
     def _build_statement(workspace_id, entry_envelope, sender, issuer):  # audit_scitt._build_statement

@@ -11,8 +11,8 @@ import threading
 import time
 import unittest
 
-from tests.harness import (JOURNEYS, SOURCES, Evidentd, Relay, StandIn, feed_plan, load_journey,
-                     tamper_sig)
+from tests.harness import (JOURNEYS, SOURCES, DictStore, Evidentd, Relay, StandIn, feed_plan,
+                           load_journey, tamper_sig)
 
 from evident_chap import Refused, evident_hooks
 
@@ -223,6 +223,197 @@ class TestDurability(unittest.TestCase):
             stand.record(wsid, e, nxt)
         h.flush(timeout=60)
         TestJourneys.check_chain(self, env, stand, entries, final, plan[0][0])
+
+
+def crash(h):
+    """The process dies: the worker stops where it is, nothing is flushed."""
+    from evident_chap.adapter import _STOP
+    h._closed = True
+    h._q.put((_STOP,))
+    h._thread.join(timeout=10)
+
+
+def spooled(h, wid=None):
+    """Waits until the worker has spooled (and fsynced) what on_audit was handed."""
+    m = h._mark(wid)
+    assert m.synced.wait(10)
+
+
+def size_of(env, wid):
+    st, head = env.ev.get(f"/v1/chains/{wid}")
+    return 0 if st == 404 else head["size"]
+
+
+def coordinator(h, store):
+    """A Coordinator built with store=h.wrap_store(store), restored from it, then attached."""
+    c = StandIn(h.on_audit, h.scitt_submitter, h.verify_scitt_receipt, store=h.wrap_store(store))
+    h.attach(c)
+    return c
+
+
+def refused_lines(env):
+    try:
+        with open(os.path.join(env.spool, "refused.jsonl")) as f:
+            return [json.loads(line) for line in f]
+    except FileNotFoundError:
+        return []
+
+
+class TestWrappedStore(unittest.TestCase):
+    """h.wrap_store(store): an entry reaches evidentd only once the Coordinator's store saved it."""
+
+    def check_log(self, env, stand, wid):
+        ws = stand.workspaces[wid]
+        got = env.ev.entries(wid)
+        self.assertEqual(len(got), len(ws.audit))
+        for g, e in zip(got, ws.audit):
+            self.assertEqual((g["meta"]["seq"], g["meta"]["arrived"], g["meta"].get("prev_hash"), g["record"]["id"]),
+                             (e.seq, e.arrived, e.prev_hash, e.envelope["id"]))
+        self.assertEqual(env.ev.get(f"/v1/chains/{wid}")[1]["head"], ws.chain_head)
+
+    def test_delayed_save(self):
+        env = Env(self)
+        h = env.new_hooks()
+        store = DictStore()
+        stand = coordinator(h, store)
+        entries, final = load_journey("live-py", "burst")
+        plan = feed_plan({"burst": (entries, final)})
+        wid = plan[0][0]
+        store.hold = threading.Semaphore(0)
+        for i, (w, e, nxt) in enumerate(plan[:4]):
+            t = threading.Thread(target=stand.record, args=(w, e, nxt))
+            t.start()  # on_audit, then a save that waits
+            spooled(h)
+            with open(os.path.join(env.spool, f"ws-{wid}.jsonl"), "rb") as f:
+                self.assertIn(b"%d sha256:" % i, f.read())  # spooled at once
+            h.flush(timeout=10)  # returns: the entry is not stored yet
+            deadline = time.monotonic() + 0.4
+            while time.monotonic() < deadline:
+                self.assertEqual(size_of(env, wid), i, f"entry {i} sent before the store saved it")
+                time.sleep(0.02)
+            store.hold.release()
+            t.join(10)
+            h.flush(timeout=30)
+            self.assertEqual(size_of(env, wid), i + 1)
+        store.hold = None
+        for w, e, nxt in plan[4:]:
+            stand.record(w, e, nxt)
+        h.flush(timeout=60)
+        self.check_log(env, stand, wid)
+        self.assertEqual(refused_lines(env), [])
+
+    def test_crash_before_save(self):
+        env = Env(self)
+        store = DictStore()
+        h1 = env.new_hooks()
+        stand1 = coordinator(h1, store)
+        js = journeys_of("live-py", ("burst", "profiles"))
+        plan = feed_plan(js)
+        wid = js["burst"][0][0]["envelope"]["params"]["workspace"]
+        at = [i for i, (w, _, _) in enumerate(plan) if w == wid]
+        k = 25  # wid's seq k .. k+2 are recorded but never stored
+        cut = at[k]
+        for w, e, nxt in plan[:cut]:
+            stand1.record(w, e, nxt)
+        h1.flush(timeout=60)
+        self.assertEqual(size_of(env, wid), k)
+        stand1.persist = False
+        for w, e, nxt in plan[cut:at[k + 2] + 1]:
+            stand1.record(w, e, nxt)
+        spooled(h1)
+        time.sleep(0.5)
+        self.assertEqual(size_of(env, wid), k)  # nothing unstored was sent
+        lost = {w: len(ws.audit) for w, ws in stand1.workspaces.items()}
+        crash(h1)
+        # restarted on the same store and spool: the Coordinator records seq k.. again, with
+        # other arrivals (the client resent its calls)
+        h2 = env.new_hooks()
+        stand2 = coordinator(h2, store)
+        self.assertEqual(len(stand2.workspaces[wid].audit), k)
+        again = []
+        for w, e, nxt in plan[cut:]:
+            if len(stand2.workspaces.get(w, ()).audit if w in stand2.workspaces else ()) < lost[w]:
+                e = dict(e, arrived=e["arrived"][:-4] + "987Z")
+            again.append((w, e, nxt))
+        for w, e, nxt in again:
+            stand2.record(w, e, nxt)
+        h2.flush(timeout=60)
+        for w in stand2.workspaces:
+            self.check_log(env, stand2, w)
+        ws = stand2.workspaces[wid]
+        self.assertTrue(all(ws.audit[s].arrived.endswith(".987Z") for s in (k, k + 1, k + 2)))
+        self.assertEqual(refused_lines(env), [])
+        # and a third start on the same spool sends nothing again and reports nothing
+        h2.close()
+        h3 = env.new_hooks()
+        stand3 = coordinator(h3, store)
+        h3.flush(timeout=30)
+        for w in stand3.workspaces:
+            self.check_log(env, stand3, w)
+        self.assertEqual(refused_lines(env), [])
+
+    def test_saved_but_release_lost(self):
+        """The store saved k..k+2 but the process died before the worker saw it: the restart's
+        load() finds them in the store, and the spooled entries are sent as stored."""
+        from tests.harness import WorkspaceRecord
+        from dataclasses import asdict
+        env = Env(self)
+        store = DictStore()
+        h1 = env.new_hooks()
+        stand1 = coordinator(h1, store)
+        entries, final = load_journey("py", "burst")
+        plan = feed_plan({"burst": (entries, final)})
+        wid, k = plan[0][0], 10
+        for w, e, nxt in plan[:k]:
+            stand1.record(w, e, nxt)
+        h1.flush(timeout=60)
+        stand1.persist = False
+        for w, e, nxt in plan[k:k + 3]:
+            stand1.record(w, e, nxt)
+        spooled(h1)
+        crash(h1)
+        ws = stand1.workspaces[wid]
+        store.save(WorkspaceRecord(wid, asdict(ws), len(ws.audit), "2026-01-01T00:00:00Z"))  # it did save
+        self.assertEqual(size_of(env, wid), k)
+        h2 = env.new_hooks()
+        stand2 = coordinator(h2, store)
+        h2.flush(timeout=60)  # no new call: what the store holds goes out
+        self.check_log(env, stand2, wid)
+        self.assertEqual(size_of(env, wid), k + 3)
+        for w, e, nxt in plan[k + 3:]:
+            stand2.record(w, e, nxt)
+        h2.flush(timeout=60)
+        self.check_log(env, stand2, wid)
+        self.assertEqual(refused_lines(env), [])
+
+    def test_divergence_reported(self):
+        env = Env(self)
+        h1 = env.new_hooks()  # no wrapped store: an entry goes out before the store has it
+        stand1 = standin_for(h1)
+        entries, final = load_journey("live-py", "burst")
+        plan = feed_plan({"burst": (entries, final)})
+        wid = plan[0][0]
+        k = 20
+        for w, e, nxt in plan[:k]:
+            stand1.record(w, e, nxt)
+        h1.flush(timeout=60)
+        h1.close()
+        # the Coordinator restarts from a store that had k-1 entries, one of them another record
+        h2 = env.new_hooks()
+        stand2 = StandIn(h2.on_audit, h2.scitt_submitter, h2.verify_scitt_receipt)
+        for w, e, nxt in plan[:k - 1]:
+            stand2.record(w, tamper_sig(e) if e["seq"] == k - 4 else e, nxt)
+        h2.attach(stand2)
+        # ... and records seq k-1 again, with another arrival
+        stand2._audit_listeners = [h2.on_audit]
+        w, e, nxt = plan[k - 1]
+        stand2.record(w, dict(e, arrived=e["arrived"][:-4] + "987Z"), nxt)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(refused_lines(env)) < 2:
+            time.sleep(0.05)
+        got = {r["seq"]: r["divergence"] for r in refused_lines(env) if "divergence" in r}
+        self.assertEqual(got, {k - 4: "record", k - 1: "arrived"})
+        self.assertEqual(size_of(env, wid), k)
 
 
 class TestRefusal(unittest.TestCase):

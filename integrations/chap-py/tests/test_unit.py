@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import gzip
 import hashlib
 import json
 import struct
@@ -15,10 +16,11 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from tests.harness import REPO
 from evident_chap import cbor, note
 from evident_chap.jcs import canonicalize, format_number
-from evident_chap.verify import (ReceiptError, _root_from_inclusion, load_trust,
+from evident_chap.verify import (ReceiptError, _root_from_inclusion, load_trust, parse_sign1,
                                  verify_entry_receipt)
 
 VEC = REPO / "testvectors" / "entry-receipt"
+ANCHORED = REPO / "testvectors" / "chap-anchored"
 
 
 class TestJCS(unittest.TestCase):
@@ -220,6 +222,109 @@ class TestVectors(unittest.TestCase):
         other["log_keys"] = [_vkey(raw["origin"], _pub(sk), 1)[0]]
         with self.assertRaises(ReceiptError):
             verify_entry_receipt(self.receipts["receipt-seq3.json"], load_trust(other))
+
+    def test_every_bit_counts(self):
+        """Every bit of the statement and the seal and every byte of the checkpoint (^ 0x01) of
+        receipt-seq3.json, 19,961 changes: each one refused."""
+        r = self.receipts["receipt-seq3.json"]
+        verify_entry_receipt(r, self.trust)
+        n = 0
+        for member in ("statement", "seal"):
+            raw = base64.b64decode(r[member])
+            for pos in range(len(raw)):
+                for bit in range(8):
+                    b = bytearray(raw)
+                    b[pos] ^= 1 << bit
+                    bad = dict(r, **{member: base64.b64encode(bytes(b)).decode()})
+                    with self.assertRaises(ReceiptError, msg=(member, pos, bit)):
+                        verify_entry_receipt(bad, self.trust)
+                    n += 1
+        cp = r["checkpoint"].encode()
+        for pos in range(len(cp)):
+            b = bytearray(cp)
+            b[pos] ^= 0x01
+            # invalid UTF-8 (inside the em dash of a cosignature line) as the lone surrogates a
+            # JSON reader gives for "\udcXX"
+            with self.assertRaises(ReceiptError, msg=("checkpoint", pos)):
+                verify_entry_receipt(dict(r, checkpoint=b.decode("utf-8", "surrogateescape")), self.trust)
+            n += 1
+        self.assertEqual(n, 8 * (len(base64.b64decode(r["statement"])) + len(base64.b64decode(r["seal"]))) + len(cp))
+        self.assertGreater(n, 5321)  # Go's TestEveryByteCounts: 0x01 and 0x80 of each byte
+
+    def test_checkpoint_copy_must_match(self):
+        """The log receipt's -70010 (unprotected, so unsigned) must be the receipt's checkpoint."""
+        r = self.receipts["receipt-seq3.json"]
+        raw = base64.b64decode(r["seal"])
+        seal = parse_sign1(raw, "seal")
+        lr = parse_sign1(seal.unprotected[394][0], "log receipt")
+        copy_ = lr.unprotected[-70010]
+        self.assertEqual(copy_, r["checkpoint"].encode())
+        other = bytearray(copy_)
+        other[len(other) // 2] ^= 0x01
+        lr_raw = lr.raw.replace(copy_, bytes(other))
+        self.assertNotEqual(lr_raw, lr.raw)
+        seal_raw = raw.replace(lr.raw, lr_raw)
+        self.assertEqual(len(seal_raw), len(raw))
+        bad = dict(r, seal=base64.b64encode(seal_raw).decode())
+        with self.assertRaisesRegex(ReceiptError, "-70010"):
+            verify_entry_receipt(bad, self.trust)
+        # the copy the receipt carries must be the checkpoint itself, not any other value
+        for v in (None, r["checkpoint"], r["checkpoint"].encode() + b"\n", b""):
+            with self.assertRaisesRegex(ReceiptError, "-70010", msg=repr(v)[:40]):
+                verify_entry_receipt(dict(r, seal=base64.b64encode(_with_copy(raw, v)).decode()), self.trust)
+        verify_entry_receipt(dict(r, seal=base64.b64encode(_with_copy(raw, r["checkpoint"].encode())).decode()), self.trust)
+
+
+def _with_copy(seal_raw, value):
+    """The seal with its log receipt's -70010 set to value (re-encoded; all else as it was)."""
+    import cbor2
+    seal = cbor2.loads(seal_raw)
+    prot, unprot, payload, sig = seal.value
+    lr = cbor2.loads(unprot[394][0])
+    lprot, lunprot, lpayload, lsig = lr.value
+    lunprot = dict(lunprot)
+    lunprot[-70010] = value
+    lr_raw = cbor2.dumps(cbor2.CBORTag(18, [lprot, lunprot, lpayload, lsig]))
+    return cbor2.dumps(cbor2.CBORTag(18, [prot, {394: [lr_raw]}, payload, sig]))
+
+
+class TestAnchored(unittest.TestCase):
+    """The receipts the live reference Coordinators returned (testvectors/chap-anchored/): every
+    one verifies under its trust file, and the tampered ones of verify.json are refused."""
+
+    def check(self, coordinator):
+        d = ANCHORED / coordinator
+        trust = load_trust(str(d / "trust.json"))
+        receipts = {}
+        with gzip.open(d / "receipts.jsonl.gz", "rt", encoding="utf-8") as f:
+            for line in f:
+                x = json.loads(line)
+                v = verify_entry_receipt(x["receipt"], trust)
+                self.assertEqual((v["chain"], v["seq"]), (x["workspace"], x["seq"]))
+                receipts[(x["workspace"], x["seq"])] = x["receipt"]
+        summary = json.loads((d / "verify.json").read_text())["summary"]
+        self.assertEqual(len(receipts), summary["receipts"])
+        self.assertTrue(summary["tampered"])
+        for t in summary["tampered"]:
+            r = dict(receipts[(t["workspace"], t["seq"])])
+            m = t["member"]
+            if m == "checkpoint":
+                i = t["char_index"]
+                self.assertEqual(r[m][i], t["was"])
+                r[m] = r[m][:i] + t["now"] + r[m][i + 1:]
+            else:
+                b = bytearray(base64.b64decode(r[m]))
+                b[t["byte_index"]] ^= t["xor"]
+                r[m] = base64.b64encode(bytes(b)).decode()
+            with self.assertRaises(ReceiptError, msg=(coordinator, t)):
+                verify_entry_receipt(r, trust)
+        return len(receipts)
+
+    def test_ts(self):
+        self.assertEqual(self.check("ts"), 1534)
+
+    def test_py(self):
+        self.assertEqual(self.check("py"), 1534)
 
 
 if __name__ == "__main__":
