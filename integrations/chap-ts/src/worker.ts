@@ -362,6 +362,8 @@ async function pump(w: WS) {
     }
   } finally {
     w.sending = false;
+    // entries to compare that came in while this loop was past its comparison step
+    if (w.toCheck.length > 0 && !closing) setImmediate(() => pump(w));
     settle();
   }
 }
