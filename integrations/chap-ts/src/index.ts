@@ -52,8 +52,28 @@ export interface EvidentOptions {
   closeFlushMs?: number;
 }
 
+/** The Coordinator's persistence interface (@brightbeamai/chap-coordinator storage/store.ts). */
+export interface WorkspaceRecord {
+  id: string;
+  /** the workspace's snapshot; its `audit` is the workspace's audit log */
+  data: unknown;
+  version: number;
+  updated_at: string;
+}
+
+export interface Store {
+  load(): Promise<WorkspaceRecord[]> | WorkspaceRecord[];
+  save(record: WorkspaceRecord): Promise<void> | void;
+  delete(id: string): Promise<void> | void;
+  close?(): Promise<void> | void;
+}
+
 export interface EvidentHooks {
   onAudit(ws: Workspace, entry: AuditEntry): void;
+  /** Wraps the Coordinator's store: an entry is sent to evidentd only once a save of its workspace
+   * that holds it has completed. Call it once per Coordinator, before constructing it:
+   * `new Coordinator({ store: h.wrapStore(new SqliteStore(…)), onAudit: h.onAudit, … })`. */
+  wrapStore(store: Store): Store;
   scittSubmitter(statement: Record<string, unknown>): Record<string, unknown> | null;
   verifyScittReceipt(receipt: Record<string, unknown>): boolean;
   flush(): Promise<void>;
@@ -115,6 +135,51 @@ export function evidentHooks(opts: EvidentOptions): EvidentHooks {
 
   const post = (m: ToWorker) => worker.postMessage(m);
 
+  // ---- the wrapped store: saves completed → entries released to the worker ----
+  let gated = false;
+  const inflight = new Set<Promise<void>>(); // saves not yet completed (they never reject)
+  const releases = new Map<string, number>(); // workspace → count saved, not yet posted
+  let releaseScheduled = false;
+  function postReleases() {
+    releaseScheduled = false;
+    if (releases.size === 0 || closed) return;
+    post({ t: "release", r: [...releases] });
+    releases.clear();
+  }
+  function release(id: string, n: number) {
+    const cur = releases.get(id);
+    if (cur === undefined || n > cur) releases.set(id, n);
+    // one message per turn of the event loop, however many saves completed in it
+    if (!releaseScheduled) { releaseScheduled = true; queueMicrotask(postReleases); }
+  }
+
+  function wrapStore(store: Store): Store {
+    if (!store || typeof store.save !== "function" || typeof store.load !== "function") throw new Error("evident: wrapStore needs a Store (load, save, delete)");
+    if (!gated) { gated = true; post({ t: "gate" }); }
+    const wrapped: Store = {
+      load: () => store.load(),
+      save(record: WorkspaceRecord) {
+        // the count the snapshot holds now: data.audit is the workspace's live array
+        const audit = (record?.data as { audit?: unknown } | undefined)?.audit;
+        const n = Array.isArray(audit) ? audit.length : -1;
+        const id = record?.id;
+        const r = store.save(record); // a throw propagates (the Coordinator swallows it): nothing released
+        if (r !== null && typeof r === "object" && typeof (r as Promise<void>).then === "function") {
+          const p: Promise<void> = Promise.resolve(r).then(
+            () => { inflight.delete(p); if (n >= 0 && typeof id === "string") release(id, n); },
+            () => { inflight.delete(p); /* not saved: nothing released; a later save carries the entries */ });
+          inflight.add(p);
+          return r;
+        }
+        if (n >= 0 && typeof id === "string") release(id, n);
+        return r;
+      },
+      delete: (id: string) => store.delete(id),
+    };
+    if (typeof store.close === "function") wrapped.close = () => store.close!();
+    return wrapped;
+  }
+
   worker.on("message", (m: FromWorker) => {
     if (m.t === "log") {
       try { logger[m.level]?.(m.msg, m.fields); } catch { /* a logger never breaks the adapter */ }
@@ -134,15 +199,15 @@ export function evidentHooks(opts: EvidentOptions): EvidentHooks {
     flushes.clear();
   });
 
-  /** Answers the worker's request for entries it has neither in the spool nor in evidentd. */
-  function fillGap(m: Extract<SyncFromWorker, { t: "needGap" }>) {
-    const ws = known.get(m.ws);
-    if (!ws) { post({ t: "gap", ws: m.ws, items: [], unknown: true }); return; }
+  /** The Coordinator's entries with from <= seq < to, from workspace.audit: [seq, head after it, JSON]. */
+  function fromLog(ws: Workspace, from: number, to: number): [number, string | null, string][] {
     const items: [number, string | null, string][] = [];
     const audit = ws.audit;
-    for (let i = 0; i < audit.length; i++) {
+    // audit[i].seq === i in the reference Coordinators; scan only when it is not so
+    const direct = audit[from]?.seq === from;
+    for (let i = direct ? from : 0; i < audit.length; i++) {
       const e = audit[i];
-      if (e.seq < m.from || e.seq >= m.to) continue;
+      if (e.seq < from || e.seq >= to) { if (direct && e.seq >= to) break; continue; }
       let head: string | null = null;
       if (e.prev_hash != null) {
         const nx = audit[i + 1];
@@ -150,9 +215,18 @@ export function evidentHooks(opts: EvidentOptions): EvidentHooks {
       }
       items.push([e.seq, head, JSON.stringify(e)]);
     }
-    post({ t: "gap", ws: m.ws, items });
+    return items;
   }
-  syncMain.on("message", (m: SyncFromWorker) => { if (m.t === "needGap") fillGap(m); });
+
+  /** Answers the worker's request for entries it has neither in the spool nor in evidentd, or for
+   * the Coordinator's entries at seqs evidentd holds (to compare them). */
+  function fillGap(m: Extract<SyncFromWorker, { t: "needGap" | "needCheck" }>) {
+    const ws = known.get(m.ws);
+    if (m.t === "needCheck") { post({ t: "check", ws: m.ws, items: ws ? fromLog(ws, m.from, m.to) : [] }); return; }
+    if (!ws) { post({ t: "gap", ws: m.ws, items: [], unknown: true }); return; }
+    post({ t: "gap", ws: m.ws, items: fromLog(ws, m.from, m.to) });
+  }
+  syncMain.on("message", (m: SyncFromWorker) => { if (m.t === "needGap" || m.t === "needCheck") fillGap(m); });
   syncMain.unref();
 
   function onAudit(ws: Workspace, entry: AuditEntry): void {
@@ -175,6 +249,7 @@ export function evidentHooks(opts: EvidentOptions): EvidentHooks {
     if (typeof ws !== "string" || typeof payload !== "string") throw new Error("evident: statement without cwt_claims.sub or payload");
     const contentType = typeof prot?.["content-type"] === "string" ? prot["content-type"] as string : "application/chap+json;version=0.3";
     const hash = createHash("sha256").update(payload, "utf8").digest("hex");
+    postReleases(); // saves completed in this turn: the worker needs them to send the entry
     const id = nextId++;
     let seen = Atomics.load(flagView, 0);
     post({ t: "submit", id, ws, hash, payload, contentType });
@@ -183,7 +258,7 @@ export function evidentHooks(opts: EvidentOptions): EvidentHooks {
       const got = receiveMessageOnPort(syncMain);
       if (got) {
         const m = got.message as SyncFromWorker;
-        if (m.t === "needGap") { fillGap(m); continue; }
+        if (m.t === "needGap" || m.t === "needCheck") { fillGap(m); continue; }
         if (m.id !== id) continue; // an answer to a call that timed out
         if (m.error) throw new Error(`evident: ${m.error}`);
         return m.receipt ?? null;
@@ -202,11 +277,18 @@ export function evidentHooks(opts: EvidentOptions): EvidentHooks {
 
   function flush(): Promise<void> {
     if (closed) return Promise.reject(workerError ?? new Error("evident: the adapter is closed"));
-    const id = nextId++;
     ref();
-    return new Promise<void>((resolve, reject) => {
-      flushes.set(id, { resolve, reject });
-      post({ t: "flush", id });
+    // with a wrapped store: the saves in flight first (the entries they hold count as persisted
+    // before this call); a save that fails releases nothing, and flush does not wait for it
+    const saves = inflight.size > 0 ? Promise.all([...inflight]) : Promise.resolve([]);
+    return saves.then(() => {
+      if (closed) throw workerError ?? new Error("evident: the adapter is closed");
+      postReleases();
+      const id = nextId++;
+      return new Promise<void>((resolve, reject) => {
+        flushes.set(id, { resolve, reject });
+        post({ t: "flush", id });
+      });
     }).finally(unref);
   }
 
@@ -229,5 +311,5 @@ export function evidentHooks(opts: EvidentOptions): EvidentHooks {
     syncMain.close();
   }
 
-  return { onAudit, scittSubmitter, verifyScittReceipt, flush, close };
+  return { onAudit, wrapStore, scittSubmitter, verifyScittReceipt, flush, close };
 }

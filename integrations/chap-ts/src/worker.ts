@@ -36,12 +36,25 @@ interface WS {
   cursor: Map<string, number>;
   indexFd: number;
   timer?: NodeJS.Timeout;
+  /** with a wrapped store: every seq below it is in the Coordinator's store and may be sent */
+  released: number;
+  /** the Coordinator's entries at seqs evidentd already holds, to compare before treating them as done */
+  toCheck: [number, string][];
+  checking?: boolean; // a comparison is under way
+  tailChecked: boolean; // the Coordinator's last entries below evidentd's size were asked for
+  diverged?: number; // lowest seq at which evidentd holds another record than the Coordinator
+  divergences: Set<string>; // "seq kind" reported
 }
 
 const workspaces = new Map<string, WS>();
 const incoming: [WS, number, string | null, string][] = [];
 let spoolScheduled = false;
 let closing = false;
+/** a wrapped store is in use: an entry is sent only once the Coordinator's store has saved it */
+let gated = false;
+/** how many of the Coordinator's entries below evidentd's size are compared after a (re)start */
+const TAIL_CHECK = 16;
+const MAX_CHECK = 2000;
 const flushWaiters: { id: number; targets: Map<WS, number> }[] = [];
 
 function send(m: FromWorker) { parentPort!.postMessage(m); }
@@ -70,24 +83,63 @@ function wsFor(id: string): WS {
   w = {
     id, name, fd: fs.openSync(file, "a+"), spoolBytes: 0, pending: new Map(), maxSeen: -1, reported: 0,
     sending: false, coordinatorKnown: false, index: new Map(), cursor: new Map(), indexFd: fs.openSync(ixFile, "a+"),
+    released: 0, toCheck: [], tailChecked: false, divergences: new Set(),
   };
-  // Reload what a previous run spooled and indexed.
+  // Reload what a previous run spooled and indexed. A line {"s","h","u":1,"e"} is an entry spooled
+  // before the Coordinator's store saved it; a later {"r":n} line releases the seqs below n.
   const text = fs.readFileSync(file, "utf8");
   w.spoolBytes = Buffer.byteLength(text);
+  const unreleased = new Set<number>();
   for (const line of text.split("\n")) {
     if (line === "") continue;
     try {
-      const o = JSON.parse(line) as { s: number; h: string | null; e: unknown };
+      const o = JSON.parse(line) as { s: number; h: string | null; e: unknown; u?: number; r?: number };
+      if (typeof o.r === "number") {
+        if (o.r > w.released) w.released = o.r;
+        for (const s of unreleased) if (s < o.r) unreleased.delete(s);
+        continue;
+      }
       w.pending.set(o.s, { head: o.h, line: JSON.stringify(o.e) });
-      if (o.s > w.maxSeen) w.maxSeen = o.s;
+      if (o.u) unreleased.add(o.s); else unreleased.delete(o.s);
     } catch { /* a torn last line: its entry comes again from the Coordinator's log */ }
   }
   for (const line of fs.readFileSync(ixFile, "utf8").split("\n")) {
     const [s, h] = line.split(" ");
     if (h && /^[0-9]+$/.test(s)) addIndex(w, h, Number(s));
+    else if (h && /^-[0-9]+$/.test(s)) removeIndex(w, h, -Number(s));
   }
+  // Entries the previous run spooled and the store never saved: the Coordinator, restarted, may
+  // have recorded those seqs again differently. Its log (workspace.audit, through the gap fill)
+  // is the authority; these were never sent.
+  if (unreleased.size > 0) {
+    const tomb: string[] = [];
+    for (const s of [...unreleased].sort((a, b) => a - b)) {
+      try {
+        const h = recordHash(JSON.parse(w.pending.get(s)!.line));
+        if (removeIndex(w, h, s)) tomb.push(`-${s} ${h}\n`);
+      } catch { /* not indexed */ }
+      w.pending.delete(s);
+    }
+    if (tomb.length) { try { fs.writeSync(w.indexFd, tomb.join("")); } catch { /* the index keeps a stale seq */ } }
+    log("info", "evident: dropped spooled entries the Coordinator's store never saved", { workspace: id, seqs: [...unreleased].sort((a, b) => a - b) });
+  }
+  for (const s of w.pending.keys()) if (s > w.maxSeen) w.maxSeen = s;
   workspaces.set(id, w);
   return w;
+}
+
+function removeIndex(w: WS, hash: string, seq: number): boolean {
+  const l = w.index.get(hash);
+  const i = l ? l.indexOf(seq) : -1;
+  if (i < 0) return false;
+  l!.splice(i, 1);
+  if (l!.length === 0) w.index.delete(hash);
+  return true;
+}
+
+/** A spool line; "u":1 marks an entry the Coordinator's store has not saved yet. */
+function spoolLine(w: WS, seq: number, head: string | null, json: string): string {
+  return `{"s":${seq},"h":${head === null ? "null" : JSON.stringify(head)}${gated && seq >= w.released ? ',"u":1' : ""},"e":${json}}\n`;
 }
 
 function addIndex(w: WS, hash: string, seq: number): boolean {
@@ -116,11 +168,17 @@ function spoolBatch() {
   spoolScheduled = false;
   if (incoming.length === 0) return;
   const byWS = new Map<WS, { lines: string[]; ix: string[] }>();
+  const check = new Set<WS>();
   for (const [w, seq, head, json] of incoming.splice(0)) {
-    if ((w.remote !== undefined && seq < w.remote) || w.pending.has(seq)) continue;
+    if (w.remote !== undefined && seq < w.remote) {
+      // evidentd holds this seq already (shipped before a crash, or another writer): compare
+      if (w.toCheck.length < MAX_CHECK) { w.toCheck.push([seq, json]); check.add(w); }
+      continue;
+    }
+    if (w.pending.has(seq)) continue;
     let b = byWS.get(w);
     if (!b) byWS.set(w, (b = { lines: [], ix: [] }));
-    b.lines.push(`{"s":${seq},"h":${head === null ? "null" : JSON.stringify(head)},"e":${json}}\n`);
+    b.lines.push(spoolLine(w, seq, head, json));
     w.pending.set(seq, { head, line: json });
     try {
       const h = recordHash(JSON.parse(json));
@@ -142,6 +200,19 @@ function spoolBatch() {
     }
     pump(w);
   }
+  for (const w of check) if (!byWS.has(w)) pump(w);
+}
+
+/** The Coordinator's store saved workspace w with n entries: the seqs below n may be sent. */
+function release(w: WS, n: number) {
+  if (n <= w.released) return;
+  w.released = n;
+  // not fsynced: a lost marker only means the entries come again from workspace.audit
+  const line = `{"r":${n}}\n`;
+  try { fs.writeSync(w.fd, line); w.spoolBytes += line.length; } catch (e) {
+    log("warn", "evident: spool write failed", { workspace: w.id, error: String(e) });
+  }
+  pump(w);
 }
 
 /** Drops acknowledged entries; empties or rewrites the spool file when that frees enough. */
@@ -155,7 +226,7 @@ function compact(w: WS) {
       const file = path.join(cfg.spoolDir, w.name + ".jsonl");
       const tmp = file + ".tmp";
       const data = [...w.pending].sort((a, b) => a[0] - b[0])
-        .map(([s, p]) => `{"s":${s},"h":${p.head === null ? "null" : JSON.stringify(p.head)},"e":${p.line}}\n`).join("");
+        .map(([s, p]) => spoolLine(w, s, p.head, p.line)).join("");
       const fd = fs.openSync(tmp, "w");
       fs.writeSync(fd, data); fs.fsyncSync(fd); fs.closeSync(fd);
       fs.renameSync(tmp, file);
@@ -213,11 +284,26 @@ async function pump(w: WS) {
       if (w.remote === undefined) {
         const a = await http("GET", chainPath(w)).catch((e: Error) => e);
         if (a instanceof Error || transient(a)) { await backoff(w, attempt++, a instanceof Error ? undefined : a.retryAfter); continue; }
-        if (a.status === 404) w.remote = 0;
+        if (a.status === 404) { w.remote = 0; w.tailChecked = true; }
         else if (a.status === 200 && typeof (a.body as { size?: unknown }).size === "number") w.remote = (a.body as { size: number }).size;
         else { log("error", "evident: cannot read the chain's size", { workspace: w.id, status: a.status }); await backoff(w, attempt++); continue; }
         attempt = 0;
+        // spooled entries evidentd turns out to hold: compared before they are dropped as done
+        for (const [s, p] of w.pending) if (s < w.remote) w.toCheck.push([s, p.line]);
+        if (w.toCheck.length > MAX_CHECK) w.toCheck = w.toCheck.sort((a, b) => a[0] - b[0]).slice(-MAX_CHECK);
         compact(w);
+      }
+      if (!w.tailChecked && w.coordinatorKnown && w.remote > 0) {
+        // the Coordinator's last entries below evidentd's size, from its (reloaded) log
+        w.tailChecked = true;
+        syncSend({ t: "needCheck", ws: w.id, from: Math.max(0, w.remote - TAIL_CHECK), to: w.remote });
+      }
+      if (w.toCheck.length > 0) {
+        const items = w.toCheck.splice(0);
+        w.checking = true;
+        const rest = await checkHeld(w, items).finally(() => { w.checking = false; });
+        if (rest.length > 0) { w.toCheck.unshift(...rest); await backoff(w, attempt++); continue; }
+        attempt = 0;
       }
       if (w.stopped) {
         if (Date.now() < w.stopped.retryAt) return;
@@ -234,10 +320,13 @@ async function pump(w: WS) {
         settle();
         return;
       }
+      // with a wrapped store, nothing the Coordinator's store has not saved yet
+      const limit = gated ? w.released : Infinity;
+      if (next >= limit) { settle(); return; }
       const batch: number[] = [];
       let bytes = 0;
       const cap = Math.min(w.batchCap ?? cfg.maxBatch, cfg.maxBatch);
-      for (let s = next; w.pending.has(s) && batch.length < cap && bytes < 8 << 20; s++) {
+      for (let s = next; s < limit && w.pending.has(s) && batch.length < cap && bytes < 8 << 20; s++) {
         batch.push(s);
         bytes += w.pending.get(s)!.line.length + 1;
       }
@@ -273,6 +362,8 @@ async function pump(w: WS) {
     }
   } finally {
     w.sending = false;
+    // entries to compare that came in while this loop was past its comparison step
+    if (w.toCheck.length > 0 && !closing) setImmediate(() => pump(w));
     settle();
   }
 }
@@ -309,6 +400,58 @@ function refuse(w: WS, seq: number, a: Answer) {
   w.timer.unref?.();
 }
 
+/** Compares the Coordinator's entries at seqs evidentd holds with evidentd's; answers the items it
+ * could not compare yet (evidentd unreachable). */
+async function checkHeld(w: WS, items: [number, string][]): Promise<[number, string][]> {
+  items.sort((a, b) => a[0] - b[0]);
+  let i = 0;
+  while (i < items.length) {
+    const from = items[i][0];
+    let j = i;
+    while (j + 1 < items.length && items[j + 1][0] - from < 1000) j++;
+    const a = await http("GET", `${chainPath(w)}/entries?from=${from}&limit=${items[j][0] - from + 1}`).catch((e: Error) => e);
+    if (a instanceof Error || transient(a)) return items.slice(i);
+    if (a.status !== 200) {
+      log("warn", "evident: cannot read evidentd's entries to compare them with the Coordinator's", { workspace: w.id, from, status: a.status });
+      return [];
+    }
+    const held = new Map<number, { record: unknown; meta?: Record<string, unknown> }>();
+    for (const e of (a.body as { entries?: { seq: number; record: unknown; meta?: Record<string, unknown> }[] }).entries ?? []) held.set(e.seq, e);
+    for (let k = i; k <= j; k++) {
+      const [seq, json] = items[k];
+      const e = held.get(seq);
+      if (!e) continue;
+      let entry: Record<string, unknown>;
+      try { entry = JSON.parse(json) as Record<string, unknown>; } catch { continue; }
+      const mine = recordHash(entry);
+      const theirs = createHash("sha256").update(canonicalize(e.record) ?? "").digest("hex");
+      const arrived = e.meta?.arrived;
+      if (mine !== theirs) diverge(w, seq, "record", { evidentd: { record_sha256: theirs, arrived }, coordinator: { record_sha256: mine, arrived: entry.arrived }, entry });
+      else if (typeof arrived === "string" && typeof entry.arrived === "string" && arrived !== entry.arrived) {
+        diverge(w, seq, "arrived", { evidentd: { record_sha256: theirs, arrived }, coordinator: { record_sha256: mine, arrived: entry.arrived }, entry });
+      }
+    }
+    i = j + 1;
+  }
+  return [];
+}
+
+/** evidentd holds, at a seq, another record ("record") or the same record with another arrival
+ * ("arrived") than the Coordinator's log: logged and kept in refused.jsonl, once per seq. */
+function diverge(w: WS, seq: number, kind: "record" | "arrived", fields: Record<string, unknown>) {
+  if (kind === "record" && (w.diverged === undefined || seq < w.diverged)) w.diverged = seq;
+  const key = `${seq} ${kind}`;
+  if (w.divergences.has(key)) return;
+  w.divergences.add(key);
+  const { entry, ...rest } = fields;
+  log(kind === "record" ? "error" : "warn", kind === "record"
+    ? "evident: evidentd holds another record than the Coordinator's log at this seq"
+    : "evident: evidentd holds this record with another arrival than the Coordinator's log", { workspace: w.id, seq, ...rest });
+  try {
+    fs.appendFileSync(refusedFile, JSON.stringify({ workspace: w.id, seq, at: new Date().toISOString(), divergence: kind, ...rest, entry }) + "\n");
+  } catch (e) { log("error", "evident: cannot write refused.jsonl", { error: String(e) }); }
+}
+
 function askGap(w: WS, from: number) {
   let to = w.maxSeen + 1;
   for (const s of w.pending.keys()) if (s > from && s < to) to = s;
@@ -328,7 +471,9 @@ function settle() {
     let err: string | undefined;
     for (const [w, target] of f.targets) {
       if (w.stopped && w.stopped.seq <= target) { err = `evidentd refused workspace ${w.id} seq ${w.stopped.seq}: ${w.stopped.code} ${w.stopped.detail}`; break; }
-      if (w.remote === undefined || w.remote <= target || (w.reportCount ?? 0) > w.reported || w.pending.has(w.remote)) done = false;
+      if (w.diverged !== undefined && w.diverged <= target) { err = `evidentd holds another record than the Coordinator at workspace ${w.id} seq ${w.diverged}`; break; }
+      if (w.remote === undefined || w.remote <= target || (w.reportCount ?? 0) > w.reported || w.toCheck.length > 0 || w.checking ||
+        (w.pending.has(w.remote) && (!gated || w.remote < w.released))) done = false;
     }
     if (err || done) {
       flushWaiters.splice(i, 1);
@@ -424,6 +569,21 @@ parentPort!.on("message", (m: ToWorker) => {
     return;
   }
   switch (m.t) {
+    case "check": {
+      const w = wsFor(m.ws);
+      for (const [seq, , json] of m.items) if (w.remote !== undefined && seq < w.remote) w.toCheck.push([seq, json]);
+      pump(w);
+      return;
+    }
+    case "gate":
+      gated = true;
+      return;
+    case "release": {
+      spoolBatch(); // the entries are in the spool before the line that releases them
+      for (const [id, n] of m.r) release(wsFor(id), n);
+      settle();
+      return;
+    }
     case "gap": {
       const w = wsFor(m.ws);
       w.gapAsked = undefined;
@@ -435,7 +595,11 @@ parentPort!.on("message", (m: ToWorker) => {
     case "flush": {
       spoolBatch();
       const targets = new Map<WS, number>();
-      for (const w of workspaces.values()) if (w.maxSeen >= 0) { targets.set(w, w.maxSeen); pump(w); }
+      for (const w of workspaces.values()) {
+        // with a wrapped store: what the store saved (the main thread waited for the saves in flight)
+        const target = gated ? Math.min(w.maxSeen, w.released - 1) : w.maxSeen;
+        if (target >= 0) { targets.set(w, target); pump(w); }
+      }
       flushWaiters.push({ id: m.id, targets });
       settle();
       return;

@@ -7,7 +7,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { gunzipSync } from "node:zlib";
 import canonicalize from "canonicalize";
-import type { AuditEntry, EvidentHooks, Workspace } from "../src/index.ts";
+import type { AuditEntry, EvidentHooks, Store, Workspace, WorkspaceRecord } from "../src/index.ts";
 
 export const repoRoot = path.resolve(import.meta.dirname, "../../..");
 export const vectors = path.join(repoRoot, "testvectors/chap-reference");
@@ -131,9 +131,28 @@ export function linkHash(record: unknown, prev: string): string {
 export class StandIn {
   ws: Workspace & { chain_head: string | null };
   listeners: ((ws: Workspace, e: AuditEntry) => void)[] = [];
-  constructor(id: string, public hooks: EvidentHooks) {
+  version = 0;
+  /** store: persisted after every entry, as recordAudit's persist() does (after the listeners) */
+  constructor(id: string, public hooks: EvidentHooks, public store?: Store) {
     this.ws = { id, audit: [], chain_head: null };
     this.listeners.push(hooks.onAudit);
+  }
+
+  /** The Coordinator after a restart: its store reloaded the first n entries of other's log. */
+  static reloaded(other: StandIn, n: number, hooks: EvidentHooks, store?: Store): StandIn {
+    const si = new StandIn(other.ws.id, hooks, store);
+    si.ws.audit = JSON.parse(JSON.stringify(other.ws.audit.slice(0, n))) as AuditEntry[];
+    si.ws.chain_head = n < other.ws.audit.length ? (other.ws.audit[n].prev_hash ?? null) : other.ws.chain_head;
+    return si;
+  }
+
+  /** persist(): store.save({id, data: snapshot (its audit is the live array), version, updated_at}); failures swallowed. */
+  persist(): void {
+    if (!this.store) return;
+    try {
+      const r = this.store.save({ id: this.ws.id, data: { id: this.ws.id, audit: this.ws.audit, chain_head: this.ws.chain_head }, version: ++this.version, updated_at: new Date().toISOString() });
+      if (r instanceof Promise) r.catch(() => { /* deliberately swallowed */ });
+    } catch { /* persistence failures must not break dispatch */ }
   }
 
   /** recordAudit, replaying an entry the reference Coordinator logged (its prev_hash decides chaining). */
@@ -151,6 +170,7 @@ export class StandIn {
     for (const l of this.listeners) {
       try { l(ws, entry); } catch { /* listeners never break dispatch */ }
     }
+    this.persist();
   }
 
   static buildStatement(workspaceId: string, envelope: unknown, issuer: string): Record<string, unknown> {
@@ -241,4 +261,24 @@ export class Proxy {
     this.worker.postMessage({ close: true });
     await exited;
   }
+}
+
+/** A store whose saves the test controls: "sync" saves at once, "held" returns a Promise settled
+ * by the test (release/fail), "throw" throws, "never" returns a Promise that never settles. */
+export class TestStore implements Store {
+  mode: "sync" | "held" | "throw" | "never" = "sync";
+  saved = new Map<string, number>(); // workspace → audit entries the last completed save held
+  held: { n: number; resolve(): void; reject(e: Error): void }[] = [];
+  load(): WorkspaceRecord[] { return []; }
+  save(record: WorkspaceRecord): Promise<void> | void {
+    const n = (record.data as { audit: unknown[] }).audit.length;
+    const done = () => { this.saved.set(record.id, Math.max(this.saved.get(record.id) ?? 0, n)); };
+    switch (this.mode) {
+      case "sync": done(); return;
+      case "throw": throw new Error("disk full");
+      case "never": return new Promise<void>(() => {});
+      case "held": return new Promise<void>((resolve, reject) => { this.held.push({ n, resolve: () => { done(); resolve(); }, reject }); });
+    }
+  }
+  delete(): void {}
 }
