@@ -79,6 +79,8 @@ def cmd_host(chap: str, opts_json: str) -> None:
         from evident_chap import evident_hooks
         ev = opts["evident"]
         hooks = evident_hooks(url=ev["url"], trust=ev["trust"], spool_dir=ev["spoolDir"])
+        if "store" in kw:  # entries ship once the Coordinator's store saved them
+            kw["store"] = hooks.wrap_store(kw["store"])
         kw.update(on_audit=hooks.on_audit, scitt_submitter=hooks.scitt_submitter,
                   verify_scitt_receipt=hooks.verify_scitt_receipt)
     coord = Coordinator(CoordinatorOptions(**kw))

@@ -63,6 +63,8 @@ async function main(): Promise<void> {
     const adapter = resolve(here, "../../integrations/chap-ts/src/index.ts");
     const { evidentHooks } = await import(pathToFileURL(adapter).href);
     hooks = evidentHooks({ url: opts.evident.url, trust: opts.evident.trust, spoolDir: opts.evident.spoolDir });
+    // Entries ship once the Coordinator's store saved them (the listener runs before the save).
+    if (coordOpts.store) coordOpts.store = hooks.wrapStore(coordOpts.store);
     coordOpts.onAudit = hooks.onAudit;
     coordOpts.scittSubmitter = hooks.scittSubmitter;
     coordOpts.verifyScittReceipt = hooks.verifyScittReceipt;
