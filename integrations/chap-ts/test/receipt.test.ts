@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { test } from "node:test";
+import * as zlib from "node:zlib";
 import { loadTrust, verifyEntryReceipt } from "../src/index.ts";
 import { receiptValid } from "../src/receipt.ts";
 import { evaluatePolicy, parsePolicy } from "../src/policy.ts";
@@ -84,3 +85,36 @@ test("tlog-policy parsing follows tlogpolicy.Parse", () => {
   assert.throws(() => parsePolicy(`group g 0 a\nquorum g\n`));
   assert.equal(parsePolicy(`# c\nwitness a ${w} https://w.example/x # c\ngroup g all a\nquorum g\n`).groups[0].threshold, 1);
 });
+
+// The receipts the live reference Coordinators returned through the adapters
+// (testvectors/chap-anchored/): every one verifies under the trust file beside it, and the
+// tampered ones of verify.json are refused.
+for (const coordinator of ["ts", "py"]) {
+  test(`chap-anchored/${coordinator}: every receipt a live reference Coordinator returned verifies; the tampered ones do not`, () => {
+    const d = path.join(repoRoot, "testvectors/chap-anchored", coordinator);
+    const t = loadTrust(JSON.parse(fs.readFileSync(path.join(d, "trust.json"), "utf8")));
+    const lines = zlib.gunzipSync(fs.readFileSync(path.join(d, "receipts.jsonl.gz"))).toString("utf8").split("\n").filter((l) => l.trim());
+    const byKey = new Map<string, Record<string, unknown>>();
+    for (const l of lines) {
+      const x = JSON.parse(l) as { workspace: string; seq: number; receipt: Record<string, unknown> };
+      const v = verifyEntryReceipt(x.receipt, t);
+      assert.equal(v.seq, x.seq);
+      assert.equal(x.receipt.chain, x.workspace);
+      byKey.set(`${x.workspace}/${x.seq}`, x.receipt);
+    }
+    assert.ok(byKey.size >= 1000, `${byKey.size} receipts`);
+    const summary = JSON.parse(fs.readFileSync(path.join(d, "verify.json"), "utf8")).summary;
+    assert.ok(summary.tampered.length > 0);
+    for (const tc of summary.tampered) {
+      const r = { ...byKey.get(`${tc.workspace}/${tc.seq}`)! };
+      if (tc.member === "checkpoint") {
+        const s = r.checkpoint as string;
+        assert.equal(s[tc.char_index], tc.was);
+        r.checkpoint = s.slice(0, tc.char_index) + tc.now + s.slice(tc.char_index + 1);
+      } else {
+        Object.assign(r, flip(r, tc.member, tc.byte_index, tc.xor));
+      }
+      assert.equal(receiptValid(r, t), false, `${coordinator} ${JSON.stringify(tc)}`);
+    }
+  });
+}
