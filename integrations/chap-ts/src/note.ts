@@ -58,7 +58,7 @@ export function noteVerifier(vkey: string): Verifier {
 /** A cosigner's verifier key: 0x04 (or 0x01 read as 0x04) Ed25519; 0x06 ML-DSA-44 is parsed
  * but never verifies here (Node has no ML-DSA), so such a witness never counts. */
 export function cosignatureVerifier(vkey: string): Verifier {
-  const { name, hash, key } = splitVKey(vkey);
+  const { name, key } = splitVKey(vkey);
   if (key[0] === 0x01 || key[0] === 0x04) {
     if (key.length !== 33) throw new Error("vkey: bad Ed25519 key length");
     const pub = ed25519Key(key.subarray(1));

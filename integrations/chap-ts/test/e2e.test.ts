@@ -3,37 +3,14 @@
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { after, test } from "node:test";
+import { test } from "node:test";
 import canonicalize from "canonicalize";
 import { decode } from "cbor2";
-import { evidentHooks, type AuditEntry, type EvidentOptions, type Logger } from "../src/index.ts";
-import { Evidentd, journeys, Proxy, readJourney, removeTmpDirs, StandIn, tmpDir } from "./helpers.ts";
+import type { AuditEntry } from "../src/index.ts";
+import { Evidentd, journeys, Proxy, readJourney, StandIn, tmpDir, harness, recorder } from "./helpers.ts";
 import { flip, positions } from "./tamper.ts";
 
-const cleanups: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const c of cleanups.reverse()) await c().catch(() => {});
-  removeTmpDirs();
-});
-
-async function evidentd(dataDir = tmpDir("data")): Promise<Evidentd> {
-  const d = await new Evidentd(dataDir).start();
-  cleanups.push(() => d.stop());
-  return d;
-}
-
-interface LogLine { level: string; msg: string; fields?: Record<string, unknown> }
-function recorder(): { logger: Logger; lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const at = (level: string) => (msg: string, fields?: Record<string, unknown>) => { lines.push({ level, msg, fields }); };
-  return { lines, logger: { info: at("info"), warn: at("warn"), error: at("error") } };
-}
-
-function hooks(o: EvidentOptions) {
-  const h = evidentHooks({ backoffMinMs: 20, backoffMaxMs: 300, ...o });
-  cleanups.push(() => h.close());
-  return h;
-}
+const { cleanups, evidentd, hooks } = harness();
 
 const recordOf = (e: AuditEntry) => (e.envelope !== undefined ? e.envelope : { outcome: e.outcome, request: e.request });
 

@@ -6,8 +6,9 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { gunzipSync } from "node:zlib";
+import { after } from "node:test";
 import canonicalize from "canonicalize";
-import type { AuditEntry, EvidentHooks, Store, Workspace, WorkspaceRecord } from "../src/index.ts";
+import { evidentHooks, type AuditEntry, type EvidentHooks, type EvidentOptions, type Logger, type Store, type Workspace, type WorkspaceRecord } from "../src/index.ts";
 
 export const repoRoot = path.resolve(import.meta.dirname, "../../..");
 export const vectors = path.join(repoRoot, "testvectors/chap-reference");
@@ -281,4 +282,36 @@ export class TestStore implements Store {
     }
   }
   delete(): void {}
+}
+
+
+export interface LogLine { level: string; msg: string; fields?: Record<string, unknown> }
+
+/** A logger that keeps what the adapter logs, for assertions. */
+export function recorder(): { logger: Logger; lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  const at = (level: string) => (msg: string, fields?: Record<string, unknown>) => { lines.push({ level, msg, fields }); };
+  return { lines, logger: { info: at("info"), warn: at("warn"), error: at("error") } };
+}
+
+/** A test file's evidentd processes and hooks, stopped and closed (in reverse) after its tests. */
+export function harness() {
+  const cleanups: (() => Promise<void>)[] = [];
+  after(async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => {});
+    removeTmpDirs();
+  });
+  return {
+    cleanups,
+    async evidentd(dataDir = tmpDir("data")): Promise<Evidentd> {
+      const d = await new Evidentd(dataDir).start();
+      cleanups.push(() => d.stop());
+      return d;
+    },
+    hooks(o: EvidentOptions) {
+      const h = evidentHooks({ backoffMinMs: 20, backoffMaxMs: 300, ...o });
+      cleanups.push(() => h.close());
+      return h;
+    },
+  };
 }

@@ -3,35 +3,12 @@
 import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { after, test } from "node:test";
+import { test } from "node:test";
 import canonicalize from "canonicalize";
-import { evidentHooks, type AuditEntry, type EvidentOptions, type Logger } from "../src/index.ts";
-import { Evidentd, Proxy, readJourney, removeTmpDirs, StandIn, TestStore, tmpDir } from "./helpers.ts";
+import type { AuditEntry } from "../src/index.ts";
+import { Evidentd, Proxy, readJourney, StandIn, TestStore, tmpDir, harness, recorder } from "./helpers.ts";
 
-const cleanups: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const c of cleanups.reverse()) await c().catch(() => {});
-  removeTmpDirs();
-});
-
-async function evidentd(): Promise<Evidentd> {
-  const d = await new Evidentd(tmpDir("data")).start();
-  cleanups.push(() => d.stop());
-  return d;
-}
-
-interface LogLine { level: string; msg: string; fields?: Record<string, unknown> }
-function recorder(): { logger: Logger; lines: LogLine[] } {
-  const lines: LogLine[] = [];
-  const at = (level: string) => (msg: string, fields?: Record<string, unknown>) => { lines.push({ level, msg, fields }); };
-  return { lines, logger: { info: at("info"), warn: at("warn"), error: at("error") } };
-}
-
-function hooks(o: EvidentOptions) {
-  const h = evidentHooks({ backoffMinMs: 20, backoffMaxMs: 300, ...o });
-  cleanups.push(() => h.close());
-  return h;
-}
+const { cleanups, evidentd, hooks } = harness();
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const recordOf = (e: AuditEntry) => (e.envelope !== undefined ? e.envelope : { outcome: e.outcome, request: e.request });

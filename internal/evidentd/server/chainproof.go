@@ -9,6 +9,8 @@ import (
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/internal/evidentd/export"
 	"github.com/evident-log/evident/internal/evidentd/ingest"
+	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/ledger"
 )
 
 // errNotSealed means no registered seal covers the entry yet.
@@ -23,13 +25,8 @@ func (s *Server) handleEntryReceipt(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	rc, top, sealed, err := s.ex.EntryReceipt(r.Context(), chain, seq)
-	if errors.Is(err, errNotSealed) {
-		notSealed(w, chain, seq)
-		return
-	}
-	if err != nil {
-		s.fail(w, r, err)
+	rc, top, sealed, ok := s.sealedReceipt(w, r, chain, seq)
+	if !ok {
 		return
 	}
 	w.Header().Set("Content-Type", `application/cose; cose-type="cose-sign1"`)
@@ -59,7 +56,17 @@ func (s *Server) entryAt(w http.ResponseWriter, r *http.Request) (chain string, 
 	return chain, seq, h, true
 }
 
-// notSealed answers 409 not_sealed for entry seq of chain.
-func notSealed(w http.ResponseWriter, chain string, seq uint64) {
-	problem(w, http.StatusConflict, api.CodeNotSealed, fmt.Sprintf("entry %d is not covered by a registered seal yet: POST /v1/chains/%s/seal, then ask again", seq, chain), -1)
+// sealedReceipt cuts the chain receipt of entry seq under the chain's latest registered seal;
+// when there is none covering it (409 not_sealed) or it fails, it answers itself and ok is false.
+func (s *Server) sealedReceipt(w http.ResponseWriter, r *http.Request, chain string, seq uint64) ([]byte, *store.Seal, ledger.Seal, bool) {
+	rc, top, sealed, err := s.ex.EntryReceipt(r.Context(), chain, seq)
+	if errors.Is(err, errNotSealed) {
+		problem(w, http.StatusConflict, api.CodeNotSealed, fmt.Sprintf("entry %d is not covered by a registered seal yet: POST /v1/chains/%s/seal, then ask again", seq, chain), -1)
+		return nil, nil, ledger.Seal{}, false
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return nil, nil, ledger.Seal{}, false
+	}
+	return rc, top, sealed, true
 }

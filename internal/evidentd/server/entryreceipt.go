@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -49,13 +48,8 @@ func (s *Server) handleEntryEvidence(w http.ResponseWriter, r *http.Request) {
 		}
 		cty = q
 	}
-	rc, top, sealed, err := s.ex.EntryReceipt(r.Context(), chain, seq)
-	if errors.Is(err, errNotSealed) {
-		notSealed(w, chain, seq)
-		return
-	}
-	if err != nil {
-		s.fail(w, r, err)
+	rc, top, sealed, ok := s.sealedReceipt(w, r, chain, seq)
+	if !ok {
 		return
 	}
 	e, ok := s.storedEntry(w, r, chain, seq, h.Size)
