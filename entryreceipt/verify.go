@@ -50,12 +50,8 @@ func TrustFrom(f *trustfile.File) (*Trust, error) {
 		}
 		t.LogKeys = append(t.LogKeys, v)
 	}
-	for _, pub := range pubs {
-		kid, err := receipts.KeyThumbprint(pub)
-		if err != nil {
-			return nil, fmt.Errorf("trust file: issuer key: %w", err)
-		}
-		t.Issuers[hex.EncodeToString(kid)] = pub
+	for i, pub := range pubs {
+		t.Issuers[f.IssuerKeys[i].KID] = pub // Checked: the kid is the key's thumbprint in hex
 	}
 	return t, nil
 }
@@ -111,7 +107,7 @@ func Verify(r *Receipt, t *Trust) (*Verified, error) {
 		return nil, fmt.Errorf("%w: prev header: %w", ErrStatement, err)
 	}
 	link := ledger.NextLink(st.Payload, prev)
-	if err := onlyLabels(st.UnprotectedLabels(), receipts.HeaderReceipts); err != nil {
+	if err := onlyReceipts(st); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrStatement, err)
 	}
 	if len(st.Receipts) != 1 {
@@ -126,12 +122,12 @@ func Verify(r *Receipt, t *Trust) (*Verified, error) {
 	if pub, err = t.issuer(cr.KeyID, "chain receipt"); err != nil {
 		return nil, err
 	}
-	rootC, cr, err := receipts.VerifyInclusion(st.Receipts[0], leaf[:], pub)
+	rootC, err := cr.VerifyInclusion(leaf[:], pub)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrChainReceipt, err)
 	}
-	if err := onlyLabels(cr.UnprotectedLabels(), receipts.HeaderVDP); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrChainReceipt, err)
+	if !cr.Canonical() || cr.Checkpoint != nil {
+		return nil, fmt.Errorf("%w: not in the encoding the service writes (another encoding, or unsigned parameters ride along)", ErrChainReceipt)
 	}
 	if cr.Inclusion[0].LeafIndex != r.Seq {
 		return nil, fmt.Errorf("%w: it proves leaf %d, not %d", ErrChainReceipt, cr.Inclusion[0].LeafIndex, r.Seq)
@@ -168,7 +164,7 @@ func Verify(r *Receipt, t *Trust) (*Verified, error) {
 	case r.Seq == size-1 && seal.Head != link:
 		return nil, fmt.Errorf("%w: its head %s is not the entry's link %s", ErrSeal, seal.Head, link)
 	}
-	if err := onlyLabels(ss.UnprotectedLabels(), receipts.HeaderReceipts); err != nil {
+	if err := onlyReceipts(ss); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrSeal, err)
 	}
 	if len(ss.Receipts) != 1 {
@@ -187,12 +183,12 @@ func Verify(r *Receipt, t *Trust) (*Verified, error) {
 		return nil, err
 	}
 	lleaf := receipts.LeafHash(entry[:])
-	rootL, lr, err := receipts.VerifyInclusion(ss.Receipts[0], lleaf[:], pub)
+	rootL, err := lr.VerifyInclusion(lleaf[:], pub)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrLogReceipt, err)
 	}
-	if err := onlyLabels(lr.UnprotectedLabels(), receipts.HeaderVDP, receipts.HeaderCheckpoint); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrLogReceipt, err)
+	if !lr.Canonical() {
+		return nil, fmt.Errorf("%w: not in the encoding the service writes (another encoding, or unsigned parameters ride along)", ErrLogReceipt)
 	}
 	// 6. The checkpoint.
 	cp, err := t.checkpoint([]byte(r.Checkpoint))
@@ -263,18 +259,12 @@ func canonicalSignatures(raw []byte) error {
 	return nil
 }
 
-// onlyLabels refuses an unprotected header holding a label other than those allowed: no
-// signature covers it, so an unexpected one is a byte nothing checks.
-func onlyLabels(got []any, allowed ...int64) error {
-	for _, l := range got {
-		ok := false
-		if n, isInt := l.(int64); isInt {
-			for _, a := range allowed {
-				ok = ok || n == a
-			}
-		}
-		if !ok {
-			return fmt.Errorf("unprotected header label %v is not one of %v", l, allowed)
+// onlyReceipts refuses a statement whose unprotected header holds anything but its receipts
+// (394): no signature covers that header, so anything else there is a byte nothing checks.
+func onlyReceipts(st *receipts.Statement) error {
+	for _, l := range st.UnprotectedLabels() {
+		if n, ok := l.(int64); !ok || n != receipts.HeaderReceipts {
+			return fmt.Errorf("unprotected header label %v besides the receipts (394)", l)
 		}
 	}
 	return nil

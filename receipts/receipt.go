@@ -363,21 +363,38 @@ func VerifyInclusion(receipt []byte, leafHash []byte, pub crypto.PublicKey) (roo
 	if err != nil {
 		return nil, nil, err
 	}
+	if root, err = r.VerifyInclusion(leafHash, pub); err != nil {
+		return nil, nil, err
+	}
+	return root, r, nil
+}
+
+// VerifyInclusion is the package's VerifyInclusion on a receipt already parsed, for a caller
+// that read its kid first to choose pub.
+func (r *Receipt) VerifyInclusion(leafHash []byte, pub crypto.PublicKey) (root []byte, err error) {
 	if len(r.Inclusion) != 1 || len(r.Consistency) != 0 {
-		return nil, nil, fmt.Errorf("%w: receipt: want exactly one inclusion proof, have %d inclusion and %d consistency", ErrMalformed, len(r.Inclusion), len(r.Consistency))
+		return nil, fmt.Errorf("%w: receipt: want exactly one inclusion proof, have %d inclusion and %d consistency", ErrMalformed, len(r.Inclusion), len(r.Consistency))
 	}
 	if len(leafHash) != HashSize {
-		return nil, nil, fmt.Errorf("%w: leaf hash of %d bytes", ErrBadProof, len(leafHash))
+		return nil, fmt.Errorf("%w: leaf hash of %d bytes", ErrBadProof, len(leafHash))
 	}
 	p := r.Inclusion[0]
 	root, err = proof.RootFromInclusionProof(rfc6962.DefaultHasher, p.LeafIndex, p.TreeSize, leafHash, p.Path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrBadProof, err)
+		return nil, fmt.Errorf("%w: %v", ErrBadProof, err)
 	}
 	if err := verifySign1(r.msg, r.Alg, root, pub); err != nil {
-		return nil, nil, fmt.Errorf("receipt: %w", err)
+		return nil, fmt.Errorf("receipt: %w", err)
 	}
-	return root, r, nil
+	return root, nil
+}
+
+// Canonical reports whether the receipt is byte for byte what NewInclusionReceipt and
+// NewConsistencyReceipt write from its signed parts, its proofs and its checkpoint: nothing
+// unsigned rides along (another unprotected parameter, another encoding of the same items).
+func (r *Receipt) Canonical() bool {
+	re, err := encodeReceipt(RootSignature{Protected: r.Protected, Signature: r.Signature}, r.Inclusion, r.Consistency, r.Checkpoint)
+	return err == nil && bytes.Equal(re, r.Raw)
 }
 
 // VerifyConsistency verifies a receipt of consistency against the 32-byte
@@ -460,15 +477,6 @@ func hashChildren(l, r []byte) []byte {
 	h.Write(l)
 	h.Write(r)
 	return h.Sum(nil)
-}
-
-// UnprotectedLabels returns the labels of the receipt's unprotected header (396 and, when
-// present, HeaderCheckpoint and whatever else a producer put there, which no signature covers).
-func (r *Receipt) UnprotectedLabels() []any {
-	if r == nil || r.msg == nil {
-		return nil
-	}
-	return labels(r.msg.Headers.Unprotected)
 }
 
 func labels(u map[any]any) []any {

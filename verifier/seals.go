@@ -225,8 +225,7 @@ func (v *verifier) checkReceipt(s *sealInfo, i int, raw []byte, leaf [32]byte) {
 		return
 	}
 	// The receipt must be exactly what the service writes: nothing unsigned rides along unnoticed.
-	re, err := receipts.NewInclusionReceipt(receipts.RootSignature{Protected: r0.Protected, Signature: r0.Signature}, r0.Inclusion[0], r0.Checkpoint)
-	if err != nil || !bytes.Equal(re, raw) {
+	if !r0.Canonical() {
 		s.add(Broken, CheckSealReceipt, CodeReceipt, "receipt %d is not in the deterministic encoding the service writes (it was re-encoded or carries extra parameters)", i)
 		return
 	}
@@ -240,9 +239,8 @@ func (v *verifier) checkReceipt(s *sealInfo, i int, raw []byte, leaf [32]byte) {
 		return
 	}
 	var root []byte
-	var rr *receipts.Receipt
 	for _, k := range keys {
-		if root, rr, err = receipts.VerifyInclusion(raw, leaf[:], k.pub); err == nil {
+		if root, err = r0.VerifyInclusion(leaf[:], k.pub); err == nil {
 			break
 		}
 	}
@@ -250,13 +248,13 @@ func (v *verifier) checkReceipt(s *sealInfo, i int, raw []byte, leaf [32]byte) {
 		s.add(Broken, CheckSealReceipt, CodeReceipt, "receipt %d does not verify for this seal statement: %v", i, err)
 		return
 	}
-	if err := v.keyWindow(rr.KeyID, rr.Claims.IssuedAt); err != nil {
+	if err := v.keyWindow(r0.KeyID, r0.Claims.IssuedAt); err != nil {
 		s.add(Broken, CheckSealReceipt, CodeKeyWindow, "receipt %d: %v", i, err)
 	}
-	p := rr.Inclusion[0]
+	p := r0.Inclusion[0]
 	s.logIndex, s.treeSize = p.LeafIndex, p.TreeSize
 
-	cpRaw, src := rr.Checkpoint, fmt.Sprintf("receipt %d of %s", i, s.file)
+	cpRaw, src := r0.Checkpoint, fmt.Sprintf("receipt %d of %s", i, s.file)
 	if cpRaw == nil {
 		cpRaw, src = v.cpFiles[p.TreeSize], bundle.CheckpointFile(p.TreeSize)
 	}
