@@ -11,7 +11,6 @@ import (
 
 	"github.com/evident-log/evident/entryreceipt"
 	"github.com/evident-log/evident/ledger/canonical"
-	"github.com/evident-log/evident/trustfile"
 )
 
 // TestAnchoredCoordinatorReceipts: every receipt the live CHAP reference Coordinators (TS and
@@ -22,18 +21,7 @@ func TestAnchoredCoordinatorReceipts(t *testing.T) {
 	for _, coord := range []string{"ts", "py"} {
 		t.Run(coord, func(t *testing.T) {
 			dir := filepath.Join("..", "testvectors", "chap-anchored", coord)
-			tb, err := os.ReadFile(filepath.Join(dir, "trust.json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			tf, err := trustfile.Parse(tb)
-			if err != nil {
-				t.Fatal(err)
-			}
-			trust, err := entryreceipt.TrustFrom(tf)
-			if err != nil {
-				t.Fatal(err)
-			}
+			trust := loadTrustFile(t, filepath.Join(dir, "trust.json"))
 			// The Coordinator's audit log: the canonical envelope at each (workspace, seq).
 			logged := map[string]map[uint64][]byte{}
 			af, err := os.ReadFile(filepath.Join(dir, "audit.jsonl"))

@@ -19,7 +19,13 @@ var vectors = filepath.Join("..", "testvectors", "entry-receipt")
 
 func loadTrust(t testing.TB) *entryreceipt.Trust {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(vectors, "trust.json"))
+	return loadTrustFile(t, filepath.Join(vectors, "trust.json"))
+}
+
+// loadTrustFile pins the keys of the trust file at path.
+func loadTrustFile(t testing.TB, path string) *entryreceipt.Trust {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

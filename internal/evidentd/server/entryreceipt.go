@@ -17,18 +17,22 @@ import (
 // carry, the profile's own first. A CHAP chain also answers CHAP 0.2's, which the 0.2
 // reference Coordinators name in the statements they build (audit-scitt/1.0).
 func entryContentTypes(profile string) []string {
-	own := EntryContentType(profile)
+	out := []string{EntryContentType(profile)}
 	if strings.HasPrefix(profile, "chap/") {
-		return []string{own, "application/chap+json;version=0.2", "application/chap+json;version=0.3"}
+		for _, v := range []string{"0.2", "0.3"} {
+			if cty := "application/chap+json;version=" + v; cty != out[0] {
+				out = append(out, cty)
+			}
+		}
 	}
-	return []string{own}
+	return out
 }
 
-// handleEntryEvidence answers GET /v1/chains/{chain}/entries/{seq}/entry-receipt: the entry
+// handleEntryReceiptObject answers GET /v1/chains/{chain}/entries/{seq}/entry-receipt: the entry
 // receipt (docs/entry-receipt.md) of entry seq against the chain's latest registered seal, as
 // application/json; 409 not_sealed until a seal covers the entry. ?content_type= picks the
 // entry statement's content type among entryContentTypes.
-func (s *Server) handleEntryEvidence(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleEntryReceiptObject(w http.ResponseWriter, r *http.Request) {
 	chain, seq, h, ok := s.entryAt(w, r)
 	if !ok {
 		return

@@ -114,7 +114,7 @@ func routes() []route {
 		{"GET /v1/chains/{chain}/entries", read((*Server).handleEntries), nil},
 		{"GET /v1/chains/{chain}/entries/{seq}/receipt", read((*Server).handleEntryReceipt), nil},
 		{"GET /v1/chains/{chain}/entries/{seq}/statement", read((*Server).handleEntryStatement), nil},
-		{"GET /v1/chains/{chain}/entries/{seq}/entry-receipt", read((*Server).handleEntryEvidence), nil},
+		{"GET /v1/chains/{chain}/entries/{seq}/entry-receipt", read((*Server).handleEntryReceiptObject), nil},
 		{"GET /v1/chains/{chain}/seals", read((*Server).handleSeals), nil},
 		{"GET /v1/chains/{chain}/cop-ledger", read((*Server).handleCOPLedger), nil},
 		{"GET /v1/chains/{chain}/consistency", read((*Server).handleChainConsistency), hasSCITT},

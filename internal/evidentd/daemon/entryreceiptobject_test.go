@@ -80,11 +80,11 @@ func TestEntryReceiptObject(t *testing.T) {
 	}
 
 	// CHAP 0.2's content type, as the 0.2 reference Coordinators name their statements.
-	code, body = get(t, url(4, "?content_type=application/chap%2Bjson%3Bversion%3D0.2"))
+	code, body02 := get(t, url(4, "?content_type=application/chap%2Bjson%3Bversion%3D0.2"))
 	if code != http.StatusOK {
-		t.Fatalf("0.2: %d %s", code, body)
+		t.Fatalf("0.2: %d %s", code, body02)
 	}
-	r02, err := entryreceipt.Parse(body)
+	r02, err := entryreceipt.Parse(body02)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,17 +150,12 @@ func TestEntryReceiptObject(t *testing.T) {
 
 	if *updateVectors {
 		dir := filepath.Join("..", "..", "..", "testvectors", "entry-receipt")
-		for name, b := range map[string][]byte{"trust.json": tb, "receipt-seq3.json": kept[3], "receipt-seq12.json": kept[12], "receipt-seq4-chap-0.2.json": body02(t, url(4, "?content_type=application/chap%2Bjson%3Bversion%3D0.2"))} {
+		for name, b := range map[string][]byte{"trust.json": tb, "receipt-seq3.json": kept[3], "receipt-seq12.json": kept[12], "receipt-seq4-chap-0.2.json": body02} {
 			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-}
-
-func body02(t *testing.T, u string) []byte {
-	_, b := get(t, u)
-	return b
 }
 
 // spread returns up to n positions spread over [0, size).
