@@ -67,7 +67,8 @@ func TestVectorsVerify(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if v.Seq != want.seq || v.ContentType != want.cty || v.Chain != "wsp_entry_receipts" || v.Seal.Size != 13 || strings.Join(v.Witnesses, ",") != "w1,w2" {
+		if v.Seq != want.seq || v.ContentType != want.cty || v.Chain != "wsp_entry_receipts" || v.Seal.Size != 13 || strings.Join(v.Witnesses, ",") != "w1,w2" ||
+			!bytes.Contains(v.Record, []byte(`"jsonrpc"`)) {
 			t.Errorf("%s: seq %d cty %s chain %s seal size %d witnesses %v", name, v.Seq, v.ContentType, v.Chain, v.Seal.Size, v.Witnesses)
 		}
 		// Marshal gives the bytes evidentd served.

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -172,43 +171,6 @@ func spread(size, n int) []int {
 		out[i] = i * (size - 1) / (n - 1)
 	}
 	return out
-}
-
-// TestEntryReceiptVectors: the receipts kept in testvectors/entry-receipt, made by a live
-// evidentd with two witnesses, verify under the trust file kept beside them, today and with
-// every later verifier.
-func TestEntryReceiptVectors(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "testvectors", "entry-receipt")
-	tb, err := os.ReadFile(filepath.Join(dir, "trust.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tf, err := trustfile.Parse(tb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	trust, err := entryreceipt.TrustFrom(tf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, _ := filepath.Glob(filepath.Join(dir, "receipt-*.json"))
-	if len(files) < 3 {
-		t.Fatalf("%d receipts in %s", len(files), dir)
-	}
-	for _, f := range files {
-		b, _ := os.ReadFile(f)
-		r, err := entryreceipt.Parse(b)
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		v, err := entryreceipt.Verify(r, trust)
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		if !bytes.Contains(v.Record, []byte(`"jsonrpc"`)) || len(v.Witnesses) != 2 {
-			t.Fatalf("%s: %+v", f, v)
-		}
-	}
 }
 
 // TestEntryReceiptLargeRecord: a record past the 4 MiB bound of SCITT statements (a recorded
