@@ -275,11 +275,7 @@ func (p *parser) value() (Value, error) {
 			if p.pos < len(p.s) && p.s[p.pos] == c+2 { // '}' is '{'+2, ']' is '['+2
 				p.pos++
 				p.depth--
-				if f.obj {
-					v = p.finishObject(f.start)
-				} else {
-					v = p.finishArray(f.start)
-				}
+				v = p.finish(f)
 				break
 			}
 			if f.obj {
@@ -354,11 +350,7 @@ func (p *parser) value() (Value, error) {
 			}
 			p.pos++
 			p.depth--
-			if f.obj {
-				v = p.finishObject(f.start)
-			} else {
-				v = p.finishArray(f.start)
-			}
+			v = p.finish(*f)
 			stack = stack[:len(stack)-1]
 		}
 	}
@@ -430,6 +422,14 @@ func (p *parser) memberName(f *frame) error {
 
 // finishObject moves the members from start on off the scratch stack into a new Object, and
 // drops the object's set of names if it has one.
+// finish builds the container f opened, now closed.
+func (p *parser) finish(f frame) Value {
+	if f.obj {
+		return p.finishObject(f.start)
+	}
+	return p.finishArray(f.start)
+}
+
 func (p *parser) finishObject(start int) *Object {
 	if n := len(p.seen); n > 0 && p.seen[n-1].depth == p.depth+1 {
 		p.seen[n-1] = seenSet{}
