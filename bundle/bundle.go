@@ -50,8 +50,67 @@ const (
 	WitnessPolicyFile = "trust/witness.policy"
 )
 
-// ErrFormat reports a bundle that does not follow the format.
+// ErrFormat reports a file that is not a bundle at all: not a zip or directory, or no
+// manifest.json in it.
 var ErrFormat = errors.New("not an evident-bundle/v1")
+
+// ErrManifest reports a bundle whose manifest.json cannot be read as a manifest of this
+// format: the bundle is broken (*ManifestError says why).
+var ErrManifest = errors.New("manifest.json is not an evident-bundle/v1 manifest")
+
+// ErrNewerFormat reports a bundle made by a newer Evident: its manifest names a later
+// version of the format than this reader knows (*NewerFormatError names it).
+var ErrNewerFormat = errors.New("made by a newer Evident")
+
+// ManifestError is a manifest.json that does not parse as this format's manifest, or that
+// names its chain directories wrongly. It matches ErrManifest.
+type ManifestError struct {
+	Reason string
+}
+
+func (e *ManifestError) Error() string { return ErrManifest.Error() + ": " + e.Reason }
+
+// Is reports whether target is ErrManifest.
+func (e *ManifestError) Is(target error) bool { return target == ErrManifest }
+
+// NewerFormatError is a manifest that names a later version of the format, e.g.
+// "evident-bundle/v2": nothing else in the bundle is read. It matches ErrNewerFormat.
+type NewerFormatError struct {
+	Format string
+}
+
+func (e *NewerFormatError) Error() string {
+	return fmt.Sprintf("made by a newer Evident (format %.60q; this verifier reads %s): upgrade", e.Format, Format)
+}
+
+// Is reports whether target is ErrNewerFormat.
+func (e *NewerFormatError) Is(target error) bool { return target == ErrNewerFormat }
+
+// newerFormat returns the format a manifest names when it is a later version than Format:
+// "evident-bundle/v" and a decimal above 1, with no leading zero. The manifest is read
+// leniently, for that one member, so that a later version's other members (which this
+// reader would refuse as unknown) do not hide what it is.
+func newerFormat(b []byte) (string, bool) {
+	var head struct {
+		Format string `json:"format"`
+	}
+	if json.Unmarshal(b, &head) != nil {
+		return "", false
+	}
+	v, ok := strings.CutPrefix(head.Format, formatPrefix)
+	if !ok || v == "1" || len(v) > 9 || len(v) == 0 || v[0] < '1' || v[0] > '9' {
+		return "", false
+	}
+	for _, c := range v[1:] {
+		if c < '0' || c > '9' {
+			return "", false
+		}
+	}
+	return head.Format, true
+}
+
+// formatPrefix starts every version of the format's name; the version follows.
+const formatPrefix = "evident-bundle/v"
 
 // Manifest describes a bundle.
 type Manifest struct {
@@ -277,7 +336,10 @@ const MaxManifestSize = 16 << 20
 
 // Open opens a bundle directory or .zip file with DefaultLimits and reads its manifest. An
 // ambiguous bundle is refused with an *AmbiguityError (ErrAmbiguous), one beyond a limit with
-// a *LimitError (ErrLimit), anything that is not a bundle with ErrFormat.
+// a *LimitError (ErrLimit), one whose manifest.json is not this format's manifest with a
+// *ManifestError (ErrManifest), one of a later format version with a *NewerFormatError
+// (ErrNewerFormat), and anything that is not a bundle at all (no zip, no manifest.json)
+// with ErrFormat.
 func Open(p string) (*Reader, error) { return OpenWithLimits(p, DefaultLimits()) }
 
 // OpenWithLimits is Open with other limits.
@@ -371,6 +433,9 @@ func (r *Reader) readManifest(l Limits) error {
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, l.ManifestSize+1))
 	if err != nil {
+		if damaged(err) {
+			return &ManifestError{Reason: "its bytes are damaged: " + err.Error()}
+		}
 		return fmt.Errorf("read manifest: %w", err)
 	}
 	if int64(len(b)) > l.ManifestSize {
@@ -382,15 +447,22 @@ func (r *Reader) readManifest(l Limits) error {
 		return &AmbiguityError{Entries: []Ambiguity{{Name: ManifestFile, Reason: err.Error()}}}
 	case errors.Is(err, strictjson.ErrTooDeep):
 		return &LimitError{Limit: "manifest_depth", Name: ManifestFile, Value: int64(l.ManifestDepth) + 1, Max: int64(l.ManifestDepth)}
-	case err != nil:
-		return fmt.Errorf("%w: manifest: %w", ErrFormat, err)
+	}
+	// A later version is named before anything else is said: its new members are not this
+	// version's errors.
+	if f, ok := newerFormat(b); ok {
+		r.Manifest = Manifest{}
+		return &NewerFormatError{Format: f}
+	}
+	if err != nil {
+		return &ManifestError{Reason: err.Error()}
 	}
 	if r.Manifest.Format != Format {
-		return fmt.Errorf("%w: manifest format %q", ErrFormat, r.Manifest.Format)
+		return &ManifestError{Reason: fmt.Sprintf("it names format %.60q", r.Manifest.Format)}
 	}
 	for _, c := range r.Manifest.Chains {
 		if c.Dir != ChainDir(c.ID) {
-			return fmt.Errorf("%w: chain %q has dir %q, want %q", ErrFormat, c.ID, c.Dir, ChainDir(c.ID))
+			return &ManifestError{Reason: fmt.Sprintf("chain %.80q has dir %.80q, want %.80q", c.ID, c.Dir, ChainDir(c.ID))}
 		}
 	}
 	for name := range r.Manifest.Files {
@@ -399,6 +471,13 @@ func (r *Reader) readManifest(l Limits) error {
 		}
 	}
 	return nil
+}
+
+// damaged reports whether a read error says the bytes read are wrong (a zip entry's
+// checksum, its compressed stream or its length) rather than that reading failed.
+func damaged(err error) bool {
+	var ce flate.CorruptInputError
+	return errors.Is(err, zip.ErrChecksum) || errors.Is(err, zip.ErrFormat) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ce)
 }
 
 // Close releases the bundle.

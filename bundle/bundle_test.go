@@ -91,17 +91,50 @@ func TestRefusals(t *testing.T) {
 		zw.Close()
 		return buf.Bytes()
 	}
-	for name, z := range map[string][]byte{
-		"not a zip":      []byte("hello"),
-		"no manifest":    mk(""),
-		"wrong format":   mk(`{"format":"evident-bundle/v9"}`),
-		"unknown field":  mk(`{"format":"evident-bundle/v1","surprise":1}`),
-		"not json":       mk(`{"format":`),
-		"chain dir lies": mk(`{"format":"evident-bundle/v1","chains":[{"id":"a/b","dir":"a/b"}]}`),
+	// A damaged manifest.json: its stored bytes changed after the zip's checksum was taken.
+	var stored bytes.Buffer
+	zw := zip.NewWriter(&stored)
+	f, _ := zw.CreateHeader(&zip.FileHeader{Name: ManifestFile, Method: zip.Store})
+	f.Write([]byte(`{"format":"evident-bundle/v1"}`))
+	zw.Close()
+	damaged := stored.Bytes()
+	damaged[bytes.Index(damaged, []byte("bundle/v1"))] ^= 0x20
+	for _, tc := range []struct {
+		name string
+		zip  []byte
+		want error
+	}{
+		{"not a zip", []byte("hello"), ErrFormat},
+		{"no manifest", mk(""), ErrFormat},
+		{"newer format", mk(`{"format":"evident-bundle/v2","only_in_v2":{"x":1}}`), ErrNewerFormat},
+		{"much newer format", mk(`{"format":"evident-bundle/v10"}`), ErrNewerFormat},
+		{"format v0", mk(`{"format":"evident-bundle/v0"}`), ErrManifest},
+		{"format v01", mk(`{"format":"evident-bundle/v01"}`), ErrManifest},
+		{"format v1.1", mk(`{"format":"evident-bundle/v1.1"}`), ErrManifest},
+		{"other format", mk(`{"format":"evident-bundel/v1"}`), ErrManifest},
+		{"no format", mk(`{"chains":[]}`), ErrManifest},
+		{"unknown field", mk(`{"format":"evident-bundle/v1","surprise":1}`), ErrManifest},
+		{"not json", mk(`{"format":`), ErrManifest},
+		{"invalid UTF-8", mk("{\"format\":\"evident-bundle/v1\",\"producer\":\"\xff\"}"), ErrAmbiguous}, // readers differ on invalid UTF-8
+		{"chain dir lies", mk(`{"format":"evident-bundle/v1","chains":[{"id":"a/b","dir":"a/b"}]}`), ErrManifest},
+		{"damaged bytes", damaged, ErrManifest},
+		{"duplicate key", mk(`{"format":"evident-bundle/v1","format":"evident-bundle/v1"}`), ErrAmbiguous},
 	} {
-		if _, err := OpenZipBytes(z); !errors.Is(err, ErrFormat) {
-			t.Errorf("%s: %v, want ErrFormat", name, err)
+		_, err := OpenZipBytes(tc.zip)
+		if !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+			continue
 		}
+		for _, other := range []error{ErrFormat, ErrManifest, ErrNewerFormat, ErrAmbiguous} {
+			if other != tc.want && errors.Is(err, other) {
+				t.Errorf("%s: %v is also %v", tc.name, err, other)
+			}
+		}
+	}
+	var nf *NewerFormatError
+	if _, err := OpenZipBytes(mk(`{"format":"evident-bundle/v2"}`)); !errors.As(err, &nf) || nf.Format != "evident-bundle/v2" ||
+		!strings.Contains(err.Error(), `made by a newer Evident (format "evident-bundle/v2"`) || !strings.HasSuffix(err.Error(), ": upgrade") {
+		t.Errorf("newer format: %v", err)
 	}
 	var buf bytes.Buffer
 	w := NewWriter(&buf)

@@ -11,7 +11,7 @@ type Code = ledger.Code
 
 // Codes of the manifest and file checks (bundle.*).
 const (
-	CodeManifest       Code = "manifest_invalid"     // the manifest contradicts itself
+	CodeManifest       Code = "manifest_invalid"     // the manifest does not parse as this format's, or contradicts itself
 	CodeDigest         Code = "digest_mismatch"      // a file differs from its manifest digest
 	CodeMissing        Code = ledger.CodeFileMissing // a file the manifest lists or the format needs is absent
 	CodeRead           Code = "read_error"           // a file cannot be read

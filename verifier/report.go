@@ -123,6 +123,10 @@ type Report struct {
 	// axis, set by the caller that replays the chains (evident verify and replay); absent
 	// when nothing was replayed.
 	Story []Story `json:"story,omitempty"`
+	// NotEvidence lists what the bundle states that nothing binds and no check relies on
+	// (the manifest's producer and created, a slice's scope): shown so that no one takes it
+	// for verified. Absent from a report on a bundle refused at open.
+	NotEvidence []NotEvidence `json:"not_evidence,omitempty"`
 }
 
 // Fold folds checks into one verdict: broken if any is broken, else not_evaluated if any is
@@ -231,6 +235,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	ew.printf("generated: %s\n", safe(r.Generated))
 	if r.Verifier != "" {
 		ew.printf("verifier: %s\n", safe(r.Verifier))
+	}
+	if len(r.NotEvidence) > 0 {
+		ew.printf("not evidence (stated by the bundle, bound by nothing, relied on by no check):\n")
+		for _, n := range r.NotEvidence {
+			ew.printf("  %s: %q — %s\n", safe(n.Field), n.Value, safe(n.Why))
+		}
 	}
 	ew.printf("\n")
 	for _, c := range r.Checks {

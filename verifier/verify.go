@@ -176,6 +176,7 @@ func Verify(ctx context.Context, r *bundle.Reader, o Options) (*Report, error) {
 	for _, part := range [][]Check{manifestChecks, digestChecks, trustChecks, chainChecks, logChecks} {
 		rep.Checks = append(rep.Checks, part...)
 	}
+	rep.NotEvidence = notEvidence(m)
 	rep.Misbehaviour = v.misbehaviourProofs()
 	rep.Verdict = Fold(rep.Checks)
 	rep.Hint = pinHint(rep.Checks)
@@ -224,6 +225,7 @@ func (v *verifier) checkManifest() []Check {
 		}
 		seen[c.ID] = true
 	}
+	problems = append(problems, scopeProblems(m)...)
 	for name, d := range m.Files {
 		if name == bundle.ManifestFile || !validDigest(d) {
 			problems = append(problems, fmt.Sprintf("file entry %q has digest %.80q", name, d))
@@ -240,6 +242,35 @@ func (v *verifier) checkManifest() []Check {
 		out = append(out, Check{Name: CheckBundleChains, Status: NotEvaluated, Detail: "the bundle holds no chain"})
 	}
 	return out
+}
+
+// scopeProblems says where the manifest's scope and chain list disagree: the scope names the
+// chain it holds, or all the chains it holds in order; a task or logical_id scope goes with a
+// case slice; audit_count goes with the evidence_head it counts.
+func scopeProblems(m *bundle.Manifest) []string {
+	var problems []string
+	ids := make([]string, len(m.Chains))
+	for i, c := range m.Chains {
+		ids[i] = c.ID
+		if c.AuditCount != nil && c.EvidenceHead == nil {
+			problems = append(problems, fmt.Sprintf("chain %.80q has an audit_count but no evidence_head", c.ID))
+		}
+	}
+	s := &m.Scope
+	switch {
+	case s.Chain != "" && len(s.Chains) > 0:
+		problems = append(problems, "the scope names both one chain and several")
+	case len(s.Chains) > 0 && !slices.Equal(s.Chains, ids):
+		problems = append(problems, fmt.Sprintf("the scope names chains %.200q, the bundle holds %.200q", s.Chains, ids))
+	case s.Chain != "" && (len(ids) != 1 || ids[0] != s.Chain):
+		problems = append(problems, fmt.Sprintf("the scope names chain %.80q, the bundle holds %.200q", s.Chain, ids))
+	case s.Chain == "" && len(s.Chains) == 0 && len(ids) > 0:
+		problems = append(problems, "the scope names none of the chains the bundle holds")
+	}
+	if (s.Task != "" || s.LogicalID != "") && (len(m.Chains) != 1 || m.Chains[0].Slice == nil) {
+		problems = append(problems, "the scope names a task or logical_id, but the bundle holds no case slice")
+	}
+	return problems
 }
 
 func validDigest(d string) bool {

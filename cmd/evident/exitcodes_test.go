@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/evidentd/daemon"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
@@ -27,6 +28,7 @@ type exitFixture struct {
 	good, tampered, unsealed    string
 	logKey, issuerKeys, records string
 	notBundle, badRecord        string
+	newer, badManifest          string
 }
 
 func newExitFixture(t *testing.T) *exitFixture {
@@ -87,6 +89,13 @@ func newExitFixture(t *testing.T) *exitFixture {
 	f.issuerKeys = filepath.Join(dir, "scitt-keys.cbor")
 	write(t, f.issuerKeys, keys)
 
+	// A bundle of a later format version, with a member this one does not know; and the same
+	// member under this version's name.
+	f.newer = filepath.Join(dir, "newer.zip")
+	write(t, f.newer, tamper(t, f.good, bundle.ManifestFile, `"format": "evident-bundle/v1",`, `"format": "evident-bundle/v2", "only_in_v2": true,`))
+	f.badManifest = filepath.Join(dir, "bad-manifest.zip")
+	write(t, f.badManifest, tamper(t, f.good, bundle.ManifestFile, `"format": "evident-bundle/v1",`, `"format": "evident-bundle/v1", "only_in_v2": true,`))
+
 	f.notBundle = filepath.Join(dir, "notes.txt")
 	write(t, f.notBundle, []byte("this is a text file, not a bundle\n"))
 	f.badRecord = filepath.Join(dir, "bad.json")
@@ -135,6 +144,10 @@ func TestExitCodes(t *testing.T) {
 		{name: "verify broken", args: []string{"verify", "-q", f.tampered}, code: exitBroken, stdout: []string{"BROKEN"}},
 		{name: "verify not evaluated", args: []string{"verify", "-q", "--log-key", f.logKey, "--issuer-keys", f.issuerKeys, f.unsealed}, code: exitNotEvaluated, stdout: []string{"VERDICT: NOT_EVALUATED"}},
 		{name: "verify not a bundle", args: []string{"verify", f.notBundle}, code: exitFailure, stderr: []string{"not an evident-bundle/v1"}},
+		{name: "verify newer format", args: []string{"verify", f.newer}, code: exitFailure,
+			stderr: []string{`made by a newer Evident (format "evident-bundle/v2"; this verifier reads evident-bundle/v1): upgrade`}, nostd: []string{"unknown field"}},
+		{name: "verify manifest unknown member", args: []string{"verify", "-q", f.badManifest}, code: exitBroken,
+			stdout: []string{"VERDICT: BROKEN", "bundle.manifest @ manifest.json (manifest_invalid)", `unknown field "only_in_v2"`}},
 		{name: "verify no such file", args: []string{"verify", missing}, code: exitFailure, stderr: []string{"no such file"}},
 		{name: "verify missing bundle", args: []string{"verify"}, code: exitUsage, stderr: []string{"verify: missing BUNDLE argument", "usage: evident verify [flags] BUNDLE"}},
 		{name: "verify two bundles", args: []string{"verify", f.good, f.good}, code: exitUsage, stderr: []string{"unexpected argument"}},

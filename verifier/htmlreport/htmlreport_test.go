@@ -27,7 +27,8 @@ func sample(t *testing.T) htmlreport.Input {
 		t.Fatal(err)
 	}
 	rep.Checks = append(rep.Checks, verifier.Check{Name: "bundle.extra", Status: verifier.NotEvaluated, Detail: hostile, Evidence: []string{hostile}})
-	j := scenario.Journeys()[5] // D.6, the partner's override
+	rep.NotEvidence[0].Value = hostile // the producer: the bundle's own words
+	j := scenario.Journeys()[5]        // D.6, the partner's override
 	jb, err := scenario.BuildJourney(j)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +63,8 @@ func TestSelfContainedAndEscaped(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"NOT_EVALUATED", "chain.linkage", "unchained_prefix", "&lt;script&gt;", "decide.override", "24_months_fees",
-		"Coordinator linkage", "covered by the Coordinator's chain", "signed by nobody by design", "CHAP §9.3", "k1-2", "Content-Security-Policy"} {
+		"Coordinator linkage", "covered by the Coordinator's chain", "signed by nobody by design", "CHAP §9.3", "k1-2", "Content-Security-Policy",
+		`id="not-evidence">Not evidence`, "manifest.producer", "manifest.created"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -56,6 +56,8 @@ func synthetic(n, perTask int) htmlreport.Input {
 		Result: `{"settlement":{"amount":4800,"currency":"GBP"}}`, Rationale: "bereavement: goodwill payment"}
 	tl.Tasks[n/2/perTask].Decisions = []replay.Decision{override}
 	rep := &verifier.Report{Format: verifier.ReportFormat, Bundle: "claims.evident.zip", Verdict: verifier.Broken, Generated: "2026-03-02T00:00:00Z",
+		NotEvidence: []verifier.NotEvidence{{Field: "manifest.producer", Value: "evidentd 0.1.0", Why: "the software the exporter says it is; nothing signs it"},
+			{Field: "manifest.created", Value: "2026-03-01T23:59:58.000Z", Why: "when the exporter says it wrote the bundle; nothing signs it"}},
 		Log: verifier.LogReport{Origin: "evident.example/log", Key: "evident.example/log+6f1c2a3b"}}
 	rep.Checks = []verifier.Check{
 		{Name: verifier.CheckTrustLogKey, Status: verifier.NotEvaluated, Code: verifier.CodeTrustNotPinned, Where: "trust/log.vkey",

@@ -173,6 +173,21 @@ func TestCaseSlice(t *testing.T) {
 			if rep.Verdict != verifier.NotEvaluated {
 				t.Fatalf("verdict %s, want not_evaluated", rep.Verdict)
 			}
+			// The slice's scope and counts are the exporter's words, and the report says so.
+			var unbound []string
+			for _, n := range rep.NotEvidence {
+				unbound = append(unbound, n.Field+"="+n.Value)
+			}
+			wantUnbound := []string{"manifest.producer=" + rep.NotEvidence[0].Value, "manifest.created=" + rep.NotEvidence[1].Value}
+			for _, k := range []string{"task", "logical_id"} {
+				if v := tc.q.Get(k); v != "" {
+					wantUnbound = append(wantUnbound, "manifest.scope."+k+"="+v)
+				}
+			}
+			wantUnbound = append(wantUnbound, fmt.Sprintf("manifest.chains[0].slice.selected=%d", ref.Slice.Selected), fmt.Sprintf("manifest.chains[0].slice.context=%d", ref.Slice.Context))
+			if !slices.Equal(unbound, wantUnbound) {
+				t.Errorf("not evidence %q, want %q", unbound, wantUnbound)
+			}
 			if cv := rep.Chains[0].Coverage; cv.EntriesChecked != uint64(len(got)) || cv.EntriesUnchecked != sealed-uint64(len(got)) {
 				t.Fatalf("coverage %+v", cv)
 			}
