@@ -8,8 +8,8 @@ package verifier
 //     the genuine seeds says (fuzzOracle);
 //   - an inconsistent report: a verdict that is not Fold of the checks, an unknown check name
 //     or status, a report that cannot be written as JSON or text, or a refused bundle
-//     (bundle.ErrAmbiguous, bundle.ErrLimit) that RefusedReport does not report as broken /
-//     not evaluated;
+//     (bundle.ErrAmbiguous, bundle.ErrManifest, bundle.ErrLimit) that RefusedReport does not
+//     report as broken / broken / not evaluated;
 //   - a hang: Verify not back within fuzzHangAfter (its context has a fuzzDeadline deadline);
 //   - an allocation above fuzzMaxAlloc for an input under fuzzSmallInput bytes.
 
@@ -30,6 +30,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"runtime/metrics"
 	"slices"
 	"strings"
@@ -39,6 +40,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/ledger/canonical"
 	"github.com/evident-log/evident/trustfile"
 	"github.com/evident-log/evident/verifier/internal/testbundle"
 )
@@ -525,13 +527,13 @@ func fuzzRun(t *testing.T, seeds []*fuzzSeed, trust *trustfile.File, size int, o
 		t.Fatalf("a %d-byte input allocated %d MiB (limit %d MiB)", size, res.alloc>>20, fuzzMaxAlloc>>20)
 	}
 	if res.err != nil {
-		amb, lim := errors.Is(res.err, bundle.ErrAmbiguous), errors.Is(res.err, bundle.ErrLimit)
+		amb, lim, man := errors.Is(res.err, bundle.ErrAmbiguous), errors.Is(res.err, bundle.ErrLimit), errors.Is(res.err, bundle.ErrManifest)
 		switch {
-		case (amb || lim) && res.rep == nil:
+		case (amb || lim || man) && res.rep == nil:
 			t.Fatalf("RefusedReport gives no report for %v", res.err)
-		case amb && res.rep.Verdict != Broken, lim && !amb && res.rep.Verdict != NotEvaluated:
+		case (amb || man) && res.rep.Verdict != Broken, lim && !amb && res.rep.Verdict != NotEvaluated:
 			t.Fatalf("RefusedReport gives verdict %s for %v", res.rep.Verdict, res.err)
-		case !amb && !lim && res.rep != nil:
+		case !amb && !lim && !man && res.rep != nil:
 			t.Fatalf("RefusedReport gives a report for an unreadable bundle: %v", res.err)
 		}
 		if res.rep != nil {
@@ -595,8 +597,9 @@ func checkFuzzReport(t *testing.T, rep *Report) {
 }
 
 // fuzzOracle says why a verified bundle (v as an independent reader sees it, m as the
-// verifier read its manifest) is not one of the seeds; nil when it is one. Only the manifest's
-// producer and created, which nothing signs or checks, and empty directories may differ.
+// verifier read its manifest) is not one of the seeds; nil when it is one. Only what is not
+// evidence (the manifest's producer and created, each entry's arrival) and empty directories
+// may differ.
 func fuzzOracle(seeds []*fuzzSeed, v fuzzView, m *bundle.Manifest) error {
 	best, bestErr := -1, error(nil)
 	for _, s := range seeds {
@@ -632,6 +635,9 @@ func (s *fuzzSeed) same(v fuzzView, m *bundle.Manifest) error {
 		if !ok {
 			return fmt.Errorf("the bundle holds %q", name)
 		}
+		if isEntriesFile(name) {
+			data, want = entriesEvidence(data), entriesEvidence(want)
+		}
 		if !bytes.Equal(data, want) {
 			return fmt.Errorf("%q differs", name)
 		}
@@ -653,13 +659,42 @@ func (s *fuzzSeed) same(v fuzzView, m *bundle.Manifest) error {
 		return fmt.Errorf("manifest.json: %w", err)
 	}
 	want := s.b.Manifest
+	// An entries file's digest follows its arrivals, compared above without them.
+	evidence := func(files map[string]string) map[string]string {
+		files = maps.Clone(files)
+		maps.DeleteFunc(files, func(name, _ string) bool { return isEntriesFile(name) })
+		return files
+	}
 	for _, g := range []*bundle.Manifest{&got, m} {
 		if g.Format != want.Format || !reflect.DeepEqual(g.Scope, want.Scope) || g.Log != want.Log ||
-			!reflect.DeepEqual(g.Chains, want.Chains) || !reflect.DeepEqual(g.Files, want.Files) {
+			!reflect.DeepEqual(g.Chains, want.Chains) || !reflect.DeepEqual(evidence(g.Files), evidence(want.Files)) ||
+			!slices.Equal(slices.Sorted(maps.Keys(g.Files)), slices.Sorted(maps.Keys(want.Files))) {
 			return fmt.Errorf("manifest differs: %+v", *g)
 		}
 	}
 	return nil
+}
+
+// fuzzArrival matches an entry line's arrival member, which the oracle ignores.
+var fuzzArrival = regexp.MustCompile(`"arrival":"(?:[^"\\]|\\.)*"`)
+
+// entriesEvidence returns what of an entries file is evidence: each line in canonical JSON
+// (the form its record is hashed and signed in; whitespace and escapes are the writer's
+// choice, and earlier exporters chose differently) with its arrival emptied (not evidence,
+// docs/bundle.md "What is evidence"). A line that does not parse is kept as it is.
+func entriesEvidence(b []byte) []byte {
+	lines := bytes.Split(b, []byte("\n"))
+	for i, l := range lines {
+		if c, err := canonical.Canonicalize(l, canonical.Options{}); err == nil {
+			lines[i] = fuzzArrival.ReplaceAll(c, []byte(`"arrival":""`))
+		}
+	}
+	return bytes.Join(lines, []byte("\n"))
+}
+
+// isEntriesFile reports whether a bundle file holds entry lines (entries.jsonl, slice.jsonl).
+func isEntriesFile(name string) bool {
+	return strings.HasPrefix(name, "chains/") && (strings.HasSuffix(name, "/entries.jsonl") || strings.HasSuffix(name, "/slice.jsonl"))
 }
 
 // strictJSON refuses JSON that readers may read differently: invalid UTF-8, an escaped lone

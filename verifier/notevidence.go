@@ -19,9 +19,9 @@ type NotEvidence struct {
 	Why string `json:"why"`
 }
 
-// notEvidence lists the manifest's members that are not evidence (docs/bundle.md, "What is
-// evidence"): the producer and creation time always, a case slice's scope and counts when
-// the bundle holds one.
+// notEvidence lists what the bundle states that is not evidence (docs/bundle.md, "What is
+// evidence"): the manifest's producer and creation time, every entry's arrival time, and a
+// case slice's scope and counts when the bundle holds one.
 func notEvidence(m *bundle.Manifest) []NotEvidence {
 	out := []NotEvidence{
 		{Field: "manifest.producer", Value: m.Producer, Why: "the software the exporter says it is; nothing signs it"},
@@ -34,6 +34,14 @@ func notEvidence(m *bundle.Manifest) []NotEvidence {
 	if m.Scope.LogicalID != "" {
 		out = append(out, NotEvidence{Field: "manifest.scope.logical_id", Value: m.Scope.LogicalID,
 			Why: "the artefact the exporter says it cut the slice for; which entries it selected is not checked against it"})
+	}
+	for _, c := range m.Chains {
+		file := bundle.EntriesFile(c.Dir)
+		if c.Slice != nil {
+			file = bundle.SliceFile(c.Dir)
+		}
+		out = append(out, NotEvidence{Field: file + " arrival", Value: "every line",
+			Why: "the service's clock when each entry arrived; no link, signature or seal covers it (a record's own timestamps are signed with it)"})
 	}
 	for i, c := range m.Chains {
 		if c.Slice == nil {

@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/evident-log/evident/verifier"
 	"github.com/evident-log/evident/verifier/internal/testbundle"
 )
+
+var arrivalRE = regexp.MustCompile(`"arrival":"[^"]*"`)
 
 // TestNotEvidence: the report names what nothing binds (docs/report.md, NotEvidence) in JSON
 // and text, a case slice's scope included, and changing it changes no check.
@@ -31,7 +34,7 @@ func TestNotEvidence(t *testing.T) {
 		}
 		return out
 	}
-	want := []string{"manifest.producer=" + b.Manifest.Producer, "manifest.created=" + b.Manifest.Created}
+	want := []string{"manifest.producer=" + b.Manifest.Producer, "manifest.created=" + b.Manifest.Created, b.EntriesFile() + " arrival=every line"}
 	if got := fields(rep); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("not evidence %q, want %q", got, want)
 	}
@@ -48,13 +51,19 @@ func TestNotEvidence(t *testing.T) {
 	var doc struct {
 		NotEvidence []verifier.NotEvidence `json:"not_evidence"`
 	}
-	if err := json.Unmarshal(js.Bytes(), &doc); err != nil || len(doc.NotEvidence) != 2 || doc.NotEvidence[1].Field != "manifest.created" {
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil || len(doc.NotEvidence) != 3 || doc.NotEvidence[1].Field != "manifest.created" {
 		t.Errorf("JSON not_evidence %+v (%v)", doc.NotEvidence, err)
 	}
 
-	// Another producer and creation time: the same checks.
+	// Another producer, creation time and arrival times: the same checks.
 	c := b.Clone()
 	c.Manifest.Producer, c.Manifest.Created = "someone else 9.9", "1970-01-01T00:00:00Z"
+	lines := c.Lines()
+	for i := range lines {
+		lines[i] = arrivalRE.ReplaceAll(lines[i], []byte(`"arrival":"2000-01-01T00:00:00.000Z"`))
+	}
+	c.SetLines(lines)
+	c.Digests()
 	other, err := verifier.Verify(context.Background(), c.Reader(t), verifier.Options{Trust: trust})
 	if err != nil {
 		t.Fatal(err)

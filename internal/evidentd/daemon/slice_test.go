@@ -178,7 +178,8 @@ func TestCaseSlice(t *testing.T) {
 			for _, n := range rep.NotEvidence {
 				unbound = append(unbound, n.Field+"="+n.Value)
 			}
-			wantUnbound := []string{"manifest.producer=" + rep.NotEvidence[0].Value, "manifest.created=" + rep.NotEvidence[1].Value}
+			wantUnbound := []string{"manifest.producer=" + rep.NotEvidence[0].Value, "manifest.created=" + rep.NotEvidence[1].Value,
+				bundle.SliceFile(ref.Dir) + " arrival=every line"}
 			for _, k := range []string{"task", "logical_id"} {
 				if v := tc.q.Get(k); v != "" {
 					wantUnbound = append(wantUnbound, "manifest.scope."+k+"="+v)
