@@ -635,8 +635,12 @@ func (s *fuzzSeed) same(v fuzzView, m *bundle.Manifest) error {
 		if !ok {
 			return fmt.Errorf("the bundle holds %q", name)
 		}
-		if isEntriesFile(name) {
+		switch {
+		case isEntriesFile(name):
 			data, want = entriesEvidence(data), entriesEvidence(want)
+		case strings.HasSuffix(name, ".vkey"):
+			// A verifier key is one line; the space around it is not part of it.
+			data, want = bytes.TrimSpace(data), bytes.TrimSpace(want)
 		}
 		if !bytes.Equal(data, want) {
 			return fmt.Errorf("%q differs", name)
@@ -659,10 +663,11 @@ func (s *fuzzSeed) same(v fuzzView, m *bundle.Manifest) error {
 		return fmt.Errorf("manifest.json: %w", err)
 	}
 	want := s.b.Manifest
-	// An entries file's digest follows its arrivals, compared above without them.
+	// The digest of an entries file or a key follows bytes that are not evidence (arrivals,
+	// the space around a key), compared above without them.
 	evidence := func(files map[string]string) map[string]string {
 		files = maps.Clone(files)
-		maps.DeleteFunc(files, func(name, _ string) bool { return isEntriesFile(name) })
+		maps.DeleteFunc(files, func(name, _ string) bool { return isEntriesFile(name) || strings.HasSuffix(name, ".vkey") })
 		return files
 	}
 	for _, g := range []*bundle.Manifest{&got, m} {

@@ -36,6 +36,13 @@ func replayStories(ctx context.Context, rep *verifier.Report, r *bundle.Reader, 
 		if ref.Profile != chap.Profile {
 			continue
 		}
+		if ref.Slice != nil {
+			// A case slice holds the entries of one case and the key records, not the chain:
+			// a history needs every entry.
+			rep.Story = append(rep.Story, verifier.Story{Chain: ref.ID, Task: o.task, Codes: []verifier.StoryCode{},
+				NotReplayed: fmt.Sprintf("a case slice (%s holds some of the chain's %d entries): a story is told from the whole chain, so evident replay of a bundle of the whole chain tells it", bundle.SliceFile(ref.Dir), ref.Size)})
+			continue
+		}
 		if o.storyOnly && o.maxEntries > 0 && ref.Size > o.maxEntries {
 			rep.Story = append(rep.Story, verifier.Story{Chain: ref.ID, Task: o.task, Codes: []verifier.StoryCode{},
 				NotReplayed: fmt.Sprintf("%d entries, over the %d evident verify replays for its text and JSON reports (-story-max-entries); evident replay BUNDLE or evident verify --format html replays it whole", ref.Size, o.maxEntries)})
