@@ -398,6 +398,12 @@ func (v *verifier) readIssuers() ([]issuerKey, error) {
 		if label != nil && !bytes.Equal(label, kid) {
 			return nil, fmt.Errorf("key %d: kid %x is not the key's thumbprint %x", i, label, kid)
 		}
+		// One spelling per key: the form Evident writes (receipts.COSEKey), so that no byte of
+		// the file is outside what is checked — an extra label, a missing kid or alg, another
+		// CBOR encoding of the same key are refused.
+		if canon, err := receipts.COSEKey(pub); err != nil || !bytes.Equal(canon, kb) {
+			return nil, fmt.Errorf("key %d is not written as Evident writes a COSE_Key (kty, crv, x[, y], kid = its thumbprint, alg; deterministic CBOR)", i)
+		}
 		keys = append(keys, issuerKey{kid: kid, pub: pub})
 	}
 	return keys, nil

@@ -178,13 +178,13 @@ func TestCaseSlice(t *testing.T) {
 			for _, n := range rep.NotEvidence {
 				unbound = append(unbound, n.Field+"="+n.Value)
 			}
-			wantUnbound := []string{"manifest.producer=" + rep.NotEvidence[0].Value, "manifest.created=" + rep.NotEvidence[1].Value,
-				bundle.SliceFile(ref.Dir) + " arrival=every line"}
+			wantUnbound := []string{"manifest.producer=" + rep.NotEvidence[0].Value, "manifest.created=" + rep.NotEvidence[1].Value}
 			for _, k := range []string{"task", "logical_id"} {
 				if v := tc.q.Get(k); v != "" {
 					wantUnbound = append(wantUnbound, "manifest.scope."+k+"="+v)
 				}
 			}
+			wantUnbound = append(wantUnbound, bundle.SliceFile(ref.Dir)+" arrival=every line")
 			wantUnbound = append(wantUnbound, fmt.Sprintf("manifest.chains[0].slice.selected=%d", ref.Slice.Selected), fmt.Sprintf("manifest.chains[0].slice.context=%d", ref.Slice.Context))
 			if !slices.Equal(unbound, wantUnbound) {
 				t.Errorf("not evidence %q, want %q", unbound, wantUnbound)
