@@ -285,6 +285,10 @@ func (v *verifier) checkReceipt(s *sealInfo, i int, raw []byte, leaf [32]byte) {
 	}
 	v.addCheckpoint(cp.Size, cp.Hash, src)
 	v.noteCheckpoint(cpRaw, cp.Size, cp.Hash, src)
+	// The proof names the tree of the LeafIndex leaves before the seal: a prefix of this one.
+	if r := prefixRoot(p.LeafIndex, p.TreeSize, p.Path); r != nil {
+		v.linkConsistent(p.LeafIndex, r, p.TreeSize, cp.Hash)
+	}
 	k := cpKey{size: cp.Size}
 	copy(k.root[:], cp.Hash)
 	s.cps = append(s.cps, k)
