@@ -7,8 +7,9 @@
 # For each entry: the commit is extracted with git archive into a temporary directory, its
 # own evidentd (and evident, evident-witness where the entry needs them) is built, evidentd
 # runs on loopback (port 0) with a temporary data directory, the envelopes of input/ are
-# submitted one per request, chains are sealed, and the bundles are fetched with
-# GET /v1/export. Beside each bundle NN-<commit>-<label>-<export>.zip it writes
+# submitted one per request, chains are sealed, SCITT statements registered (POST /entries)
+# where the entry says so, and the bundles are fetched with GET /v1/export. Beside each
+# bundle NN-<commit>-<label>-<export>.zip it writes
 #   .trust.json  the keys of that evidentd's data directory (mktrust), pinned by the test;
 #   .about.json  how the bundle was made (commit, its date and subject, the format change,
 #                flags, export query).
@@ -32,7 +33,7 @@ for a in "$@"; do
 	--force) force=1 ;;
 	--list) list=1 ;;
 	-h | --help)
-		sed -n '2,22p' "$0"
+		sed -n '2,23p' "$0"
 		exit 0
 		;;
 	*) nums+=("$a") ;;
@@ -116,6 +117,7 @@ generate() {
 
 	local flags=(--data "$w/data" --checkpoint-interval 200ms --seal-every 0 --seal-interval 0)
 	has mldsa && flags+=(--log-mldsa)
+	local inputs="input/a1.jsonl, seal, $(has rotate && echo 'evident keys rotate, ')input/a2.jsonl, seal; input/b.jsonl, seal$(has meta && echo '; input/c.audit.jsonl, POST evidence-head input/c.describe.json, seal')"
 	local evpid='' base_url=''
 	start() {
 		local log="$w/evidentd.$1.log"
@@ -152,14 +154,17 @@ generate() {
 		flags+=(--witness-policy "$w/witness.policy")
 		trustargs+=(-witness-policy "$w/witness.policy")
 	fi
+	# scitt: registration policy 1 from the start after the keys were made (the init start
+	# has none), so that its policy statement is signed by the first service key.
+	has scitt && flags+=(--registration-policy "$here/input/scitt-policy-1.json")
 	start run
 
-	post() { # CHAIN FILE: one record per request, as every evidentd since the first takes
+	post() { # CHAIN FILE [QUERY]: one record per request, as every evidentd since the first takes
 		local line code
 		while IFS= read -r line; do
 			printf '%s' "$line" >"$w/rec.json"
 			code=$(curl -sS --max-time 60 -o "$w/resp.json" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
-				--data-binary "@$w/rec.json" "$base_url/v1/chains/$(urlenc "$1")/entries")
+				--data-binary "@$w/rec.json" "$base_url/v1/chains/$(urlenc "$1")/entries${3:+?$3}")
 			if [ "$code" != 201 ]; then
 				echo "POST $1 answered $code: $(head -c 600 "$w/resp.json")" >&2
 				return 1
@@ -174,6 +179,30 @@ generate() {
 			return 1
 		fi
 	}
+	register() { # FILE STATUS: POST /entries with a COSE_Sign1; 303 is followed until registered
+		local code loc i
+		code=$(curl -sS --max-time 60 -o "$w/resp.cbor" -D "$w/resp.hdr" -w '%{http_code}' -X POST -H 'Content-Type: application/cose' \
+			--data-binary "@$1" "$base_url/entries")
+		if [ "$code" = 303 ] && [ "$2" = 201 ]; then
+			loc=$(tr -d '\r' <"$w/resp.hdr" | sed -n 's/^[Ll]ocation: //p' | head -1)
+			case $loc in /*) loc=$base_url$loc ;; esac
+			for ((i = 0; i < 300; i++)); do
+				code=$(curl -sS --max-time 60 -o "$w/resp.cbor" -w '%{http_code}' "$loc")
+				[ "$code" = 200 ] && code=201 && break
+				sleep 0.1
+			done
+		fi
+		if [ "$code" != "$2" ]; then
+			echo "POST /entries $(basename "$1") answered $code, want $2: $(head -c 600 "$w/resp.cbor" | od -An -c | head -5)" >&2
+			return 1
+		fi
+	}
+	if has scitt; then
+		register "$here/input/scitt-builder-1.cose" 201
+		register "$here/input/scitt-scanner-1.cose" 201
+		inputs="POST /entries input/scitt-builder-1.cose, input/scitt-scanner-1.cose (policy 1); $inputs"
+	fi
+
 	local A=wsp_history_a B='wsp:history+b' C=wsp_history_c
 	post "$A" "$here/input/a1.jsonl"
 	seal "$A"
@@ -201,6 +230,24 @@ generate() {
 		seal "$C"
 		chains+=("$C")
 	fi
+	local T=urn:cop:topic:history-1
+	if has cop; then
+		post "$T" "$here/input/cop1.jsonl" profile=cop%2F1.0
+		seal "$T"
+		post "$T" "$here/input/cop2.jsonl" profile=cop%2F1.0
+		seal "$T"
+		inputs+="; input/cop1.jsonl (?profile=cop/1.0), seal, input/cop2.jsonl, seal"
+	fi
+	if has scitt; then
+		# Policy 2 (the builder only) put in force by a restart, then one statement it
+		# admits and one it refuses.
+		stop
+		flags=("${flags[@]/%scitt-policy-1.json/scitt-policy-2.json}")
+		start policy2
+		register "$here/input/scitt-builder-2.cose" 201
+		register "$here/input/scitt-scanner-2.cose" 403
+		inputs+="; restart with policy 2, POST /entries input/scitt-builder-2.cose (and input/scitt-scanner-2.cose, refused 403)"
+	fi
 
 	# Exports: NAME and query.
 	local exports=()
@@ -208,10 +255,12 @@ generate() {
 		local q='' c
 		for c in "${chains[@]}"; do q+="${q:+&}chain=$(urlenc "$c")"; done
 		exports+=("chains $q")
-	else
+	elif ! has cop && ! has scitt; then
 		exports+=("a chain=$(urlenc "$A")" "b chain=$(urlenc "$B")")
 	fi
 	has slice && exports+=("slice chain=$A&task=$(urlenc 'tsk_ü1')")
+	has cop && exports+=("cop chain=$(urlenc "$T")")
+	has scitt && exports+=("scitt registrations=all")
 
 	"$tmp/mktrust" "${trustargs[@]}" >"$w/trust.json"
 	local date subject
@@ -236,9 +285,9 @@ generate() {
 			printf '  "subject": %s,\n' "$(json "$subject")"
 			printf '  "format_change": %s,\n' "$(json "$reason")"
 			printf '  "features": %s,\n' "$(json "$features")"
-			printf '  "evidentd_flags": %s,\n' "$(json "--checkpoint-interval 200ms --seal-every 0 --seal-interval 0$(has mldsa && echo ' --log-mldsa')$(has witness && echo ' --witness-policy (one evident-witness of the same commit, quorum 1)')")"
+			printf '  "evidentd_flags": %s,\n' "$(json "--checkpoint-interval 200ms --seal-every 0 --seal-interval 0$(has mldsa && echo ' --log-mldsa')$(has witness && echo ' --witness-policy (one evident-witness of the same commit, quorum 1)')$(has scitt && echo ' --registration-policy input/scitt-policy-1.json, then input/scitt-policy-2.json')")"
 			printf '  "export": %s,\n' "$(json "GET /v1/export?$q")"
-			printf '  "inputs": %s,\n' "$(json "input/a1.jsonl, seal, $(has rotate && echo 'evident keys rotate, ')input/a2.jsonl, seal; input/b.jsonl, seal$(has meta && echo '; input/c.audit.jsonl, POST evidence-head input/c.describe.json, seal')")"
+			printf '  "inputs": %s,\n' "$(json "$inputs")"
 			printf '  "sha256": "%s"\n' "$(sha256sum "$out.zip" | cut -d' ' -f1)"
 			printf '}\n'
 		} >"$out.about.json"
