@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/internal/echo"
 	"github.com/evident-log/evident/internal/evidentd/export"
 	"github.com/evident-log/evident/internal/evidentd/ingest"
 	"github.com/evident-log/evident/internal/evidentd/scitt"
@@ -292,7 +293,7 @@ func validChainID(id string) error {
 	for i := 0; i < len(id); i++ {
 		c := id[i]
 		if c <= ' ' || c >= 0x7f || c == '/' || c == '\\' || c == '%' {
-			return fmt.Errorf("chain id %.80q: only printable ASCII without spaces, '/', '\\' or '%%'", id)
+			return fmt.Errorf("chain id %s: only printable ASCII without spaces, '/', '\\' or '%%'", echo.Quote(id))
 		}
 	}
 	return nil
@@ -315,9 +316,15 @@ func problem(w http.ResponseWriter, status int, code api.ProblemCode, detail str
 	problemLimit(w, status, code, detail, index, nil)
 }
 
+// maxDetail bounds a problem's detail. The parts of a detail that repeat what the client sent
+// are bounded where they are written (echo.String, echo.Quote); this bounds the whole, whoever
+// wrote it (a profile's refusal, an error of a package below).
+const maxDetail = 2048
+
 // problemLimit is problem naming the limit the request went past (nil: none).
 func problemLimit(w http.ResponseWriter, status int, code api.ProblemCode, detail string, index int, limit *api.ProblemLimit) {
 	retryable(w, status)
+	detail = echo.Cut(detail, maxDetail)
 	if limit != nil {
 		detail += fmt.Sprintf(" (evidentd's %s limit is %d: raise it with %s or %s and send it again)", limit.Name, limit.Value, limit.Flag, limit.Env)
 	}
@@ -440,7 +447,7 @@ func queryTime(r *http.Request, key string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("query parameter %s: %q is not RFC 3339", key, v)
+		return time.Time{}, fmt.Errorf("query parameter %s: %s is not RFC 3339", key, echo.Quote(v))
 	}
 	return t, nil
 }
