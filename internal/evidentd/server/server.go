@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"slices"
@@ -428,14 +429,29 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, "ready\n")
 }
 
+// maxNumber is the largest number a query or path parameter takes (2^63 - 1): every seq,
+// size and count evidentd keeps is a signed 64-bit integer in its stores, so a larger one
+// names nothing there.
+const maxNumber = math.MaxInt64
+
+// queryUint reads the query parameter key as a number 0..maxNumber (def when absent).
 func queryUint(r *http.Request, key string, def uint64) (uint64, error) {
 	v := r.URL.Query().Get(key)
 	if v == "" {
 		return def, nil
 	}
+	return parseNumber("query parameter "+key, v)
+}
+
+// parseNumber reads v, the value of the request's parameter name, as a number 0..maxNumber;
+// its error is the detail of a bad_query problem.
+func parseNumber(name, v string) (uint64, error) {
 	n, err := strconv.ParseUint(v, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("query parameter %s: %q is not a non-negative integer", key, v)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("%s: %s is not a non-negative integer", name, echo.Quote(v))
+	}
+	if err != nil || n > maxNumber {
+		return 0, fmt.Errorf("%s: %s is out of range: at most %d", name, echo.String(v), uint64(maxNumber))
 	}
 	return n, nil
 }
