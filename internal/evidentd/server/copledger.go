@@ -33,6 +33,6 @@ func (s *Server) handleCOPLedger(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	if _, err := s.ex.COPLedger(r.Context(), w, chain, h.Size); err != nil {
 		// Headers are gone; the client sees a ledger shorter than the chain, which fails its check.
-		s.c.Logger.Error("cop ledger failed", "chain", chain, "err", err)
+		s.streamFailed(r, "cop ledger failed", "chain", chain, "err", err)
 	}
 }

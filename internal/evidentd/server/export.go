@@ -53,7 +53,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(api.HeaderEntries, strconv.FormatUint(entries, 10))
 	if err := s.ex.Chains(r.Context(), w, reqs); err != nil {
 		// Headers are gone; the truncated zip fails to open, which the client notices.
-		s.c.Logger.Error("export failed", "chain", chain, "err", err)
+		s.streamFailed(r, "export failed", "chain", chain, "err", err)
 		return
 	}
 	s.m.exports.Add(1)

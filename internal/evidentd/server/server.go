@@ -342,7 +342,11 @@ func problemLimit(w http.ResponseWriter, status int, code api.ProblemCode, detai
 // fail maps an error to a problem detail.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var re *ledger.RecordError
+	var be *bodyError
 	switch {
+	case errors.As(err, &be):
+		status, code, detail, limit := s.bodyProblem(r, be)
+		problemLimit(w, status, code, detail, -1, limit)
 	case errors.As(err, &re):
 		status := http.StatusUnprocessableEntity
 		switch re.Code {
