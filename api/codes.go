@@ -16,6 +16,7 @@ func (c ProblemCode) Type() string { return ProblemTypePrefix + string(c) }
 // Problems of the API itself (docs/errors.md, "Other problems").
 const (
 	CodeBadQuery         ProblemCode = "bad_query"          // a query or path parameter the request cannot have
+	CodeBadBody          ProblemCode = "bad_body"           // a request body that cannot be read to its end: cut short, badly chunked, too slow
 	CodeInvalidChainID   ProblemCode = "invalid_chain_id"   // a chain id that is not 1–256 printable ASCII without '/', '\', '%'
 	CodeUnauthorized     ProblemCode = "unauthorized"       // no bearer token (or client certificate) scoped to the chain
 	CodeForbidden        ProblemCode = "forbidden"          // no token configured and a client that is not on loopback
@@ -99,7 +100,7 @@ const (
 )
 
 var problemCodes = []ProblemCode{
-	CodeBadQuery, CodeInvalidChainID, CodeUnauthorized, CodeForbidden, CodeNoSuchChain, CodeNoSuchEntry,
+	CodeBadQuery, CodeBadBody, CodeInvalidChainID, CodeUnauthorized, CodeForbidden, CodeNoSuchChain, CodeNoSuchEntry,
 	CodeNotSealed, CodeUnknownProfile, CodeNotCOP, CodeNoCOPNode, CodeNotFound, CodePushback,
 	CodeConcurrentWriter, CodeTimeout, CodeCanceled, CodeInternal, CodeNotReady,
 	CodeNoSuchRoute, CodeMethodNotAllowed,

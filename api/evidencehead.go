@@ -3,8 +3,10 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strconv"
 
+	"github.com/evident-log/evident/internal/echo"
 	"github.com/evident-log/evident/ledger"
 )
 
@@ -36,9 +38,11 @@ func ParseEvidenceHead(body []byte) (EvidenceHeadRequest, error) {
 	}
 	req.EvidenceHead = l
 	if top.AuditCount != nil {
+		// A count of entries: at most 2^63-1, as every size evidentd keeps (a signed 64-bit
+		// integer in its stores).
 		n, err := strconv.ParseUint(top.AuditCount.String(), 10, 64)
-		if err != nil {
-			return req, ledger.Refuse(ledger.CodeMalformed, "audit_count must be a non-negative integer, not %.40s", top.AuditCount.String())
+		if err != nil || n > math.MaxInt64 {
+			return req, ledger.Refuse(ledger.CodeMalformed, "audit_count must be an integer from 0 to %d, not %s", int64(math.MaxInt64), echo.String(top.AuditCount.String()))
 		}
 		req.AuditCount = n
 	}

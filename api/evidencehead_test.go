@@ -46,6 +46,9 @@ func TestParseEvidenceHead(t *testing.T) {
 		{"bad head", `{"evidence_head":"sha256:AB"}`, 0, false},
 		{"negative count", `{"evidence_head":"` + h + `","audit_count":-3}`, 0, false},
 		{"fractional count", `{"evidence_head":"` + h + `","audit_count":2.5}`, 0, false},
+		{"largest count", `{"evidence_head":"` + h + `","audit_count":9223372036854775807}`, 1<<63 - 1, true},
+		{"count past 2^63-1", `{"evidence_head":"` + h + `","audit_count":9223372036854775808}`, 0, false},
+		{"count past 2^64-1", `{"evidence_head":"` + h + `","audit_count":18446744073709551616}`, 0, false},
 		{"not an object", `"x"`, 0, false},
 	} {
 		req, err := ParseEvidenceHead([]byte(tc.body))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/evident-log/evident/internal/echo"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
 )
@@ -56,7 +57,7 @@ func (p *Pipeline) ReportEvidenceHead(ctx context.Context, id string, head ledge
 			return nil, err
 		}
 		if !found {
-			return nil, mismatch("evidence_head %s is no head of chain %.80q (size %d)", head, id, c.Size)
+			return nil, mismatch("evidence_head %s is no head of chain %s (size %d)", head, echo.Quote(id), c.Size)
 		}
 		rep.AuditCount = seq + 1
 	case count > c.Size:

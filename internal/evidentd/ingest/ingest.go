@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/evident-log/evident/internal/echo"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
 )
@@ -119,14 +120,14 @@ func (p *Pipeline) load(ctx context.Context, s *chainSlot, id, profile string, c
 	rec, err := p.o.Store.LoadChain(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		if !create {
-			return nil, fmt.Errorf("chain %q: %w", id, ErrNoChain)
+			return nil, fmt.Errorf("chain %s: %w", echo.Quote(id), ErrNoChain)
 		}
 		if profile == "" {
 			profile = p.DefaultProfile()
 		}
 		pr, ok := p.profiles[profile]
 		if !ok {
-			return nil, fmt.Errorf("%w %q", ErrUnknownProfile, profile)
+			return nil, fmt.Errorf("%w %s", ErrUnknownProfile, echo.Quote(profile))
 		}
 		return ledger.NewChain(id, pr)
 	}
@@ -255,7 +256,7 @@ func (p *Pipeline) ingestLocked(ctx context.Context, s *chainSlot, id, profile s
 		return nil, err
 	}
 	if profile != "" && cur.Profile != profile {
-		return nil, ledger.Refuse(ledger.CodeProfileMismatch, "chain %.80q is a %s chain, not %s", id, cur.Profile, profile)
+		return nil, ledger.Refuse(ledger.CodeProfileMismatch, "chain %s is a %s chain, not %s", echo.Quote(id), cur.Profile, echo.Quote(profile))
 	}
 	// A retried submission: what is already stored is acknowledged again, before the
 	// profile's admission rules (which would refuse a second join, a reused id, a fork).
@@ -295,7 +296,7 @@ func (p *Pipeline) ingestLocked(ctx context.Context, s *chainSlot, id, profile s
 		sigs.submit(i, a.Admission.Verify)
 		if rid := a.Admission.RecordID; rid != "" {
 			if k, dup := ids[rid]; dup {
-				return nil, &ledger.RecordError{Index: i, Code: ledger.CodeIDReused, Detail: fmt.Sprintf("id %.80q already used by record %d of this batch", rid, k)}
+				return nil, &ledger.RecordError{Index: i, Code: ledger.CodeIDReused, Detail: fmt.Sprintf("id %s already used by record %d of this batch", echo.Quote(rid), k)}
 			}
 			ids[rid] = i
 		}
@@ -369,7 +370,7 @@ func (p *Pipeline) reusedID(ctx context.Context, chain string, ids map[string]in
 	if first < 0 {
 		return nil
 	}
-	return &ledger.RecordError{Index: first, Code: ledger.CodeIDReused, Detail: fmt.Sprintf("id %.80q already used at seq %d", firstID, used[firstID])}
+	return &ledger.RecordError{Index: first, Code: ledger.CodeIDReused, Detail: fmt.Sprintf("id %s already used at seq %d", echo.Quote(firstID), used[firstID])}
 }
 
 // refusal turns an admission error into the answer, recognising forks: a record whose

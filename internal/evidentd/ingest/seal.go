@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/evident-log/evident/internal/echo"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
 )
@@ -76,7 +77,7 @@ func (p *Pipeline) prepareSeal(ctx context.Context, id string, close bool) (*sto
 	}
 	if c.Closed {
 		if n := len(seals); n > 0 && seals[n-1].Closed {
-			return nil, ledger.Refuse(ledger.CodeClosed, "chain %.80q is closed", id)
+			return nil, ledger.Refuse(ledger.CodeClosed, "chain %s is closed", echo.Quote(id))
 		}
 		// A record closed the chain (an OWP root Intent resolved): its seal is the closing one.
 		close = true

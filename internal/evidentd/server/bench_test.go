@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"io"
 	"net/http"
@@ -30,7 +29,7 @@ func BenchmarkSplitBody(b *testing.B) {
 	body := []byte(benchEnvelope)
 	b.ReportAllocs()
 	for b.Loop() {
-		recs, err := splitBody(bytes.NewReader(body), "application/json", DefaultMaxBatch)
+		recs, err := splitBody(body, "application/json", DefaultMaxBatch)
 		if err != nil || len(recs) != 1 {
 			b.Fatal(len(recs), err)
 		}

@@ -40,9 +40,9 @@ func (s *Server) handleEntryReceipt(w http.ResponseWriter, r *http.Request) {
 // a number, or the chain does not hold that entry, it answers the problem itself and ok is false.
 func (s *Server) entryAt(w http.ResponseWriter, r *http.Request) (chain string, seq uint64, h ingest.Head, ok bool) {
 	chain = r.PathValue("chain")
-	seq, err := strconv.ParseUint(r.PathValue("seq"), 10, 64)
+	seq, err := parseNumber("seq", r.PathValue("seq"))
 	if err != nil {
-		problem(w, http.StatusBadRequest, api.CodeBadQuery, "seq must be a non-negative integer", -1)
+		problem(w, http.StatusBadRequest, api.CodeBadQuery, err.Error(), -1)
 		return chain, 0, h, false
 	}
 	if h, err = s.c.Pipeline.Head(r.Context(), chain); err != nil {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"strconv"
@@ -20,15 +19,14 @@ import (
 
 func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 	chain := r.PathValue("chain")
-	records, err := splitBody(http.MaxBytesReader(w, r.Body, s.c.MaxBody), r.Header.Get("Content-Type"), s.c.MaxBatch)
+	body, err := readBody(w, r, bodyBound{max: s.c.MaxBody, code: api.CodeRecordTooLarge, what: "request body",
+		limit: &api.ProblemLimit{Name: api.LimitMaxBody, Value: s.c.MaxBody, Flag: "--max-body", Env: "EVIDENT_MAX_BODY"}})
+	var records [][]byte
+	if err == nil {
+		records, err = splitBody(body, r.Header.Get("Content-Type"), s.c.MaxBatch)
+	}
 	if err != nil {
 		s.m.recordsRefused.Add(1)
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			problemLimit(w, http.StatusRequestEntityTooLarge, api.CodeRecordTooLarge, fmt.Sprintf("request body over %d bytes", s.c.MaxBody), -1,
-				&api.ProblemLimit{Name: api.LimitMaxBody, Value: s.c.MaxBody, Flag: "--max-body", Env: "EVIDENT_MAX_BODY"})
-			return
-		}
 		s.fail(w, r, err)
 		return
 	}
@@ -80,11 +78,7 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 // newline-separated objects), or the result of a CHAP Coordinator's audit.read
 // ({"entries": [...], "next_seq": n}), whose entries are the records. Strict per-record
 // parsing is the profile's job.
-func splitBody(body io.Reader, contentType string, maxBatch int) ([][]byte, error) {
-	b, err := io.ReadAll(body)
-	if err != nil {
-		return nil, err
-	}
+func splitBody(b []byte, contentType string, maxBatch int) ([][]byte, error) {
 	trimmed := bytes.TrimLeft(b, " \t\r\n")
 	if len(trimmed) == 0 {
 		return nil, ledger.Refuse(ledger.CodeMalformed, "empty body")
@@ -138,18 +132,17 @@ func jsonLines(contentType string) bool {
 	return mt == "application/jsonl" || mt == "application/x-ndjson"
 }
 
+// maxEvidenceHeadBody bounds the body of POST …/evidence-head: a head and a count, or the
+// workspace.describe result around them.
+const maxEvidenceHeadBody = 1 << 20
+
 // handleEvidenceHead keeps the head a chain's sender reported for its own evidence chain: a
 // body {evidence_head, audit_count?}, such as a CHAP workspace.describe result, bare or in a
 // JSON-RPC response's result.
 func (s *Server) handleEvidenceHead(w http.ResponseWriter, r *http.Request) {
 	chain := r.PathValue("chain")
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	body, err := readBody(w, r, bodyBound{max: maxEvidenceHeadBody, code: api.CodeRecordTooLarge, what: "request body"})
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			problem(w, http.StatusRequestEntityTooLarge, api.CodeRecordTooLarge, "request body over 1 MiB", -1)
-			return
-		}
 		s.fail(w, r, err)
 		return
 	}

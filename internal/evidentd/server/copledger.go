@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/internal/echo"
 	"github.com/evident-log/evident/ledger/profile/cop"
 )
 
@@ -21,7 +22,7 @@ func (s *Server) handleCOPLedger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.Profile != cop.Profile {
-		problem(w, http.StatusNotFound, api.CodeNotCOP, fmt.Sprintf("chain %.80q is a %s chain; a COP Ledger exists only for %s Topics", chain, h.Profile, cop.Profile), -1)
+		problem(w, http.StatusNotFound, api.CodeNotCOP, fmt.Sprintf("chain %s is a %s chain; a COP Ledger exists only for %s Topics", echo.Quote(chain), h.Profile, cop.Profile), -1)
 		return
 	}
 	if s.c.COPNode == nil {
@@ -32,6 +33,6 @@ func (s *Server) handleCOPLedger(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	if _, err := s.ex.COPLedger(r.Context(), w, chain, h.Size); err != nil {
 		// Headers are gone; the client sees a ledger shorter than the chain, which fails its check.
-		s.c.Logger.Error("cop ledger failed", "chain", chain, "err", err)
+		s.streamFailed(r, "cop ledger failed", "chain", chain, "err", err)
 	}
 }

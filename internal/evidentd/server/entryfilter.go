@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/evident-log/evident/internal/echo"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
 )
@@ -48,10 +49,10 @@ func entryFilter(r *http.Request) (store.Filter, error) {
 		}
 		for _, v := range vals {
 			if v == "" {
-				return f, fmt.Errorf("query parameter %s is empty", key)
+				return f, fmt.Errorf("query parameter %s is empty", echo.String(key))
 			}
 			if name == ledger.AttrOutcome && !outcomes[v] {
-				return f, fmt.Errorf("query parameter outcome: %.40q is not accepted or refused", v)
+				return f, fmt.Errorf("query parameter outcome: %s is not accepted or refused", echo.Quote(v))
 			}
 			if f.Attrs == nil {
 				f.Attrs = map[string][]string{}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/entryreceipt"
+	"github.com/evident-log/evident/internal/echo"
 	"github.com/evident-log/evident/receipts"
 )
 
@@ -47,7 +48,7 @@ func (s *Server) handleEntryReceiptObject(w http.ResponseWriter, r *http.Request
 	}
 	if q := query.Get("content_type"); q != "" {
 		if !slices.Contains(allowed, q) {
-			problem(w, http.StatusBadRequest, api.CodeBadQuery, fmt.Sprintf("content_type %.100q is not one of a %s chain's: %s", q, h.Profile, strings.Join(allowed, ", ")), -1)
+			problem(w, http.StatusBadRequest, api.CodeBadQuery, fmt.Sprintf("content_type %s is not one of a %s chain's: %s", echo.Quote(q), h.Profile, strings.Join(allowed, ", ")), -1)
 			return
 		}
 		cty = q

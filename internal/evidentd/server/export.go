@@ -8,6 +8,7 @@ import (
 
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/internal/echo"
 	"github.com/evident-log/evident/internal/evidentd/export"
 )
 
@@ -33,7 +34,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	reqs := make([]ExportChain, 0, len(ids))
 	for _, id := range ids {
 		if slices.ContainsFunc(reqs, func(q ExportChain) bool { return q.Chain == id }) {
-			problem(w, http.StatusBadRequest, api.CodeBadQuery, fmt.Sprintf("chain %.80q is named twice", id), -1)
+			problem(w, http.StatusBadRequest, api.CodeBadQuery, fmt.Sprintf("chain %s is named twice", echo.Quote(id)), -1)
 			return
 		}
 		h, err := s.c.Pipeline.Head(r.Context(), id)
@@ -52,7 +53,7 @@ func (s *Server) handleExport(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(api.HeaderEntries, strconv.FormatUint(entries, 10))
 	if err := s.ex.Chains(r.Context(), w, reqs); err != nil {
 		// Headers are gone; the truncated zip fails to open, which the client notices.
-		s.c.Logger.Error("export failed", "chain", chain, "err", err)
+		s.streamFailed(r, "export failed", "chain", chain, "err", err)
 		return
 	}
 	s.m.exports.Add(1)

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/internal/echo"
 	"github.com/evident-log/evident/internal/evidentd/export"
 	"github.com/evident-log/evident/internal/evidentd/store"
 )
@@ -21,7 +22,7 @@ func (s *Server) handleExportRegistrations(w http.ResponseWriter, r *http.Reques
 	w.Header().Set("Content-Type", "application/zip")
 	w.Header().Set("Content-Disposition", `attachment; filename="scitt-registrations.evident.zip"`)
 	if err := s.ex.Registrations(r.Context(), w, sel); err != nil {
-		s.c.Logger.Error("export of registrations failed", "selection", sel, "err", err)
+		s.streamFailed(r, "export of registrations failed", "selection", echo.String(sel), "err", err)
 		return
 	}
 	s.m.exports.Add(1)

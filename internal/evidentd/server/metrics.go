@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/internal/echo"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -214,10 +215,10 @@ func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, h http.Handle
 	h.ServeHTTP(rec, r)
 	if rec.status == http.StatusMethodNotAllowed {
 		w.Header().Set("Allow", rec.header.Get("Allow"))
-		problem(w, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, r.Method+" is not served on "+r.URL.Path+"; allowed: "+rec.header.Get("Allow"), -1)
+		problem(w, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, echo.String(r.Method)+" is not served on "+echo.String(r.URL.Path)+"; allowed: "+rec.header.Get("Allow"), -1)
 		return
 	}
-	problem(w, http.StatusNotFound, api.CodeNoSuchRoute, "no route "+r.Method+" "+r.URL.Path+"; see GET /v1/openapi.json", -1)
+	problem(w, http.StatusNotFound, api.CodeNoSuchRoute, "no route "+echo.String(r.Method)+" "+echo.String(r.URL.Path)+"; see GET /v1/openapi.json", -1)
 }
 
 // headerRecorder keeps the status and headers the mux's own 404 and 405 handlers write; their

@@ -6,22 +6,25 @@ import (
 	"github.com/fxamacker/cbor/v2"
 
 	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/internal/echo"
 )
 
 // ConciseProblemType is the media type of RFC 9290 concise problem details, which SCRAPI
 // uses for its errors.
 const ConciseProblemType = api.MediaConciseProblem
 
-// conciseProblem writes an RFC 9290 concise problem detail.
+// conciseProblem writes an RFC 9290 concise problem detail. instance is the request's path,
+// which the client chose: it is bounded as every echo of the client's input is (echo.String),
+// and the detail as a JSON problem's is (maxDetail).
 func conciseProblem(w http.ResponseWriter, status int, code api.ProblemCode, detail, instance string) {
 	retryable(w, status)
 	m := map[any]any{
 		api.CPDTitle:         http.StatusText(status),
-		api.CPDDetail:        detail,
+		api.CPDDetail:        echo.Cut(detail, maxDetail),
 		api.ProblemExtension: map[string]any{"code": string(code)},
 	}
 	if instance != "" {
-		m[api.CPDInstance] = instance
+		m[api.CPDInstance] = echo.String(instance)
 	}
 	b, err := cborEnc.Marshal(m)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/internal/echo"
+	"github.com/evident-log/evident/internal/evidentd/ingest"
 	"github.com/evident-log/evident/internal/evidentd/scitt"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
@@ -122,11 +123,17 @@ func refusalStatus(code string) int {
 // scittFail answers an error of the SCITT surface as a concise problem detail.
 func (s *Server) scittFail(w http.ResponseWriter, r *http.Request, err error) {
 	var ref *regpolicy.Refusal
+	var be *bodyError
 	switch {
+	case errors.As(err, &be):
+		status, code, detail, _ := s.bodyProblem(r, be)
+		conciseProblem(w, status, code, detail, r.URL.Path)
 	case errors.As(err, &ref):
 		conciseProblem(w, refusalStatus(ref.Code), api.ProblemCode(ref.Code), ref.Detail, r.URL.Path)
 	case errors.Is(err, scitt.ErrNoRegistration), errors.Is(err, store.ErrNotFound):
-		conciseProblem(w, http.StatusNotFound, api.CodeNotFound, "no registration with this id: "+r.PathValue("id"), r.URL.Path)
+		conciseProblem(w, http.StatusNotFound, api.CodeNotFound, "no registration with this id: "+echo.String(r.PathValue("id")), r.URL.Path)
+	case errors.Is(err, ingest.ErrNoChain):
+		conciseProblem(w, http.StatusNotFound, api.CodeNoSuchChain, err.Error(), r.URL.Path)
 	case errors.Is(err, tilelog.ErrPushback):
 		s.m.pushbacks.Add(1)
 		conciseProblem(w, http.StatusServiceUnavailable, api.CodePushback, "the log is busy; retry after the indicated delay", r.URL.Path)
@@ -151,16 +158,11 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if ct != "" && ct != COSEType && ct != LegacyStatementType {
 		conciseProblem(w, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType,
-			fmt.Sprintf("send the signed statement as %s, not %q", COSEType, ct), r.URL.Path)
+			fmt.Sprintf("send the signed statement as %s, not %s", COSEType, echo.Quote(ct)), r.URL.Path)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, receipts.MaxStatementSize))
+	body, err := readBody(w, r, bodyBound{max: receipts.MaxStatementSize, code: api.CodeStatementTooLarge, what: "statement"})
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			conciseProblem(w, http.StatusRequestEntityTooLarge, api.CodeStatementTooLarge, fmt.Sprintf("statement over %d bytes", receipts.MaxStatementSize), r.URL.Path)
-			return
-		}
 		s.scittFail(w, r, err)
 		return
 	}
@@ -399,7 +401,7 @@ func (s *Server) handleChainConsistency(w http.ResponseWriter, r *http.Request) 
 	}
 	h, err := s.c.Pipeline.Head(r.Context(), chain)
 	if err != nil {
-		s.fail(w, r, err)
+		s.scittFail(w, r, err)
 		return
 	}
 	if to > h.Size || to > MaxChainConsistency {
@@ -418,7 +420,7 @@ func (s *Server) handleChainConsistency(w http.ResponseWriter, r *http.Request) 
 func (s *Server) ChainConsistencyReceipt(ctx context.Context, chain string, from, to uint64) ([]byte, error) {
 	rc, err := s.ex.ChainConsistencyReceipt(ctx, chain, from, to)
 	if errors.Is(err, ledger.ErrShortChain) {
-		return nil, fmt.Errorf("%w: chain %q has fewer than %d entries", errBadQuery, chain, to)
+		return nil, fmt.Errorf("%w: chain %s has fewer than %d entries", errBadQuery, echo.Quote(chain), to)
 	}
 	return rc, err
 }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"slices"
@@ -25,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/internal/echo"
 	"github.com/evident-log/evident/internal/evidentd/export"
 	"github.com/evident-log/evident/internal/evidentd/ingest"
 	"github.com/evident-log/evident/internal/evidentd/scitt"
@@ -292,7 +294,7 @@ func validChainID(id string) error {
 	for i := 0; i < len(id); i++ {
 		c := id[i]
 		if c <= ' ' || c >= 0x7f || c == '/' || c == '\\' || c == '%' {
-			return fmt.Errorf("chain id %.80q: only printable ASCII without spaces, '/', '\\' or '%%'", id)
+			return fmt.Errorf("chain id %s: only printable ASCII without spaces, '/', '\\' or '%%'", echo.Quote(id))
 		}
 	}
 	return nil
@@ -315,9 +317,15 @@ func problem(w http.ResponseWriter, status int, code api.ProblemCode, detail str
 	problemLimit(w, status, code, detail, index, nil)
 }
 
+// maxDetail bounds a problem's detail. The parts of a detail that repeat what the client sent
+// are bounded where they are written (echo.String, echo.Quote); this bounds the whole, whoever
+// wrote it (a profile's refusal, an error of a package below).
+const maxDetail = 2048
+
 // problemLimit is problem naming the limit the request went past (nil: none).
 func problemLimit(w http.ResponseWriter, status int, code api.ProblemCode, detail string, index int, limit *api.ProblemLimit) {
 	retryable(w, status)
+	detail = echo.Cut(detail, maxDetail)
 	if limit != nil {
 		detail += fmt.Sprintf(" (evidentd's %s limit is %d: raise it with %s or %s and send it again)", limit.Name, limit.Value, limit.Flag, limit.Env)
 	}
@@ -334,7 +342,11 @@ func problemLimit(w http.ResponseWriter, status int, code api.ProblemCode, detai
 // fail maps an error to a problem detail.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var re *ledger.RecordError
+	var be *bodyError
 	switch {
+	case errors.As(err, &be):
+		status, code, detail, limit := s.bodyProblem(r, be)
+		problemLimit(w, status, code, detail, -1, limit)
 	case errors.As(err, &re):
 		status := http.StatusUnprocessableEntity
 		switch re.Code {
@@ -421,14 +433,29 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, "ready\n")
 }
 
+// maxNumber is the largest number a query or path parameter takes (2^63 - 1): every seq,
+// size and count evidentd keeps is a signed 64-bit integer in its stores, so a larger one
+// names nothing there.
+const maxNumber = math.MaxInt64
+
+// queryUint reads the query parameter key as a number 0..maxNumber (def when absent).
 func queryUint(r *http.Request, key string, def uint64) (uint64, error) {
 	v := r.URL.Query().Get(key)
 	if v == "" {
 		return def, nil
 	}
+	return parseNumber("query parameter "+key, v)
+}
+
+// parseNumber reads v, the value of the request's parameter name, as a number 0..maxNumber;
+// its error is the detail of a bad_query problem.
+func parseNumber(name, v string) (uint64, error) {
 	n, err := strconv.ParseUint(v, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("query parameter %s: %q is not a non-negative integer", key, v)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("%s: %s is not a non-negative integer", name, echo.Quote(v))
+	}
+	if err != nil || n > maxNumber {
+		return 0, fmt.Errorf("%s: %s is out of range: at most %d", name, echo.String(v), uint64(maxNumber))
 	}
 	return n, nil
 }
@@ -440,7 +467,7 @@ func queryTime(r *http.Request, key string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("query parameter %s: %q is not RFC 3339", key, v)
+		return time.Time{}, fmt.Errorf("query parameter %s: %s is not RFC 3339", key, echo.Quote(v))
 	}
 	return t, nil
 }

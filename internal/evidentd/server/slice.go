@@ -42,7 +42,7 @@ func (s *Server) handleSliceExport(w http.ResponseWriter, r *http.Request, chain
 	w.Write(first[:n])
 	if _, err := io.Copy(w, pr); err != nil {
 		// Headers are gone; the truncated zip fails to open, which the client notices.
-		s.c.Logger.Error("slice export failed", "chain", chain, "err", err)
+		s.streamFailed(r, "slice export failed", "chain", chain, "err", err)
 		return
 	}
 	s.m.exports.Add(1)

@@ -1,0 +1,84 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"syscall"
+
+	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/internal/echo"
+)
+
+// bodyBound is a route's bound on its request body and the problem a body over it gets.
+type bodyBound struct {
+	max   int64
+	code  api.ProblemCode   // the route's code for a body over max: record_too_large, statement_too_large
+	what  string            // what the body is, for the detail: "request body", "statement"
+	limit *api.ProblemLimit // the setting that raises max, nil when none does
+}
+
+// bodyError is an error reading a request body. It is always the client's doing, never the
+// service's: a body over the route's bound, a Content-Length longer than the bytes sent, bad
+// chunked framing, a body that did not arrive in time, a connection the client reset. fail
+// and scittFail answer it, each in its route family's problem format, through bodyProblem.
+type bodyError struct {
+	bound bodyBound
+	err   error
+}
+
+func (e *bodyError) Error() string { return e.bound.what + ": " + e.err.Error() }
+func (e *bodyError) Unwrap() error { return e.err }
+
+// readBody reads r's body, at most b.max bytes of it. An error is a *bodyError.
+func readBody(w http.ResponseWriter, r *http.Request, b bodyBound) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, b.max))
+	if err != nil {
+		return nil, &bodyError{bound: b, err: err}
+	}
+	return body, nil
+}
+
+// bodyProblem is the one place a body that could not be read is classified:
+//
+//   - over the route's bound (*http.MaxBytesError): 413 with the route's code and limit;
+//   - the connection reset or closed under the read (the client is gone): 499 canceled, which
+//     nobody reads;
+//   - anything else — io.ErrUnexpectedEOF (the body ended before its Content-Length, or in a
+//     chunk), the chunked reader's framing errors, a read that timed out: 400 bad_body.
+//
+// It logs the error at Debug: a client's broken body is no fault of the service, and a client
+// that sends many must not fill the service log.
+func (s *Server) bodyProblem(r *http.Request, e *bodyError) (status int, code api.ProblemCode, detail string, limit *api.ProblemLimit) {
+	s.c.Logger.Debug("request body unreadable", "route", r.Pattern, "remote", r.RemoteAddr, "err", e.err)
+	var mbe *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(e.err, &mbe):
+		return http.StatusRequestEntityTooLarge, e.bound.code, fmt.Sprintf("%s over %d bytes", e.bound.what, e.bound.max), e.bound.limit
+	case errors.Is(e.err, syscall.ECONNRESET), errors.Is(e.err, syscall.ECONNABORTED), errors.Is(e.err, net.ErrClosed):
+		return 499, api.CodeCanceled, "the client went away before its " + e.bound.what + " ended", nil
+	case errors.Is(e.err, io.ErrUnexpectedEOF):
+		return http.StatusBadRequest, api.CodeBadBody, fmt.Sprintf("the %s ended early: fewer bytes than its Content-Length, or in the middle of a chunk", e.bound.what), nil
+	case errors.As(e.err, &ne) && ne.Timeout():
+		return http.StatusBadRequest, api.CodeBadBody, fmt.Sprintf("the %s did not arrive in time", e.bound.what), nil
+	default:
+		return http.StatusBadRequest, api.CodeBadBody, fmt.Sprintf("the %s cannot be read: %s", e.bound.what, echo.String(e.err.Error())), nil
+	}
+}
+
+// streamFailed logs a streamed answer (a bundle, a COP Ledger) that failed once its headers
+// were out, when it can only be cut short. A client that went away is no fault of the
+// service and is logged at Debug: it hung up, or a write to it failed, and net/http ends the
+// request's context for both. Any other failure is the service's: ERROR.
+func (s *Server) streamFailed(r *http.Request, msg string, args ...any) {
+	level := slog.LevelError
+	if r.Context().Err() != nil {
+		level = slog.LevelDebug
+	}
+	s.c.Logger.Log(context.Background(), level, msg, args...)
+}
