@@ -100,17 +100,22 @@ func (s *Server) logSize() float64 {
 	return float64(n)
 }
 
-// statusWriter records what a handler answered, for the access log and the metrics.
+// statusWriter records what a handler answered, for the access log and the metrics, and
+// keeps the write deadline ahead of each write (Config.WriteTimeout).
 type statusWriter struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+
+	progress time.Duration // Config.WriteTimeout; 0: deadlines left alone
+	extended time.Time     // when the deadline was last moved
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
 	}
+	w.extend()
 	w.ResponseWriter.WriteHeader(code)
 }
 
@@ -118,6 +123,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
+	w.extend()
 	n, err := w.ResponseWriter.Write(b)
 	w.bytes += int64(n)
 	return n, err
@@ -129,8 +135,26 @@ func (w *statusWriter) Flush() {
 		if w.status == 0 {
 			w.status = http.StatusOK
 		}
+		w.extend()
 		f.Flush()
 	}
+}
+
+// extend moves the connection's write deadline to progress from now, so that a write is cut
+// only when the client has read nothing for that long, however long the response and however
+// long the handler worked before writing. The deadline is moved at most once a tenth of
+// progress: a write always has at least nine tenths of it.
+func (w *statusWriter) extend() {
+	if w.progress <= 0 {
+		return
+	}
+	now := time.Now()
+	if now.Sub(w.extended) < w.progress/10 {
+		return
+	}
+	w.extended = now
+	// A writer without deadlines (a test's recorder) leaves them to whoever serves it.
+	_ = http.NewResponseController(w.ResponseWriter).SetWriteDeadline(now.Add(w.progress))
 }
 
 // Unwrap gives http.ResponseController the underlying writer.
@@ -142,7 +166,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (s *Server) observe(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &statusWriter{ResponseWriter: w, progress: s.c.WriteTimeout}
 		route := unmatchedRoute
 		if h, pattern := mux.Handler(r); pattern == "" {
 			s.unmatched(sw, r, h)
@@ -153,6 +177,8 @@ func (s *Server) observe(mux *http.ServeMux) http.Handler {
 		if sw.status == 0 {
 			sw.status = http.StatusOK
 		}
+		// What the handler left in the server's buffer is written after it returns.
+		sw.extend()
 		end := time.Now()
 		elapsed := end.Sub(start)
 		s.m.requests.WithLabelValues(route, methodLabel(r.Method), statusClass(sw.status)).Observe(elapsed.Seconds())

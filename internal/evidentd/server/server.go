@@ -62,6 +62,11 @@ type Config struct {
 	ClientCerts bool
 	MaxBody     int64
 	MaxBatch    int
+	// WriteTimeout, when set, is how long one write of a response may go without progress:
+	// each write moves the connection's write deadline to that far ahead, so a response is
+	// cut when its client stops reading, never for being long (an export of any size streams
+	// as long as it is read). Zero leaves the deadline to the http.Server.
+	WriteTimeout time.Duration
 	// Limits are the record limits (--max-depth, --max-record-bytes) a record must keep to;
 	// zero fields take canonical.DefaultLimits.
 	Limits canonical.Limits
