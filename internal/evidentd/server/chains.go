@@ -20,7 +20,7 @@ import (
 
 func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 	chain := r.PathValue("chain")
-	records, err := splitBody(http.MaxBytesReader(w, r.Body, s.c.MaxBody), r.Header.Get("Content-Type"), s.c.MaxBatch)
+	records, err := splitBody(sizedBody{http.MaxBytesReader(w, r.Body, s.c.MaxBody), bodySize(r, s.c.MaxBody)}, r.Header.Get("Content-Type"), s.c.MaxBatch)
 	if err != nil {
 		s.m.recordsRefused.Add(1)
 		var mbe *http.MaxBytesError
@@ -81,7 +81,7 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 // ({"entries": [...], "next_seq": n}), whose entries are the records. Strict per-record
 // parsing is the profile's job.
 func splitBody(body io.Reader, contentType string, maxBatch int) ([][]byte, error) {
-	b, err := io.ReadAll(body)
+	b, err := readBody(body)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func jsonLines(contentType string) bool {
 // JSON-RPC response's result.
 func (s *Server) handleEvidenceHead(w http.ResponseWriter, r *http.Request) {
 	chain := r.PathValue("chain")
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxEvidenceHeadBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

@@ -29,6 +29,7 @@ type metrics struct {
 	seals           counter
 	exports         counter
 	pushbacks       counter
+	overloaded      counter
 	requests        *prometheus.HistogramVec
 }
 
@@ -52,6 +53,7 @@ func newMetrics(logSize, conflictRetries func() float64, extra ...prometheus.Col
 		seals:           newCounter("evident_seals_total", "Seals registered through the API."),
 		exports:         newCounter("evident_exports_total", "Bundles exported."),
 		pushbacks:       newCounter("evident_pushback_total", "Requests answered 503 because the log pushed back."),
+		overloaded:      newCounter("evident_overloaded_total", "Requests answered 503 overloaded: their body did not fit in --max-inflight-bytes."),
 		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "evident_http_request_duration_seconds",
 			Help:    "Time to answer an HTTP request, by route pattern, method and status class (2xx, 4xx, …).",
@@ -86,6 +88,18 @@ func (s *Server) groupCommitMetrics() []prometheus.Collector {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "evident_group_commit_batches_total",
 			Help: "Ingest requests the group commits held; over evident_group_commits_total, the requests per fsync."},
 			func() float64 { _, b := s.c.Pipeline.GroupCommits(); return float64(b) }),
+	}
+}
+
+// inflightMetrics are the gauges of the request body budget (inflight.go), read at each scrape.
+func (s *Server) inflightMetrics() []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "evident_request_body_bytes_in_flight",
+			Help: "Request body bytes reserved by requests being served (at most evident_request_body_bytes_limit)."},
+			func() float64 { return float64(s.inflight.inUse()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "evident_request_body_bytes_limit",
+			Help: "The request body bytes evidentd holds at once (--max-inflight-bytes)."},
+			func() float64 { return float64(s.c.MaxInFlight) }),
 	}
 }
 

@@ -130,6 +130,8 @@ func (s *Server) scittFail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, tilelog.ErrPushback):
 		s.m.pushbacks.Add(1)
 		conciseProblem(w, http.StatusServiceUnavailable, api.CodePushback, "the log is busy; retry after the indicated delay", r.URL.Path)
+	case errors.Is(err, errOverloaded):
+		s.overloaded(w, r, true)
 	case errors.Is(err, errBadQuery):
 		conciseProblem(w, http.StatusBadRequest, api.CodeBadQuery, err.Error(), r.URL.Path)
 	case errors.Is(err, receipts.ErrEmptyPath):

@@ -62,6 +62,9 @@ type Config struct {
 	ClientCerts bool
 	MaxBody     int64
 	MaxBatch    int
+	// MaxInFlight bounds the request body bytes held at once across every request
+	// (--max-inflight-bytes, inflight.go); 0 takes DefaultInFlightBodies × MaxBody.
+	MaxInFlight int64
 	// WriteTimeout, when set, is how long one write of a response may go without progress:
 	// each write moves the connection's write deadline to that far ahead, so a response is
 	// cut when its client stops reading, never for being long (an export of any size streams
@@ -92,11 +95,12 @@ type Config struct {
 
 // Server serves evidentd's HTTP API.
 type Server struct {
-	c       Config
-	mux     *http.ServeMux
-	handler http.Handler // mux behind the access log and the request metrics
-	m       *metrics
-	ex      *export.Exporter
+	c        Config
+	mux      *http.ServeMux
+	handler  http.Handler // mux behind the access log and the request metrics
+	m        *metrics
+	ex       *export.Exporter
+	inflight *inflight // request body bytes held at once (inflight.go)
 }
 
 // route is one route of the API: a ServeMux pattern, its handler, and when it is served.
@@ -111,9 +115,9 @@ type route struct {
 // line here and one path in the description.
 func routes() []route {
 	return []route{
-		{"POST /v1/chains/{chain}/entries", write((*Server).handleIngest), nil},
+		{"POST /v1/chains/{chain}/entries", write(takesBody((*Server).handleIngest, maxIngestBody, false)), nil},
 		{"POST /v1/chains/{chain}/seal", write((*Server).handleSeal), nil},
-		{"POST /v1/chains/{chain}/evidence-head", write((*Server).handleEvidenceHead), nil},
+		{"POST /v1/chains/{chain}/evidence-head", write(takesBody((*Server).handleEvidenceHead, maxEvidenceHead, false)), nil},
 		{"GET /v1/chains", read((*Server).handleChains), nil},
 		{"GET /v1/chains/{chain}", read((*Server).handleHead), nil},
 		{"GET /v1/chains/{chain}/entries", read((*Server).handleEntries), nil},
@@ -130,7 +134,7 @@ func routes() []route {
 		{"GET /log/vkey", read((*Server).handleLogVKey), nil},
 		{"GET /log/mldsa.vkey", read((*Server).handleLogMLDSAVKey), nil},
 		{"GET /.well-known/evident-trust", read((*Server).handleTrustFile), nil},
-		{"POST /entries", read((*Server).handleRegister), hasRegistrar},
+		{"POST /entries", read(takesBody((*Server).handleRegister, maxStatementBody, true)), hasRegistrar},
 		{"GET /entries/{id}", read((*Server).handleRegistration), hasRegistrar},
 		{"GET /entries/{id}/statement", read((*Server).handleTransparent), hasRegistrar},
 		{"GET /.well-known/scitt-keys", read((*Server).handleKeySet), hasKeys},
@@ -168,8 +172,8 @@ func New(c Config) *Server {
 		keys = c.SCITT.Keys
 	}
 	ex := export.New(export.Config{Pipeline: c.Pipeline, Store: c.Store, Service: c.Service, Keys: keys, COPNode: c.COPNode, Producer: c.Producer})
-	s := &Server{c: c, mux: http.NewServeMux(), ex: ex}
-	s.m = newMetrics(s.logSize, s.conflictRetries, append(s.groupCommitMetrics(), c.Metrics...)...)
+	s := &Server{c: c, mux: http.NewServeMux(), ex: ex, inflight: &inflight{limit: c.MaxInFlight}}
+	s.m = newMetrics(s.logSize, s.conflictRetries, append(s.groupCommitMetrics(), append(s.inflightMetrics(), c.Metrics...)...)...)
 	s.scittDefaults()
 	for _, rt := range routes() {
 		if rt.when == nil || rt.when(s) {
@@ -188,6 +192,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxBatch < 1 {
 		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = DefaultInFlightBodies * c.MaxBody
 	}
 	if c.SealTimeout == 0 {
 		c.SealTimeout = DefaultSealTimeout
@@ -360,6 +367,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		problem(w, http.StatusServiceUnavailable, api.CodePushback, "the log is busy; retry after the indicated delay", -1)
 	case errors.Is(err, store.ErrConflict):
 		problem(w, http.StatusServiceUnavailable, api.CodeConcurrentWriter, "the chain is busy with other writers; retry after the indicated delay", -1)
+	case errors.Is(err, errOverloaded):
+		s.overloaded(w, r, false)
 	case errors.Is(err, context.DeadlineExceeded):
 		problem(w, http.StatusServiceUnavailable, api.CodeTimeout, "the operation did not finish in time; it will complete in the background", -1)
 	case errors.Is(err, context.Canceled):
