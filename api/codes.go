@@ -29,6 +29,7 @@ const (
 	CodeNotFound         ProblemCode = "not_found"          // no SCITT registration or service key with this id, or no post-quantum log key
 	CodePushback         ProblemCode = "pushback"           // the log is busy: retry after Retry-After
 	CodeConcurrentWriter ProblemCode = "concurrent_writer"  // other writers kept the chain busy: retry after Retry-After
+	CodeOverloaded       ProblemCode = "overloaded"         // request bodies in flight at --max-inflight-bytes: retry after Retry-After
 	CodeTimeout          ProblemCode = "timeout"            // the operation did not finish in time; it completes in the background
 	CodeCanceled         ProblemCode = "canceled"           // the client went away (status 499)
 	CodeInternal         ProblemCode = "internal"           // an internal error, logged by the service
@@ -102,7 +103,7 @@ const (
 var problemCodes = []ProblemCode{
 	CodeBadQuery, CodeBadBody, CodeInvalidChainID, CodeUnauthorized, CodeForbidden, CodeNoSuchChain, CodeNoSuchEntry,
 	CodeNotSealed, CodeUnknownProfile, CodeNotCOP, CodeNoCOPNode, CodeNotFound, CodePushback,
-	CodeConcurrentWriter, CodeTimeout, CodeCanceled, CodeInternal, CodeNotReady,
+	CodeConcurrentWriter, CodeOverloaded, CodeTimeout, CodeCanceled, CodeInternal, CodeNotReady,
 	CodeNoSuchRoute, CodeMethodNotAllowed,
 
 	CodeBeyondPublished, CodeUnsupportedMediaType, CodeBadID, CodeBadKid, CodeEmptyProof,

@@ -104,7 +104,7 @@ type Error struct {
 	// Limit is the service limit the request went past and how to raise it (nil for other
 	// refusals); Detail names it too.
 	Limit *api.ProblemLimit
-	// RetryAfter is the delay the service asked for (pushback, concurrent_writer, timeout).
+	// RetryAfter is the delay the service asked for (pushback, concurrent_writer, overloaded, timeout).
 	RetryAfter time.Duration
 }
 

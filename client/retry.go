@@ -13,9 +13,9 @@ import (
 )
 
 // RetryPolicy says when and how often a Client sends a request again. A request is retried
-// when evidentd answers 503 Service Unavailable (pushback, concurrent_writer, timeout,
-// not_ready) and when the connection fails before any response arrives (refused, reset,
-// closed); never after another answer, and never once the request's context is done.
+// when evidentd answers 503 Service Unavailable (pushback, concurrent_writer, overloaded,
+// timeout, not_ready) and when the connection fails before any response arrives (refused,
+// reset, closed); never after another answer, and never once the request's context is done.
 //
 // Retrying writes is safe: evidentd's ingest is idempotent (a record already at its
 // position answers with its existing seq and link), a repeated seal of an unchanged chain

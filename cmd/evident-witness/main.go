@@ -15,12 +15,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/evident-log/evident/internal/buildinfo"
 	"github.com/evident-log/evident/internal/logging"
+	"github.com/evident-log/evident/internal/netlimit"
 	"github.com/evident-log/evident/witness"
 	"golang.org/x/mod/sumdb/note"
 )
@@ -40,6 +42,10 @@ func main() {
 	}
 }
 
+// defaultMaxConns bounds the connections a witness serves at once: the logs it cosigns for
+// and their monitors open a few each.
+const defaultMaxConns = 1024
+
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("evident-witness", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -58,6 +64,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	version := fs.Bool("version", false, "print the build (module version, VCS revision and time, Go version) and exit")
 	printKeys := fs.Bool("print-vkeys", false, "print the verifier keys (creating the keys if needed) and exit")
 	logFormat := fs.String("log-format", env("EVIDENT_WITNESS_LOG_FORMAT", "text"), "log format: text or json (env EVIDENT_WITNESS_LOG_FORMAT)")
+	defConns, connsErr := strconv.Atoi(env("EVIDENT_WITNESS_MAX_CONNS", strconv.Itoa(defaultMaxConns)))
+	maxConns := fs.Int("max-conns", defConns, "most HTTP connections open at once; the ones past it wait in the kernel's accept queue (env EVIDENT_WITNESS_MAX_CONNS)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: evident-witness [flags]\n\nRuns a C2SP tlog-witness: POST /add-checkpoint, GET /<hex sha256(origin)>/checkpoint, GET /<hex sha256(origin)>/forks.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -73,9 +81,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fs.Usage()
 		return usageErrorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	logger, err := logging.New(stderr, *logFormat)
 	if err != nil {
 		return usageErrorf("-log-format must be text or json, not %q", *logFormat)
+	}
+	connsFrom := "-max-conns"
+	if !set["max-conns"] && getenv("EVIDENT_WITNESS_MAX_CONNS") != "" {
+		connsFrom = "EVIDENT_WITNESS_MAX_CONNS"
+	}
+	switch {
+	case connsErr != nil && !set["max-conns"]:
+		return usageErrorf("%s: invalid integer %q", connsFrom, getenv("EVIDENT_WITNESS_MAX_CONNS"))
+	case *maxConns < 1:
+		return usageErrorf("%s: %d is below 1", connsFrom, *maxConns)
 	}
 
 	if *key == "" {
@@ -122,10 +142,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *listen)
+	tcp, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err
 	}
+	// Past the limit, connections wait in the kernel's accept queue: a flood of slow clients
+	// holds file descriptors and goroutines up to the limit only, each for the timeouts below.
+	ln := netlimit.Listen(tcp, *maxConns)
 	logger.Info("evident-witness listening", "addr", "http://"+ln.Addr().String(), "name", w.Name(), "logs", len(cfg.Logs), "vkeys", strings.Join(vkeys, " "))
 	srv := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 	errc := make(chan error, 1)

@@ -26,3 +26,31 @@ func TestVersion(t *testing.T) {
 		t.Error("the state directory was created")
 	}
 }
+
+// TestMaxConnsRefusals: a connection limit below one, or an environment value that is no
+// integer, stops evident-witness with the usage exit code, naming where the value came from,
+// before the state directory is created.
+func TestMaxConnsRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"flag", []string{"-max-conns", "0"}, nil, "-max-conns: 0 is below 1"},
+		{"environment", nil, map[string]string{"EVIDENT_WITNESS_MAX_CONNS": "-5"}, "EVIDENT_WITNESS_MAX_CONNS: -5 is below 1"},
+		{"not an integer", nil, map[string]string{"EVIDENT_WITNESS_MAX_CONNS": "lots"}, `EVIDENT_WITNESS_MAX_CONNS: invalid integer "lots"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			state := filepath.Join(t.TempDir(), "state")
+			args := append([]string{"--state", state}, tc.args...)
+			err := run(context.Background(), args, func(k string) string { return tc.env[k] }, io.Discard, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || exitCode(err) != exitUsage {
+				t.Fatalf("got %v (exit %d), want %q and exit %d", err, exitCode(err), tc.want, exitUsage)
+			}
+			if _, err := os.Stat(state); err == nil {
+				t.Error("the state directory was created")
+			}
+		})
+	}
+}

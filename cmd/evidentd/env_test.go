@@ -24,6 +24,7 @@ func TestMalformedEnvironmentIsAnError(t *testing.T) {
 		"EVIDENT_MAX_BATCH":         "lots",
 		"EVIDENT_WITNESS_FAIL_OPEN": "yes please",
 		"EVIDENT_LOG_MLDSA":         "on",
+		"EVIDENT_MAX_CONNS":         "1k",
 	} {
 		env := map[string]string{name: value, "EVIDENT_DATA": t.TempDir() + "/data"}
 		err := run(context.Background(), nil, func(k string) string { return env[k] }, io.Discard, io.Discard)
@@ -60,6 +61,18 @@ func TestInvalidConfigurationCreatesNothing(t *testing.T) {
 		{"max record bytes", nil, map[string]string{"EVIDENT_MAX_RECORD_BYTES": "32MiB"}, `EVIDENT_MAX_RECORD_BYTES: invalid integer "32MiB"`},
 		{"max body below the record limit", []string{"-max-body", "1000000", "-max-record-bytes", "2000000"}, nil,
 			`-max-body: 1000000 is below -max-record-bytes 2000000 plus 1 MiB`},
+		{"max inflight bytes", nil, map[string]string{"EVIDENT_MAX_INFLIGHT_BYTES": "256MiB"}, `EVIDENT_MAX_INFLIGHT_BYTES: invalid integer "256MiB"`},
+		{"max inflight bytes negative", []string{"-max-inflight-bytes", "-1"}, nil, `-max-inflight-bytes: -1 is negative`},
+		{"max inflight bytes below the body limit", nil, map[string]string{"EVIDENT_MAX_INFLIGHT_BYTES": "1000000"},
+			`EVIDENT_MAX_INFLIGHT_BYTES: 1000000 is below -max-body 67108864: a body at that limit could never be taken`},
+		{"max inflight bytes below a body limit set", []string{"-max-inflight-bytes", "100000000"}, map[string]string{"EVIDENT_MAX_BODY": "200000000"},
+			`-max-inflight-bytes: 100000000 is below EVIDENT_MAX_BODY 200000000`},
+		{"max conns", nil, map[string]string{"EVIDENT_MAX_CONNS": "many"}, `EVIDENT_MAX_CONNS: invalid integer "many"`},
+		{"max conns zero", []string{"-max-conns", "0"}, nil, `-max-conns: 0 is outside 1..1048576`},
+		{"read header timeout", []string{"-read-header-timeout", "x"}, nil, `-read-header-timeout: invalid duration "x"`},
+		{"read timeout zero", nil, map[string]string{"EVIDENT_READ_TIMEOUT": "0"}, `EVIDENT_READ_TIMEOUT: "0" is shorter than 1ms`},
+		{"write timeout negative", []string{"-write-timeout", "-1s"}, nil, `-write-timeout: negative duration "-1s"`},
+		{"idle timeout", nil, map[string]string{"EVIDENT_IDLE_TIMEOUT": "2 minutes"}, `EVIDENT_IDLE_TIMEOUT: invalid duration "2 minutes"`},
 		{"tls key without cert", []string{"-tls-key", "k.pem"}, nil, "-tls-cert and -tls-key"},
 		{"missing witness policy", nil, map[string]string{"EVIDENT_WITNESS_POLICY": policy}, "EVIDENT_WITNESS_POLICY: stat " + policy},
 		{"short token", []string{"-tokens", "short"}, nil, "at least 16 characters"},

@@ -36,6 +36,14 @@ const (
 // while it is parsed, encoded, hashed and written (docs/operations.md, "Record limits").
 const maxRecordCap = 1 << 30
 
+// maxConnsCap bounds --max-conns: each connection is a file descriptor, and a limit no file
+// table reaches is no limit.
+const maxConnsCap = 1 << 20
+
+// ownFiles is what evidentd keeps of its file descriptor limit for its own files (the ledger
+// database, the journal's segments, the log's tiles, keys) besides --max-conns connections.
+const ownFiles = 1024
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	stderr := io.Writer(os.Stderr)
@@ -144,6 +152,12 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 	maxDepth := fs.Int64("max-depth", envInt("EVIDENT_MAX_DEPTH", canonical.DefaultMaxDepth), "most nested arrays and objects in one record, 1 to "+strconv.Itoa(canonical.MaxDepthCap)+" (env EVIDENT_MAX_DEPTH)")
 	maxRecord := fs.Int64("max-record-bytes", envInt("EVIDENT_MAX_RECORD_BYTES", canonical.DefaultMaxSize), "largest record in bytes (env EVIDENT_MAX_RECORD_BYTES)")
 	fs.IntVar(&cfg.MaxBatch, "max-batch", int(envInt("EVIDENT_MAX_BATCH", server.DefaultMaxBatch)), "most records per ingest request (env EVIDENT_MAX_BATCH)")
+	maxInFlight := fs.Int64("max-inflight-bytes", envInt("EVIDENT_MAX_INFLIGHT_BYTES", 0), "request body bytes held at once across all requests, at least --max-body; a request with no room is answered 503 overloaded with Retry-After, its body unread (default "+strconv.Itoa(server.DefaultInFlightBodies)+" × --max-body) (env EVIDENT_MAX_INFLIGHT_BYTES)")
+	maxConns := fs.Int64("max-conns", envInt("EVIDENT_MAX_CONNS", daemon.DefaultMaxConns), "most HTTP connections open at once; the ones past it wait in the kernel's accept queue (env EVIDENT_MAX_CONNS)")
+	readHeaderTimeout := fs.String("read-header-timeout", env("EVIDENT_READ_HEADER_TIMEOUT", daemon.DefaultReadHeaderTimeout.String()), "how long a connection may take to send a request's headers (env EVIDENT_READ_HEADER_TIMEOUT)")
+	readTimeout := fs.String("read-timeout", env("EVIDENT_READ_TIMEOUT", daemon.DefaultReadTimeout.String()), "how long a connection may take to send a whole request, body included (env EVIDENT_READ_TIMEOUT)")
+	writeTimeout := fs.String("write-timeout", env("EVIDENT_WRITE_TIMEOUT", daemon.DefaultWriteTimeout.String()), "how long a response may wait for its client to read; each write moves the deadline, so a long export is not cut while it is read (env EVIDENT_WRITE_TIMEOUT)")
+	idleTimeout := fs.String("idle-timeout", env("EVIDENT_IDLE_TIMEOUT", daemon.DefaultIdleTimeout.String()), "how long a keep-alive connection is kept waiting for its next request (env EVIDENT_IDLE_TIMEOUT)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", env("EVIDENT_TLS_CERT", ""), "serve HTTPS with this PEM certificate (env EVIDENT_TLS_CERT)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", env("EVIDENT_TLS_KEY", ""), "PEM private key of --tls-cert (env EVIDENT_TLS_KEY)")
 	fs.StringVar(&cfg.ClientCA, "client-ca", env("EVIDENT_CLIENT_CA", ""), "mTLS: PEM CA whose client certificates authorize writes, scoped by urn:evident:chains:<prefix> URI SANs (env EVIDENT_CLIENT_CA)")
@@ -205,6 +219,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 	cfg.SealInterval = duration("seal-interval", "EVIDENT_SEAL_INTERVAL", *sealInterval, 0)
 	cfg.SCITT.RegistrationWait = duration("registration-wait", "EVIDENT_REGISTRATION_WAIT", *regWait, 0)
 	wt := duration("witness-timeout", "EVIDENT_WITNESS_TIMEOUT", *witnessTimeout, 0)
+	cfg.HTTP.ReadHeaderTimeout = duration("read-header-timeout", "EVIDENT_READ_HEADER_TIMEOUT", *readHeaderTimeout, time.Millisecond)
+	cfg.HTTP.ReadTimeout = duration("read-timeout", "EVIDENT_READ_TIMEOUT", *readTimeout, time.Millisecond)
+	cfg.HTTP.WriteTimeout = duration("write-timeout", "EVIDENT_WRITE_TIMEOUT", *writeTimeout, time.Millisecond)
+	cfg.HTTP.IdleTimeout = duration("idle-timeout", "EVIDENT_IDLE_TIMEOUT", *idleTimeout, time.Millisecond)
 	var err error
 	if cfg.SealEvery, err = strconv.ParseUint(*sealEvery, 10, 64); err != nil {
 		errs = append(errs, fmt.Errorf("%s: invalid count %q (want a non-negative integer)", origin("seal-every", "EVIDENT_SEAL_EVERY"), *sealEvery))
@@ -233,6 +251,25 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 	}
 	if cfg.MaxBatch < 0 {
 		errs = append(errs, fmt.Errorf("%s: %d is negative", origin("max-batch", "EVIDENT_MAX_BATCH"), cfg.MaxBatch))
+	}
+	// The bodies in flight hold at least one body at the limit, which could never be sent otherwise.
+	body := cfg.MaxBody
+	if body == 0 {
+		body = server.DefaultMaxBody
+	}
+	switch cfg.HTTP.MaxInFlight = *maxInFlight; {
+	case cfg.HTTP.MaxInFlight < 0:
+		errs = append(errs, fmt.Errorf("%s: %d is negative", origin("max-inflight-bytes", "EVIDENT_MAX_INFLIGHT_BYTES"), cfg.HTTP.MaxInFlight))
+	case cfg.HTTP.MaxInFlight == 0:
+		cfg.HTTP.MaxInFlight = server.DefaultInFlightBodies * body
+	case cfg.HTTP.MaxInFlight < body && body > 0:
+		errs = append(errs, fmt.Errorf("%s: %d is below %s %d: a body at that limit could never be taken", origin("max-inflight-bytes", "EVIDENT_MAX_INFLIGHT_BYTES"),
+			cfg.HTTP.MaxInFlight, origin("max-body", "EVIDENT_MAX_BODY"), body))
+	}
+	if *maxConns < 1 || *maxConns > maxConnsCap {
+		errs = append(errs, fmt.Errorf("%s: %d is outside 1..%d", origin("max-conns", "EVIDENT_MAX_CONNS"), *maxConns, maxConnsCap))
+	} else {
+		cfg.HTTP.MaxConns = int(*maxConns)
 	}
 	if _, _, err := net.SplitHostPort(cfg.Listen); err != nil {
 		errs = append(errs, fmt.Errorf("%s: invalid address %q: %w", origin("listen", "EVIDENT_LISTEN"), cfg.Listen, err))
@@ -312,6 +349,12 @@ func serve(ctx context.Context, o *options) error {
 	logger.Info("evidentd listening", "addr", scheme+ln.Addr().String(), "data", cfg.Data, "origin", d.Log().Origin(), "vkey", d.Log().VerifierKey(),
 		"version", buildinfo.Read().String())
 	logger.Info("record limits", "max_depth", cfg.MaxDepth, "max_record_bytes", cfg.MaxRecordBytes, "max_body", cfg.MaxBody, "max_batch", cfg.MaxBatch)
+	logger.Info("load limits", "max_inflight_bytes", cfg.HTTP.MaxInFlight, "max_conns", cfg.HTTP.MaxConns, "read_header_timeout", cfg.HTTP.ReadHeaderTimeout,
+		"read_timeout", cfg.HTTP.ReadTimeout, "write_timeout", cfg.HTTP.WriteTimeout, "idle_timeout", cfg.HTTP.IdleTimeout)
+	if files, ok := fileLimit(); ok && files < uint64(cfg.HTTP.MaxConns)+ownFiles {
+		logger.Warn("the open file limit leaves evidentd too few descriptors for its own files once --max-conns connections are open: raise the limit (LimitNOFILE=, ulimit -n) or lower --max-conns",
+			"open_file_limit", files, "max_conns", cfg.HTTP.MaxConns, "kept_for_files", ownFiles)
+	}
 	for _, k := range d.KeyFiles() {
 		logger.Info("key file", "path", k.Path, "secret", k.Secret, "holds", k.Holds)
 	}

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +27,7 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/store/journal"
 	"github.com/evident-log/evident/internal/evidentd/store/mysql"
 	"github.com/evident-log/evident/internal/evidentd/store/sqlite"
+	"github.com/evident-log/evident/internal/netlimit"
 	"github.com/evident-log/evident/ledger/canonical"
 	"github.com/evident-log/evident/ledger/profile"
 	"github.com/evident-log/evident/tilelog"
@@ -75,6 +77,25 @@ type Config struct {
 	PostQuantum bool
 	// AccessLog logs one line per HTTP request (--access-log, EVIDENT_ACCESS_LOG).
 	AccessLog bool
+	// HTTP bounds the server's connections, timeouts and request bodies in flight; zero
+	// fields take their defaults.
+	HTTP HTTP
+}
+
+// HTTP bounds what the HTTP server holds for its clients (docs/operations.md, "Load limits").
+type HTTP struct {
+	// MaxInFlight bounds the request body bytes held at once across all requests
+	// (--max-inflight-bytes); 0: server.DefaultInFlightBodies × MaxBody.
+	MaxInFlight int64
+	// MaxConns bounds the connections open at once (--max-conns); the ones past it wait in
+	// the kernel's accept queue. 0: DefaultMaxConns.
+	MaxConns int
+	// ReadHeaderTimeout bounds reading a request's headers, ReadTimeout the whole request
+	// with its body, IdleTimeout a keep-alive connection's wait for its next request.
+	ReadHeaderTimeout, ReadTimeout, IdleTimeout time.Duration
+	// WriteTimeout is how long a response may go without its client reading any of it: each
+	// write moves the deadline that far ahead, so a long export is never cut while it is read.
+	WriteTimeout time.Duration
 }
 
 // Defaults.
@@ -84,7 +105,38 @@ const (
 	DefaultOrigin       = "evident.localhost/log"
 	DefaultSealInterval = time.Minute
 	DefaultSealEvery    = 10000
+
+	// DefaultMaxConns: a sidecar serves a few Coordinators, verifiers and operators, far fewer
+	// connections than this. A connection held open by a slow client costs about 20 KiB
+	// (BENCHMARKS.md, "Issue 37"): 4096 of them some 80 MiB and 4096 descriptors, within the
+	// open file limits Go raises itself to under systemd or in containers. Above it a flood of
+	// connections waits in the kernel's accept queue instead of taking the descriptors the
+	// ledger and the log need (without a limit, Tessera's POSIX storage panics when it cannot
+	// open its lock files); below it (a 2,000-connection slowloris) clients are served as
+	// before, each slow connection cut at the header timeout.
+	DefaultMaxConns          = 4096
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 2 * time.Minute
+	DefaultWriteTimeout      = time.Minute
+	DefaultIdleTimeout       = 2 * time.Minute
 )
+
+// orDefault returns h with every zero field set to its default.
+func (h HTTP) orDefault() HTTP {
+	set := func(d *time.Duration, def time.Duration) {
+		if *d <= 0 {
+			*d = def
+		}
+	}
+	set(&h.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	set(&h.ReadTimeout, DefaultReadTimeout)
+	set(&h.WriteTimeout, DefaultWriteTimeout)
+	set(&h.IdleTimeout, DefaultIdleTimeout)
+	if h.MaxConns <= 0 {
+		h.MaxConns = DefaultMaxConns
+	}
+	return h
+}
 
 // Daemon is a running evidentd (without its listener).
 type Daemon struct {
@@ -97,6 +149,7 @@ type Daemon struct {
 	cancel   context.CancelFunc
 	scrapi   *scitt.Registrar // nil when the store keeps no registrations
 	done     chan struct{}
+	conns    atomic.Pointer[netlimit.Listener] // the listener Serve limits, for metrics and tests
 }
 
 // Open prepares the data directory (creating keys on first start), opens the log and the
@@ -114,6 +167,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	cfg.HTTP = cfg.HTTP.orDefault()
 	if err := os.MkdirAll(filepath.Join(cfg.Data, "keys"), 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
@@ -206,8 +260,9 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d.handler = server.New(server.Config{Pipeline: p, Store: st, Service: svc, Tokens: cfg.Tokens, ClientCerts: cfg.ClientCA != "", MaxBody: cfg.MaxBody, MaxBatch: cfg.MaxBatch, Limits: limits, PacketBound: packetBound,
+		MaxInFlight: cfg.HTTP.MaxInFlight, WriteTimeout: cfg.HTTP.WriteTimeout,
 		Producer: buildinfo.Read().Program("evidentd"), Logger: cfg.Logger, SCITT: sc, COPNode: copNode, AccessLog: cfg.AccessLog,
-		Metrics: append([]prometheus.Collector{refused.Collector()}, journalMetrics(st)...)})
+		Metrics: append([]prometheus.Collector{refused.Collector(), d.connMetric()}, journalMetrics(st)...)})
 	bg, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
 	go func() {
@@ -270,9 +325,31 @@ func (d *Daemon) Close() error {
 	return d.closeParts()
 }
 
-// Serve serves the API on ln until ctx ends, then shuts down gracefully.
+// connMetric is the evident_http_connections gauge: connections open on the listener Serve
+// limits (0 before Serve).
+func (d *Daemon) connMetric() prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "evident_http_connections",
+		Help: "HTTP connections open (at most --max-conns; the ones past it wait in the kernel's accept queue)."},
+		func() float64 {
+			if l := d.conns.Load(); l != nil {
+				return float64(l.Open())
+			}
+			return 0
+		})
+}
+
+// Serve serves the API on ln until ctx ends, then shuts down gracefully. At most
+// Config.HTTP.MaxConns connections are open at once: Serve accepts no more until one
+// closes, and those past the limit wait in the kernel's accept queue. The write deadline is
+// the http.Server's from the end of a request's headers until the handler writes; each write
+// then moves it (server.Config.WriteTimeout), so that neither a slow handler nor a long
+// export is cut, only a client that stops reading.
 func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{Handler: d.handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
+	h := d.cfg.HTTP
+	srv := &http.Server{Handler: d.handler, ReadHeaderTimeout: h.ReadHeaderTimeout, ReadTimeout: h.ReadTimeout, WriteTimeout: h.WriteTimeout, IdleTimeout: h.IdleTimeout}
+	limited := netlimit.Listen(ln, h.MaxConns)
+	d.conns.Store(limited)
+	ln = limited
 	if d.cfg.TLSCert != "" || d.cfg.TLSKey != "" {
 		tc, err := d.tlsConfig()
 		if err != nil {

@@ -34,9 +34,10 @@ type bodyError struct {
 func (e *bodyError) Error() string { return e.bound.what + ": " + e.err.Error() }
 func (e *bodyError) Unwrap() error { return e.err }
 
-// readBody reads r's body, at most b.max bytes of it. An error is a *bodyError.
+// readBody reads r's body, at most b.max bytes of it, into one buffer of its declared length
+// when it declared one (readAllSized). An error is a *bodyError.
 func readBody(w http.ResponseWriter, r *http.Request, b bodyBound) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, b.max))
+	body, err := readAllSized(sizedBody{http.MaxBytesReader(w, r.Body, b.max), bodySize(r, b.max)})
 	if err != nil {
 		return nil, &bodyError{bound: b, err: err}
 	}

@@ -132,10 +132,6 @@ func jsonLines(contentType string) bool {
 	return mt == "application/jsonl" || mt == "application/x-ndjson"
 }
 
-// maxEvidenceHeadBody bounds the body of POST …/evidence-head: a head and a count, or the
-// workspace.describe result around them.
-const maxEvidenceHeadBody = 1 << 20
-
 // handleEvidenceHead keeps the head a chain's sender reported for its own evidence chain: a
 // body {evidence_head, audit_count?}, such as a CHAP workspace.describe result, bare or in a
 // JSON-RPC response's result.

@@ -30,6 +30,7 @@ type metrics struct {
 	seals           counter
 	exports         counter
 	pushbacks       counter
+	overloaded      counter
 	requests        *prometheus.HistogramVec
 }
 
@@ -53,6 +54,7 @@ func newMetrics(logSize, conflictRetries func() float64, extra ...prometheus.Col
 		seals:           newCounter("evident_seals_total", "Seals registered through the API."),
 		exports:         newCounter("evident_exports_total", "Bundles exported."),
 		pushbacks:       newCounter("evident_pushback_total", "Requests answered 503 because the log pushed back."),
+		overloaded:      newCounter("evident_overloaded_total", "Requests answered 503 overloaded: their body did not fit in --max-inflight-bytes."),
 		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "evident_http_request_duration_seconds",
 			Help:    "Time to answer an HTTP request, by route pattern, method and status class (2xx, 4xx, …).",
@@ -90,6 +92,18 @@ func (s *Server) groupCommitMetrics() []prometheus.Collector {
 	}
 }
 
+// inflightMetrics are the gauges of the request body budget (inflight.go), read at each scrape.
+func (s *Server) inflightMetrics() []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "evident_request_body_bytes_in_flight",
+			Help: "Request body bytes reserved by requests being served (at most evident_request_body_bytes_limit)."},
+			func() float64 { return float64(s.inflight.inUse()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "evident_request_body_bytes_limit",
+			Help: "The request body bytes evidentd holds at once (--max-inflight-bytes)."},
+			func() float64 { return float64(s.c.MaxInFlight) }),
+	}
+}
+
 // logSize is the log's size for the evident_log_size gauge; 0 while none is published.
 func (s *Server) logSize() float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -101,17 +115,22 @@ func (s *Server) logSize() float64 {
 	return float64(n)
 }
 
-// statusWriter records what a handler answered, for the access log and the metrics.
+// statusWriter records what a handler answered, for the access log and the metrics, and
+// keeps the write deadline ahead of each write (Config.WriteTimeout).
 type statusWriter struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+
+	progress time.Duration // Config.WriteTimeout; 0: deadlines left alone
+	extended time.Time     // when the deadline was last moved
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
 	}
+	w.extend()
 	w.ResponseWriter.WriteHeader(code)
 }
 
@@ -119,6 +138,7 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
+	w.extend()
 	n, err := w.ResponseWriter.Write(b)
 	w.bytes += int64(n)
 	return n, err
@@ -130,8 +150,26 @@ func (w *statusWriter) Flush() {
 		if w.status == 0 {
 			w.status = http.StatusOK
 		}
+		w.extend()
 		f.Flush()
 	}
+}
+
+// extend moves the connection's write deadline to progress from now, so that a write is cut
+// only when the client has read nothing for that long, however long the response and however
+// long the handler worked before writing. The deadline is moved at most once a tenth of
+// progress: a write always has at least nine tenths of it.
+func (w *statusWriter) extend() {
+	if w.progress <= 0 {
+		return
+	}
+	now := time.Now()
+	if now.Sub(w.extended) < w.progress/10 {
+		return
+	}
+	w.extended = now
+	// A writer without deadlines (a test's recorder) leaves them to whoever serves it.
+	_ = http.NewResponseController(w.ResponseWriter).SetWriteDeadline(now.Add(w.progress))
 }
 
 // Unwrap gives http.ResponseController the underlying writer.
@@ -143,7 +181,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (s *Server) observe(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &statusWriter{ResponseWriter: w, progress: s.c.WriteTimeout}
 		route := unmatchedRoute
 		if h, pattern := mux.Handler(r); pattern == "" {
 			s.unmatched(sw, r, h)
@@ -154,6 +192,8 @@ func (s *Server) observe(mux *http.ServeMux) http.Handler {
 		if sw.status == 0 {
 			sw.status = http.StatusOK
 		}
+		// What the handler left in the server's buffer is written after it returns.
+		sw.extend()
 		end := time.Now()
 		elapsed := end.Sub(start)
 		s.m.requests.WithLabelValues(route, methodLabel(r.Method), statusClass(sw.status)).Observe(elapsed.Seconds())

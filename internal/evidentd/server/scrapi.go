@@ -125,6 +125,8 @@ func (s *Server) scittFail(w http.ResponseWriter, r *http.Request, err error) {
 	var ref *regpolicy.Refusal
 	var be *bodyError
 	switch {
+	case errors.Is(err, errOverloaded): // the budget ran out while the body was read
+		s.overloaded(w, r, true)
 	case errors.As(err, &be):
 		status, code, detail, _ := s.bodyProblem(r, be)
 		conciseProblem(w, status, code, detail, r.URL.Path)

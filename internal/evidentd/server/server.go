@@ -64,6 +64,14 @@ type Config struct {
 	ClientCerts bool
 	MaxBody     int64
 	MaxBatch    int
+	// MaxInFlight bounds the request body bytes held at once across every request
+	// (--max-inflight-bytes, inflight.go); 0 takes DefaultInFlightBodies × MaxBody.
+	MaxInFlight int64
+	// WriteTimeout, when set, is how long one write of a response may go without progress:
+	// each write moves the connection's write deadline to that far ahead, so a response is
+	// cut when its client stops reading, never for being long (an export of any size streams
+	// as long as it is read). Zero leaves the deadline to the http.Server.
+	WriteTimeout time.Duration
 	// Limits are the record limits (--max-depth, --max-record-bytes) a record must keep to;
 	// zero fields take canonical.DefaultLimits.
 	Limits canonical.Limits
@@ -89,11 +97,12 @@ type Config struct {
 
 // Server serves evidentd's HTTP API.
 type Server struct {
-	c       Config
-	mux     *http.ServeMux
-	handler http.Handler // mux behind the access log and the request metrics
-	m       *metrics
-	ex      *export.Exporter
+	c        Config
+	mux      *http.ServeMux
+	handler  http.Handler // mux behind the access log and the request metrics
+	m        *metrics
+	ex       *export.Exporter
+	inflight *inflight // request body bytes held at once (inflight.go)
 }
 
 // route is one route of the API: a ServeMux pattern, its handler, and when it is served.
@@ -108,9 +117,9 @@ type route struct {
 // line here and one path in the description.
 func routes() []route {
 	return []route{
-		{"POST /v1/chains/{chain}/entries", write((*Server).handleIngest), nil},
+		{"POST /v1/chains/{chain}/entries", write(takesBody((*Server).handleIngest, maxIngestBody, false)), nil},
 		{"POST /v1/chains/{chain}/seal", write((*Server).handleSeal), nil},
-		{"POST /v1/chains/{chain}/evidence-head", write((*Server).handleEvidenceHead), nil},
+		{"POST /v1/chains/{chain}/evidence-head", write(takesBody((*Server).handleEvidenceHead, maxEvidenceHead, false)), nil},
 		{"GET /v1/chains", read((*Server).handleChains), nil},
 		{"GET /v1/chains/{chain}", read((*Server).handleHead), nil},
 		{"GET /v1/chains/{chain}/entries", read((*Server).handleEntries), nil},
@@ -127,7 +136,7 @@ func routes() []route {
 		{"GET /log/vkey", read((*Server).handleLogVKey), nil},
 		{"GET /log/mldsa.vkey", read((*Server).handleLogMLDSAVKey), nil},
 		{"GET /.well-known/evident-trust", read((*Server).handleTrustFile), nil},
-		{"POST /entries", read((*Server).handleRegister), hasRegistrar},
+		{"POST /entries", read(takesBody((*Server).handleRegister, maxStatementBody, true)), hasRegistrar},
 		{"GET /entries/{id}", read((*Server).handleRegistration), hasRegistrar},
 		{"GET /entries/{id}/statement", read((*Server).handleTransparent), hasRegistrar},
 		{"GET /.well-known/scitt-keys", read((*Server).handleKeySet), hasKeys},
@@ -165,8 +174,8 @@ func New(c Config) *Server {
 		keys = c.SCITT.Keys
 	}
 	ex := export.New(export.Config{Pipeline: c.Pipeline, Store: c.Store, Service: c.Service, Keys: keys, COPNode: c.COPNode, Producer: c.Producer})
-	s := &Server{c: c, mux: http.NewServeMux(), ex: ex}
-	s.m = newMetrics(s.logSize, s.conflictRetries, append(s.groupCommitMetrics(), c.Metrics...)...)
+	s := &Server{c: c, mux: http.NewServeMux(), ex: ex, inflight: &inflight{limit: c.MaxInFlight}}
+	s.m = newMetrics(s.logSize, s.conflictRetries, append(s.groupCommitMetrics(), append(s.inflightMetrics(), c.Metrics...)...)...)
 	s.scittDefaults()
 	for _, rt := range routes() {
 		if rt.when == nil || rt.when(s) {
@@ -185,6 +194,9 @@ func (c *Config) defaults() {
 	}
 	if c.MaxBatch < 1 {
 		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = DefaultInFlightBodies * c.MaxBody
 	}
 	if c.SealTimeout == 0 {
 		c.SealTimeout = DefaultSealTimeout
@@ -344,6 +356,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var re *ledger.RecordError
 	var be *bodyError
 	switch {
+	case errors.Is(err, errOverloaded): // the budget ran out while the body was read
+		s.overloaded(w, r, false)
 	case errors.As(err, &be):
 		status, code, detail, limit := s.bodyProblem(r, be)
 		problemLimit(w, status, code, detail, -1, limit)

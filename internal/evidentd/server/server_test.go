@@ -129,6 +129,8 @@ func TestUnavailableCarriesRetryAfter(t *testing.T) {
 			problem(w, http.StatusServiceUnavailable, api.CodeNotReady, "no checkpoint published yet", -1)
 		}, http.StatusServiceUnavailable, api.CodeNotReady, "1"},
 		{"SCRAPI pushback", func(w http.ResponseWriter) { s.scittFail(w, req, tilelog.ErrPushback) }, http.StatusServiceUnavailable, api.CodePushback, "1"},
+		{"bodies in flight at the limit mid-body", func(w http.ResponseWriter) { s.fail(w, req, errOverloaded) }, http.StatusServiceUnavailable, api.CodeOverloaded, "1"},
+		{"SCRAPI bodies in flight at the limit mid-body", func(w http.ResponseWriter) { s.scittFail(w, req, errOverloaded) }, http.StatusServiceUnavailable, api.CodeOverloaded, "1"},
 		{"own Retry-After kept", func(w http.ResponseWriter) {
 			w.Header().Set("Retry-After", "7")
 			problem(w, http.StatusServiceUnavailable, api.CodePushback, "busy", -1)
