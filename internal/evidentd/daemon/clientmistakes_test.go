@@ -284,6 +284,14 @@ func TestHostileClients(t *testing.T) {
 		})
 	}
 	noErrors(t, logs)
+	// What the clients sent is repeated in the log bounded too (a 100 KB path, a chain id).
+	logs.mu.Lock()
+	for _, line := range bytes.Split(logs.b.Bytes(), []byte("\n")) {
+		if len(line) > 4<<10 {
+			t.Errorf("a log line of %d bytes: %.200s…", len(line), line)
+		}
+	}
+	logs.mu.Unlock()
 }
 
 // noErrors fails the test for every line logged at ERROR. (WARN is not checked: a loaded

@@ -215,7 +215,7 @@ func (s *Server) logRequest(r *http.Request, end time.Time, route string, sw *st
 		return
 	}
 	rec := slog.NewRecord(end, slog.LevelInfo, "http request", 0)
-	rec.AddAttrs(slog.String("method", r.Method), slog.String("path", r.URL.RequestURI()), slog.Int("status", sw.status),
+	rec.AddAttrs(slog.String("method", echo.String(r.Method)), slog.String("path", echo.String(r.URL.RequestURI())), slog.Int("status", sw.status),
 		slog.Int64("bytes", sw.bytes), slog.Duration("duration", elapsed), slog.String("remote", r.RemoteAddr),
 		slog.String("route", route))
 	_ = h.Handle(ctx, rec) // as slog.Logger does, a handler's failure to write is not the request's

@@ -148,7 +148,7 @@ func (s *Server) scittFail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, context.Canceled):
 		conciseProblem(w, 499, api.CodeCanceled, "request canceled", r.URL.Path)
 	default:
-		s.c.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.c.Logger.Error("request failed", "method", echo.String(r.Method), "path", echo.String(r.URL.Path), "err", err)
 		conciseProblem(w, http.StatusInternalServerError, api.CodeInternal, "internal error; see the service log", r.URL.Path)
 	}
 }

@@ -386,7 +386,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, context.Canceled):
 		problem(w, 499, api.CodeCanceled, "request canceled", -1)
 	default:
-		s.c.Logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.c.Logger.Error("request failed", "method", echo.String(r.Method), "path", echo.String(r.URL.Path), "err", err)
 		problem(w, http.StatusInternalServerError, api.CodeInternal, "internal error; see the service log", -1)
 	}
 }
