@@ -31,6 +31,7 @@ type EvidenceHeadReport struct {
 // kept; so is a report older (fewer entries) than the one kept.
 func (p *Pipeline) ReportEvidenceHead(ctx context.Context, id string, head ledger.Link, count uint64) (*EvidenceHeadReport, error) {
 	s := p.slot(id)
+	defer p.put(id, s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, err := p.load(ctx, s, id, "", false)

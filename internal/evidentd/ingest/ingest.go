@@ -64,6 +64,12 @@ type Pipeline struct {
 type chainSlot struct {
 	mu    sync.Mutex
 	chain *ledger.Chain // nil until loaded
+	// users counts the calls holding or waiting for the slot (Pipeline.mu guards it); known
+	// is set once a chain was loaded or created in it. A slot that was never known is dropped
+	// when its last user leaves (Pipeline.put): asking after chains that do not exist holds
+	// no memory.
+	users int
+	known atomic.Bool
 }
 
 // New returns a pipeline over o.Store.
@@ -94,6 +100,7 @@ func New(o Options) (*Pipeline, error) {
 // DefaultProfile is the profile of chains created without naming one.
 func (p *Pipeline) DefaultProfile() string { return p.o.Profiles[0].Name() }
 
+// slot returns chain id's slot, the caller counted as its user until it calls put.
 func (p *Pipeline) slot(id string) *chainSlot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -102,7 +109,18 @@ func (p *Pipeline) slot(id string) *chainSlot {
 		s = &chainSlot{}
 		p.chains[id] = s
 	}
+	s.users++
 	return s
+}
+
+// put ends a use of id's slot s (after s.mu is released); the slot of a chain that does not
+// exist goes when its last user does.
+func (p *Pipeline) put(id string, s *chainSlot) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s.users--; s.users == 0 && !s.known.Load() {
+		delete(p.chains, id)
+	}
 }
 
 // ErrUnknownProfile is returned for a profile name the pipeline does not serve.
@@ -139,6 +157,7 @@ func (p *Pipeline) load(ctx context.Context, s *chainSlot, id, profile string, c
 		return nil, err
 	}
 	s.chain = c
+	s.known.Store(true)
 	return c, nil
 }
 
@@ -206,6 +225,7 @@ func headOf(c *ledger.Chain) Head {
 // Head returns the chain's head, or ErrNoChain.
 func (p *Pipeline) Head(ctx context.Context, id string) (Head, error) {
 	s := p.slot(id)
+	defer p.put(id, s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, err := p.load(ctx, s, id, "", false)
@@ -233,6 +253,7 @@ func (p *Pipeline) Ingest(ctx context.Context, id, profile string, records [][]b
 		return nil, ledger.Refuse(ledger.CodeMalformed, "empty batch")
 	}
 	s := p.slot(id)
+	defer p.put(id, s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var acc []Accepted
@@ -329,6 +350,7 @@ func (p *Pipeline) ingestLocked(ctx context.Context, s *chainSlot, id, profile s
 		return nil, err
 	}
 	s.chain = next
+	s.known.Store(true)
 	acc = append(dups, acc...)
 	closedNow := next.Closed && !cur.Closed // a record closed the chain: seal it closed at once
 	if p.o.Sealer != nil && (closedNow || p.o.SealEvery > 0 && next.Size-next.SealedSize >= p.o.SealEvery) {

@@ -395,3 +395,73 @@ func idOf(t *testing.T, rec []byte) string {
 	}
 	return v.ID
 }
+
+// TestSlotsOfMissingChains: asking after chains that do not exist, or sending a first batch
+// that is refused, keeps no per-chain state (a client could otherwise grow memory with
+// made-up chain ids); a chain being created while others ask after it keeps one slot, so
+// its writers still take turns.
+func TestSlotsOfMissingChains(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, t.TempDir())
+	p := newPipeline(t, st, nil)
+	slots := func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.chains)
+	}
+	for i := range 1000 {
+		id := fmt.Sprintf("wsp_missing_%d", i)
+		if _, err := p.Head(ctx, id); !errors.Is(err, ErrNoChain) {
+			t.Fatalf("head of %s: %v", id, err)
+		}
+		if _, err := p.ReportEvidenceHead(ctx, id, ledger.Link{}, 0); !errors.Is(err, ErrNoChain) {
+			t.Fatalf("evidence head of %s: %v", id, err)
+		}
+	}
+	alice := newMember("human:alice")
+	if _, err := p.Ingest(ctx, "wsp_refused", "", [][]byte{alice.msg(t, "wsp_refused", nil)}); err == nil {
+		t.Fatal("a message before the sender joined was admitted")
+	}
+	if n := slots(); n != 0 {
+		t.Fatalf("%d slots kept for chains that do not exist", n)
+	}
+
+	const workers, batches = 4, 5
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*workers)
+	for w := range workers {
+		wg.Add(2)
+		go func() { // writers
+			defer wg.Done()
+			m := newMember(fmt.Sprintf("agent:w%d", w))
+			for b := range batches {
+				rec := m.msg(t, "wsp", nil)
+				if b == 0 {
+					rec = m.join(t, "wsp")
+				}
+				if _, err := p.Ingest(ctx, "wsp", "", [][]byte{rec}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+		go func() { // readers, before and after the chain exists
+			defer wg.Done()
+			for range 3 * batches {
+				if _, err := p.Head(ctx, "wsp"); err != nil && !errors.Is(err, ErrNoChain) {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	checkLinked(t, st, "wsp", workers*batches)
+	if n := slots(); n != 1 {
+		t.Fatalf("%d slots, want the one of wsp", n)
+	}
+}

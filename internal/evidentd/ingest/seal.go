@@ -62,6 +62,7 @@ func (p *Pipeline) Seal(ctx context.Context, id string, close bool) (*SealResult
 
 func (p *Pipeline) prepareSeal(ctx context.Context, id string, close bool) (*store.Seal, error) {
 	s := p.slot(id)
+	defer p.put(id, s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, err := p.load(ctx, s, id, "", false)
@@ -103,6 +104,7 @@ func (p *Pipeline) prepareSeal(ctx context.Context, id string, close bool) (*sto
 		return nil, err
 	}
 	s.chain = next
+	s.known.Store(true)
 	return sl, nil
 }
 
