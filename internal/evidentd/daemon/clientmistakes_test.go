@@ -213,6 +213,13 @@ func TestHostileClients(t *testing.T) {
 		{"evidence head audit_count 2^63", withBody("POST", evidenceHead, "application/json", len(countBody), countBody), waitAnswer, 400, jsonProblem, api.CodeMalformedRecord},
 		{"tile index 2^63", request("GET", "/log/tile/0/x"+over63), waitAnswer, 404, noProblem, ""},
 
+		// A query that does not parse: Go's url.Values would drop the pair and serve the rest.
+		{"entries from;limit", request("GET", ingest+"?from=1;limit=2"), waitAnswer, 400, jsonProblem, api.CodeBadQuery},
+		{"entries bad escape", request("GET", ingest+"?from=%zz"), waitAnswer, 400, jsonProblem, api.CodeBadQuery},
+		{"entry receipt raw ';' in a content type", request("GET", ingest+"/0/entry-receipt?content_type=application/chap%2Bjson;version=0.2"), waitAnswer, 400, jsonProblem, api.CodeBadQuery},
+		{"log consistency from;to", request("GET", "/v1/log/consistency?from=1;to=2"), waitAnswer, 400, cborProblem, api.CodeBadQuery},
+		{"SCITT keys a;b", request("GET", "/.well-known/scitt-keys?a;b"), waitAnswer, 400, cborProblem, api.CodeBadQuery},
+
 		// Bodies cut short or badly framed: 400 bad_body.
 		{"ingest body short of its length", withBody("POST", ingest, "application/json", 1000, part), halfClose, 400, jsonProblem, api.CodeBadBody},
 		{"ingest bad chunk size", chunked("POST", ingest, "application/json", badChunk), waitAnswer, 400, jsonProblem, api.CodeBadBody},

@@ -3,7 +3,6 @@ package server
 import (
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,13 +39,7 @@ func (s *Server) handleEntryReceiptObject(w http.ResponseWriter, r *http.Request
 	}
 	allowed := entryContentTypes(h.Profile)
 	cty := allowed[0]
-	query, err := url.ParseQuery(r.URL.RawQuery)
-	if err != nil {
-		// Go drops a pair with a raw ';' in it; a content type has one, so say how to send it.
-		problem(w, http.StatusBadRequest, api.CodeBadQuery, fmt.Sprintf("query: %v (percent-encode the ';' of a content type as %%3B)", err), -1)
-		return
-	}
-	if q := query.Get("content_type"); q != "" {
+	if q := r.URL.Query().Get("content_type"); q != "" { // a raw ';' was refused before (observe)
 		if !slices.Contains(allowed, q) {
 			problem(w, http.StatusBadRequest, api.CodeBadQuery, fmt.Sprintf("content_type %s is not one of a %s chain's: %s", echo.Quote(q), h.Profile, strings.Join(allowed, ", ")), -1)
 			return

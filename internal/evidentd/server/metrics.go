@@ -2,9 +2,12 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/evident-log/evident/api"
@@ -185,6 +188,10 @@ func (s *Server) observe(mux *http.ServeMux) http.Handler {
 		route := unmatchedRoute
 		if h, pattern := mux.Handler(r); pattern == "" {
 			s.unmatched(sw, r, h)
+		} else if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+			// Go's handlers would drop the malformed pair and go on without it.
+			s.badQuery(sw, r, pattern, err)
+			route = pattern
 		} else {
 			mux.ServeHTTP(sw, r)
 			route = pattern
@@ -259,6 +266,26 @@ func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, h http.Handle
 		return
 	}
 	problem(w, http.StatusNotFound, api.CodeNoSuchRoute, "no route "+echo.String(r.Method)+" "+echo.String(r.URL.Path)+"; see GET /v1/openapi.json", -1)
+}
+
+// badQuery answers a query that does not parse (a raw ';' in it, a bad %-escape), in the
+// route's problem format: every handler reads its query through url.Values, which would
+// silently drop the pair and serve the request without it.
+func (s *Server) badQuery(w http.ResponseWriter, r *http.Request, pattern string, err error) {
+	detail := fmt.Sprintf("query: %s: separate parameters with '&' and percent-encode a ';' in a value as %%3B (a content type's, for one)", echo.String(err.Error()))
+	if conciseRoute(pattern) {
+		conciseProblem(w, http.StatusBadRequest, api.CodeBadQuery, detail, r.URL.Path)
+		return
+	}
+	problem(w, http.StatusBadRequest, api.CodeBadQuery, detail, -1)
+}
+
+// conciseRoute reports whether a route answers its problems as RFC 9290 concise problem
+// details (the SCITT surface and the consistency proofs, docs/errors.md) rather than as
+// problem+json.
+func conciseRoute(pattern string) bool {
+	_, path, _ := strings.Cut(pattern, " ")
+	return strings.HasPrefix(path, "/entries") || strings.HasPrefix(path, "/.well-known/scitt-keys") || strings.HasSuffix(path, "/consistency")
 }
 
 // headerRecorder keeps the status and headers the mux's own 404 and 405 handlers write; their
