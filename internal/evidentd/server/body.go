@@ -12,6 +12,7 @@ import (
 
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/internal/echo"
+	"github.com/evident-log/evident/receipts"
 )
 
 // bodyBound is a route's bound on its request body and the problem a body over it gets.
@@ -34,10 +35,25 @@ type bodyError struct {
 func (e *bodyError) Error() string { return e.bound.what + ": " + e.err.Error() }
 func (e *bodyError) Unwrap() error { return e.err }
 
+// The bounds of the routes that take a body: takesBody reserves for them, readBody reads
+// within them.
+func ingestBound(s *Server) bodyBound {
+	return bodyBound{max: s.c.MaxBody, code: api.CodeRecordTooLarge, what: "request body",
+		limit: &api.ProblemLimit{Name: api.LimitMaxBody, Value: s.c.MaxBody, Flag: "--max-body", Env: "EVIDENT_MAX_BODY"}}
+}
+
+func evidenceHeadBound(*Server) bodyBound {
+	return bodyBound{max: maxEvidenceHeadBody, code: api.CodeRecordTooLarge, what: "request body"}
+}
+
+func statementBound(*Server) bodyBound {
+	return bodyBound{max: receipts.MaxStatementSize, code: api.CodeStatementTooLarge, what: "statement"}
+}
+
 // readBody reads r's body, at most b.max bytes of it, into one buffer of its declared length
 // when it declared one (readAllSized). An error is a *bodyError.
 func readBody(w http.ResponseWriter, r *http.Request, b bodyBound) ([]byte, error) {
-	body, err := readAllSized(sizedBody{http.MaxBytesReader(w, r.Body, b.max), bodySize(r, b.max)})
+	body, err := readAllSized(http.MaxBytesReader(w, r.Body, b.max), bodySize(r, b.max))
 	if err != nil {
 		return nil, &bodyError{bound: b, err: err}
 	}

@@ -19,8 +19,7 @@ import (
 
 func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 	chain := r.PathValue("chain")
-	body, err := readBody(w, r, bodyBound{max: s.c.MaxBody, code: api.CodeRecordTooLarge, what: "request body",
-		limit: &api.ProblemLimit{Name: api.LimitMaxBody, Value: s.c.MaxBody, Flag: "--max-body", Env: "EVIDENT_MAX_BODY"}})
+	body, err := readBody(w, r, ingestBound(s))
 	var records [][]byte
 	if err == nil {
 		records, err = splitBody(body, r.Header.Get("Content-Type"), s.c.MaxBatch)
@@ -137,7 +136,7 @@ func jsonLines(contentType string) bool {
 // JSON-RPC response's result.
 func (s *Server) handleEvidenceHead(w http.ResponseWriter, r *http.Request) {
 	chain := r.PathValue("chain")
-	body, err := readBody(w, r, bodyBound{max: maxEvidenceHeadBody, code: api.CodeRecordTooLarge, what: "request body"})
+	body, err := readBody(w, r, evidenceHeadBound(s))
 	if err != nil {
 		s.fail(w, r, err)
 		return

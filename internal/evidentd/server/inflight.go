@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/evident-log/evident/api"
-	"github.com/evident-log/evident/receipts"
 )
 
 // Request bodies in flight. A route that reads its body into memory (ingest, evidence
@@ -96,13 +95,12 @@ func (r *reservation) release() {
 	}
 }
 
-// takesBody puts a handler that reads at most limit(s) bytes of its request body behind the
-// in-flight budget. concise selects the route family's problem format for the refusal (RFC
-// 9290 concise problem details on the SCRAPI surface, RFC 9457 elsewhere). The reservation
-// is released when the handler returns.
-func takesBody(h handlerMethod, limit func(*Server) int64, concise bool) handlerMethod {
+// takesBody puts a handler that reads at most bound(s).max bytes of its request body behind
+// the in-flight budget; a refusal is in the route family's problem format (conciseRoute). The
+// reservation is released when the handler returns.
+func takesBody(h handlerMethod, bound func(*Server) bodyBound) handlerMethod {
 	return func(s *Server, w http.ResponseWriter, r *http.Request) {
-		most := limit(s)
+		most := bound(s).max
 		res := &reservation{b: s.inflight}
 		defer res.release()
 		switch n := r.ContentLength; {
@@ -111,13 +109,13 @@ func takesBody(h handlerMethod, limit func(*Server) int64, concise bool) handler
 			r = withBody(r, tooLarge{most})
 		case n >= 0:
 			if !res.take(n) {
-				s.overloaded(w, r, concise)
+				s.overloaded(w, r)
 				return
 			}
 		default:
 			// Unknown length: reserved as it is read, up to the route's limit.
 			if !res.take(min(inflightStep, most)) {
-				s.overloaded(w, r, concise)
+				s.overloaded(w, r)
 				return
 			}
 			r = withBody(r, &reservedBody{ReadCloser: r.Body, res: res, limit: most})
@@ -183,23 +181,15 @@ func (s *Server) overloadedDetail() string {
 	return fmt.Sprintf("evidentd is holding as many request bodies as it takes at once (%d bytes, --max-inflight-bytes); retry after the indicated delay", s.c.MaxInFlight)
 }
 
-// overloaded answers a request the in-flight budget has no room for.
-func (s *Server) overloaded(w http.ResponseWriter, r *http.Request, concise bool) {
+// overloaded answers a request the in-flight budget has no room for, in its route family's
+// problem format.
+func (s *Server) overloaded(w http.ResponseWriter, r *http.Request) {
 	s.m.overloaded.Add(1)
-	if concise {
+	if conciseRoute(r.Pattern) {
 		conciseProblem(w, http.StatusServiceUnavailable, api.CodeOverloaded, s.overloadedDetail(), r.URL.Path)
 		return
 	}
 	problem(w, http.StatusServiceUnavailable, api.CodeOverloaded, s.overloadedDetail(), -1)
-}
-
-// sizedBody is a request body with the length it declared (Content-Length), or -1:
-// readAllSized reads it into one buffer of that length rather than growing one as io.ReadAll does, which
-// for a body of tens of MiB leaves garbage of several times its size behind and holds up to
-// a quarter more than the body.
-type sizedBody struct {
-	io.Reader
-	size int64
 }
 
 // bodySize is the length r's body declared when it is within limit (the reservation takesBody
@@ -211,17 +201,18 @@ func bodySize(r *http.Request, limit int64) int64 {
 	return r.ContentLength
 }
 
-// readAllSized reads a body whole, as io.ReadAll does, into a buffer of its declared size
-// when it is a sizedBody that declared one.
-func readAllSized(r io.Reader) ([]byte, error) {
-	sb, ok := r.(sizedBody)
-	if !ok || sb.size < 0 {
+// readAllSized reads r whole, as io.ReadAll does, but into one buffer of size bytes (the
+// length the body declared; -1 when it declared none) rather than growing one, which for a
+// body of tens of MiB leaves garbage of several times its size behind and holds up to a
+// quarter more than the body.
+func readAllSized(r io.Reader, size int64) ([]byte, error) {
+	if size < 0 {
 		return io.ReadAll(r)
 	}
 	// One byte more than declared, so that the read that finds the end needs no room.
-	b := make([]byte, 0, sb.size+1)
+	b := make([]byte, 0, size+1)
 	for {
-		n, err := sb.Read(b[len(b):cap(b)])
+		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
 		switch {
 		case err == io.EOF:
@@ -233,8 +224,3 @@ func readAllSized(r io.Reader) ([]byte, error) {
 		}
 	}
 }
-
-// The limits of the routes that take a body.
-func maxIngestBody(s *Server) int64  { return s.c.MaxBody }
-func maxEvidenceHead(*Server) int64  { return maxEvidenceHeadBody }
-func maxStatementBody(*Server) int64 { return receipts.MaxStatementSize }

@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/evident-log/evident/api"
 )
 
 // budgetServer is a Server with only what takesBody needs: a budget of limit bytes.
@@ -47,7 +49,9 @@ func (f failingReader) Read([]byte) (int, error) {
 // handler returns.
 func TestTakesBody(t *testing.T) {
 	const limit = 4 * inflightStep
-	limitOf := func(*Server) int64 { return limit }
+	limitOf := func(*Server) bodyBound {
+		return bodyBound{max: limit, code: api.CodeRecordTooLarge, what: "request body"}
+	}
 	t.Run("known length with room", func(t *testing.T) {
 		s := budgetServer(limit)
 		var got []byte
@@ -58,7 +62,7 @@ func TestTakesBody(t *testing.T) {
 			during = s.inflight.inUse()
 			readAll(limit, &got, &err)(s, w, r)
 		}
-		takesBody(h, limitOf, false)(s, httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body)))
+		takesBody(h, limitOf)(s, httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body)))
 		if err != nil || len(got) != limit || during != limit || s.inflight.inUse() != 0 {
 			t.Fatalf("read %d bytes, %v; %d reserved while serving, %d after", len(got), err, during, s.inflight.inUse())
 		}
@@ -69,7 +73,7 @@ func TestTakesBody(t *testing.T) {
 		r := httptest.NewRequest(http.MethodPost, "/v1/chains/c/entries", nil)
 		r.Body, r.ContentLength = io.NopCloser(failingReader{t}), 11
 		w := httptest.NewRecorder()
-		takesBody(func(*Server, http.ResponseWriter, *http.Request) { t.Error("the handler ran") }, limitOf, false)(s, w, r)
+		takesBody(func(*Server, http.ResponseWriter, *http.Request) { t.Error("the handler ran") }, limitOf)(s, w, r)
 		if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "1" || !strings.Contains(w.Body.String(), `"code":"overloaded"`) {
 			t.Fatalf("%d %q %s", w.Code, w.Header().Get("Retry-After"), w.Body)
 		}
@@ -83,7 +87,7 @@ func TestTakesBody(t *testing.T) {
 		r.Body, r.ContentLength = io.NopCloser(failingReader{t}), limit+1
 		var err error
 		var got []byte
-		takesBody(readAll(limit, &got, &err), limitOf, false)(s, httptest.NewRecorder(), r)
+		takesBody(readAll(limit, &got, &err), limitOf)(s, httptest.NewRecorder(), r)
 		var mbe *http.MaxBytesError
 		if !errors.As(err, &mbe) || mbe.Limit != limit || s.inflight.inUse() != 0 {
 			t.Fatalf("%v, %d reserved", err, s.inflight.inUse())
@@ -110,7 +114,7 @@ func TestTakesBody(t *testing.T) {
 				readAll(limit, &got, &err)(s, w, r)
 				peak = s.inflight.inUse()
 			}
-			takesBody(h, limitOf, false)(s, httptest.NewRecorder(), chunked(bytes.Repeat([]byte("b"), tc.size)))
+			takesBody(h, limitOf)(s, httptest.NewRecorder(), chunked(bytes.Repeat([]byte("b"), tc.size)))
 			if !tc.wantErr(err) || len(got) != tc.wantBytes {
 				t.Fatalf("read %d bytes, %v; want %d", len(got), err, tc.wantBytes)
 			}
@@ -123,9 +127,9 @@ func TestTakesBody(t *testing.T) {
 		s := budgetServer(limit)
 		s.inflight.take(limit - inflightStep + 1)
 		r := chunked(nil)
-		r.Body = io.NopCloser(failingReader{t})
+		r.Body, r.Pattern = io.NopCloser(failingReader{t}), "POST /entries" // a SCRAPI route
 		w := httptest.NewRecorder()
-		takesBody(func(*Server, http.ResponseWriter, *http.Request) { t.Error("the handler ran") }, limitOf, true)(s, w, r)
+		takesBody(func(*Server, http.ResponseWriter, *http.Request) { t.Error("the handler ran") }, limitOf)(s, w, r)
 		if w.Code != http.StatusServiceUnavailable || w.Header().Get("Content-Type") != ConciseProblemType {
 			t.Fatalf("%d %s", w.Code, w.Header().Get("Content-Type"))
 		}
@@ -149,7 +153,7 @@ func TestReadBody(t *testing.T) {
 		{"longer than declared", 10, data, -1, len(data)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := readAllSized(sizedBody{bytes.NewReader(tc.body), tc.size})
+			b, err := readAllSized(bytes.NewReader(tc.body), tc.size)
 			if err != nil || !bytes.Equal(b, tc.body) || tc.wantCap >= 0 && cap(b) != tc.wantCap {
 				t.Fatalf("%d bytes (cap %d), %v; want %d (cap %d)", len(b), cap(b), err, tc.wantRead, tc.wantCap)
 			}

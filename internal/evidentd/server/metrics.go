@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/evident-log/evident/api"
@@ -278,14 +277,6 @@ func (s *Server) badQuery(w http.ResponseWriter, r *http.Request, pattern string
 		return
 	}
 	problem(w, http.StatusBadRequest, api.CodeBadQuery, detail, -1)
-}
-
-// conciseRoute reports whether a route answers its problems as RFC 9290 concise problem
-// details (the SCITT surface and the consistency proofs, docs/errors.md) rather than as
-// problem+json.
-func conciseRoute(pattern string) bool {
-	_, path, _ := strings.Cut(pattern, " ")
-	return strings.HasPrefix(path, "/entries") || strings.HasPrefix(path, "/.well-known/scitt-keys") || strings.HasSuffix(path, "/consistency")
 }
 
 // headerRecorder keeps the status and headers the mux's own 404 and 405 handlers write; their

@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -44,3 +45,11 @@ var cborEnc = func() cbor.EncMode {
 	}
 	return em
 }()
+
+// conciseRoute reports whether a route answers its problems as RFC 9290 concise problem
+// details (the SCITT surface and the consistency proofs, docs/errors.md) rather than as
+// problem+json.
+func conciseRoute(pattern string) bool {
+	_, path, _ := strings.Cut(pattern, " ")
+	return strings.HasPrefix(path, "/entries") || strings.HasPrefix(path, "/.well-known/scitt-keys") || strings.HasSuffix(path, "/consistency")
+}

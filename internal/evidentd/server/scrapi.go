@@ -126,7 +126,7 @@ func (s *Server) scittFail(w http.ResponseWriter, r *http.Request, err error) {
 	var be *bodyError
 	switch {
 	case errors.Is(err, errOverloaded): // the budget ran out while the body was read
-		s.overloaded(w, r, true)
+		s.overloaded(w, r)
 	case errors.As(err, &be):
 		status, code, detail, _ := s.bodyProblem(r, be)
 		conciseProblem(w, status, code, detail, r.URL.Path)
@@ -163,7 +163,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("send the signed statement as %s, not %s", COSEType, echo.Quote(ct)), r.URL.Path)
 		return
 	}
-	body, err := readBody(w, r, bodyBound{max: receipts.MaxStatementSize, code: api.CodeStatementTooLarge, what: "statement"})
+	body, err := readBody(w, r, statementBound(s))
 	if err != nil {
 		s.scittFail(w, r, err)
 		return

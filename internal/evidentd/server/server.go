@@ -117,9 +117,9 @@ type route struct {
 // line here and one path in the description.
 func routes() []route {
 	return []route{
-		{"POST /v1/chains/{chain}/entries", write(takesBody((*Server).handleIngest, maxIngestBody, false)), nil},
+		{"POST /v1/chains/{chain}/entries", write(takesBody((*Server).handleIngest, ingestBound)), nil},
 		{"POST /v1/chains/{chain}/seal", write((*Server).handleSeal), nil},
-		{"POST /v1/chains/{chain}/evidence-head", write(takesBody((*Server).handleEvidenceHead, maxEvidenceHead, false)), nil},
+		{"POST /v1/chains/{chain}/evidence-head", write(takesBody((*Server).handleEvidenceHead, evidenceHeadBound)), nil},
 		{"GET /v1/chains", read((*Server).handleChains), nil},
 		{"GET /v1/chains/{chain}", read((*Server).handleHead), nil},
 		{"GET /v1/chains/{chain}/entries", read((*Server).handleEntries), nil},
@@ -136,7 +136,7 @@ func routes() []route {
 		{"GET /log/vkey", read((*Server).handleLogVKey), nil},
 		{"GET /log/mldsa.vkey", read((*Server).handleLogMLDSAVKey), nil},
 		{"GET /.well-known/evident-trust", read((*Server).handleTrustFile), nil},
-		{"POST /entries", read(takesBody((*Server).handleRegister, maxStatementBody, true)), hasRegistrar},
+		{"POST /entries", read(takesBody((*Server).handleRegister, statementBound)), hasRegistrar},
 		{"GET /entries/{id}", read((*Server).handleRegistration), hasRegistrar},
 		{"GET /entries/{id}/statement", read((*Server).handleTransparent), hasRegistrar},
 		{"GET /.well-known/scitt-keys", read((*Server).handleKeySet), hasKeys},
@@ -357,7 +357,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var be *bodyError
 	switch {
 	case errors.Is(err, errOverloaded): // the budget ran out while the body was read
-		s.overloaded(w, r, false)
+		s.overloaded(w, r)
 	case errors.As(err, &be):
 		status, code, detail, limit := s.bodyProblem(r, be)
 		problemLimit(w, status, code, detail, -1, limit)
