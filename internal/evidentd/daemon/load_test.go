@@ -23,13 +23,16 @@ import (
 )
 
 // serveReal starts evidentd with cfg (its data directory a fresh one) behind d.Serve on a
-// loopback port, with the server's own timeouts and connection limit, and stops it when the
+// loopback port, with the server's own timeouts and connection limit (logging nowhere unless
+// cfg has a logger), and stops it when the
 // test ends. It returns the daemon and its base URL.
 func serveReal(t *testing.T, cfg Config) (*Daemon, string) {
 	t.Helper()
 	cfg.Data = testinfra.TempDir(t)
 	cfg.CheckpointInterval = 100 * time.Millisecond
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	d, err := Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
