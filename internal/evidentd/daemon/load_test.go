@@ -24,8 +24,7 @@ import (
 
 // serveReal starts evidentd with cfg (its data directory a fresh one) behind d.Serve on a
 // loopback port, with the server's own timeouts and connection limit (logging nowhere unless
-// cfg has a logger), and stops it when the
-// test ends. It returns the daemon and its base URL.
+// cfg has a logger), and stops it when the test ends. It returns the daemon and its base URL.
 func serveReal(t *testing.T, cfg Config) (*Daemon, string) {
 	t.Helper()
 	cfg.Data = testinfra.TempDir(t)
