@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -104,6 +105,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if *logs == "" {
 		*logs = filepath.Join(*state, "logs.conf")
 	}
+	// Everything a first start needs is checked before anything is created, so that a refusal
+	// leaves no empty state directory behind.
+	if err := checkFirstStart(*key, *name, *logs, *printKeys); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(*state, 0o700); err != nil {
 		return err
 	}
@@ -162,4 +168,29 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	defer cancel()
 	logger.Info("evident-witness stopping")
 	return srv.Shutdown(sctx)
+}
+
+// checkFirstStart refuses, before anything is created, a start that could not go on: a key
+// to be created with no witness name to put in it, or (unless only the verifier keys are
+// asked for) a known-logs file that does not exist.
+func checkFirstStart(key, name, logs string, printKeys bool) error {
+	if _, err := os.Stat(key); errors.Is(err, fs.ErrNotExist) {
+		if name == "" {
+			return usageErrorf("-name is needed to create the witness key %s: the name every cosignature carries, e.g. -name witness.example.org (or -key an existing key file)", key)
+		}
+		if _, _, err := witness.GenerateKey(name, witness.AlgEd25519); err != nil {
+			return usageErrorf("-name %q cannot name a key: %v", name, err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("witness key: %w", err)
+	}
+	if printKeys {
+		return nil
+	}
+	if _, err := os.Stat(logs); errors.Is(err, fs.ErrNotExist) {
+		return usageErrorf("known-logs file %s does not exist: write one line \"log <origin> <vkey>\" per log to cosign (witness/README.md), or pass -logs", logs)
+	} else if err != nil {
+		return fmt.Errorf("known-logs file: %w", err)
+	}
+	return nil
 }

@@ -54,3 +54,48 @@ func TestMaxConnsRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstStartRefusals: a first start that could not go on (no witness name for the key
+// it would create, a name no key can carry, no known-logs file) is a usage error that says
+// what to pass, and leaves no state directory behind.
+func TestFirstStartRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no flags", nil, "-name is needed to create the witness key"},
+		{"print keys without a name", []string{"-print-vkeys"}, "-name is needed"},
+		{"name with a space", []string{"-name", "my witness"}, `-name "my witness" cannot name a key`},
+		{"no known-logs file", []string{"-name", "witness.example"}, "known-logs file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			state := filepath.Join(t.TempDir(), "state")
+			args := append([]string{"--state", state}, tc.args...)
+			err := run(context.Background(), args, func(string) string { return "" }, io.Discard, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || exitCode(err) != exitUsage {
+				t.Fatalf("got %v (exit %d), want %q and exit %d", err, exitCode(err), tc.want, exitUsage)
+			}
+			if _, err := os.Stat(state); err == nil {
+				t.Error("the state directory was created")
+			}
+		})
+	}
+}
+
+// TestPrintVKeysCreatesKey: -print-vkeys with a name creates the key (no known-logs file is
+// needed yet: the log's operator needs the verifier key to write one) and prints its vkey.
+func TestPrintVKeysCreatesKey(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	var stdout strings.Builder
+	args := []string{"--state", state, "-name", "witness.example", "-print-vkeys"}
+	if err := run(context.Background(), args, func(string) string { return "" }, &stdout, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(stdout.String(), "witness.example+") {
+		t.Errorf("printed %q, want the vkey of witness.example", stdout.String())
+	}
+	if _, err := os.Stat(filepath.Join(state, "witness.key")); err != nil {
+		t.Errorf("key not created: %v", err)
+	}
+}

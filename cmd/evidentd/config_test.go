@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/evident-log/evident/internal/evidentd/daemon"
@@ -127,5 +129,34 @@ func TestDistributedConfig(t *testing.T) {
 				t.Fatalf("got %+v, want %+v", got, c.want)
 			}
 		})
+	}
+}
+
+// TestHelpShowsTypes: --help names each flag's value type (durations and counts too, which
+// are read as text so that a bad value names its source) and exits 0 with nothing created.
+func TestHelpShowsTypes(t *testing.T) {
+	dir := t.TempDir()
+	var stderr strings.Builder
+	err := run(context.Background(), []string{"--help", "--data", filepath.Join(dir, "data")}, func(string) string { return "" }, io.Discard, &stderr)
+	if code := exitCode(err, io.Discard); code != 0 {
+		t.Fatalf("exit %d: %v", code, err)
+	}
+	help := stderr.String()
+	for _, want := range []string{
+		"  --checkpoint-interval duration\n", "(default 1s)", "  --seal-every count\n", "  --seal-interval duration\n",
+		"  --registration-wait duration\n", "  --idle-timeout duration\n", "  --max-body int\n", "  --data string\n",
+		`(default "evident-data")`, "  --access-log\n",
+	} {
+		if !strings.Contains(help, want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+	for _, name := range []string{"checkpoint-interval", "seal-every", "seal-interval", "registration-wait", "witness-timeout", "read-header-timeout", "read-timeout", "write-timeout", "idle-timeout"} {
+		if strings.Contains(help, "--"+name+" string") {
+			t.Errorf("help shows --%s as a string", name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data")); err == nil {
+		t.Error("--help created the data directory")
 	}
 }

@@ -174,7 +174,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 	version := fs.Bool("version", false, "print the build (module version, VCS revision and time, Go version) and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: evidentd [flags]\n\nRuns the Evident service. With no flags: data in ./%s, listening on %s.\n\nFlags:\n", daemon.DefaultData, daemon.DefaultListen)
-		fs.PrintDefaults()
+		printFlags(stderr, fs, textFlagKinds)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -395,4 +395,37 @@ func parseTokens(s string) ([]server.Token, error) {
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// textFlagKinds names the type of the flags read as text and parsed after the environment
+// and the config file are merged, so that a bad value names where it came from; help shows
+// the type, not "string".
+var textFlagKinds = map[string]string{
+	"checkpoint-interval": "duration", "seal-interval": "duration", "registration-wait": "duration",
+	"witness-timeout": "duration", "read-header-timeout": "duration", "read-timeout": "duration",
+	"write-timeout": "duration", "idle-timeout": "duration", "seal-every": "count",
+}
+
+// printFlags is flag.PrintDefaults with each flag's value type as help shows it: the kind
+// from kinds when the flag is read as text, else the flag package's own name (int, string;
+// nothing for a boolean), and the default unquoted unless it is text.
+func printFlags(w io.Writer, fs *flag.FlagSet, kinds map[string]string) {
+	fs.VisitAll(func(f *flag.Flag) {
+		kind, usage := flag.UnquoteUsage(f)
+		if k, ok := kinds[f.Name]; ok {
+			kind = k
+		}
+		line := "  --" + f.Name
+		if kind != "" {
+			line += " " + kind
+		}
+		line += "\n    \t" + strings.ReplaceAll(usage, "\n", "\n    \t")
+		if def := f.DefValue; def != "" && def != "false" && def != "0" {
+			if kind == "string" {
+				def = strconv.Quote(def)
+			}
+			line += " (default " + def + ")"
+		}
+		fmt.Fprintln(w, line)
+	})
 }
