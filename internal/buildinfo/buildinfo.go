@@ -29,13 +29,21 @@ type Info struct {
 	GoVersion string `json:"go_version,omitempty"`
 }
 
+// stamped is the version a release build stamps into the binary with
+// -ldflags "-X github.com/evident-log/evident/internal/buildinfo.stamped=v1.2.3"
+// (scripts/release.sh); when set it is the build's version, whatever Go recorded.
+var stamped string
+
 // Read returns the running binary's build information.
 func Read() Info {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return Info{Version: "devel"}
+	i := Info{Version: "devel"}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		i = FromBuildInfo(bi)
 	}
-	return FromBuildInfo(bi)
+	if stamped != "" {
+		i.Version = stamped
+	}
+	return i
 }
 
 // FromBuildInfo extracts an Info from Go's build information.
