@@ -42,3 +42,18 @@ func TestRead(t *testing.T) {
 		t.Fatalf("%+v", i)
 	}
 }
+
+// TestStamped: a version stamped at link time (a release build) is the build's version; the
+// revision and Go version still come from Go's build information.
+func TestStamped(t *testing.T) {
+	defer func(old string) { stamped = old }(stamped)
+	stamped = "v1.2.3"
+	i := Read()
+	if i.Version != "v1.2.3" || i.GoVersion != runtime.Version() {
+		t.Fatalf("%+v", i)
+	}
+	stamped = ""
+	if i := Read(); i.Version == "v1.2.3" || i.Version == "" {
+		t.Fatalf("unstamped: %+v", i)
+	}
+}
