@@ -88,13 +88,15 @@ func newRoot(a *app) *cobra.Command {
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
 	root.InitDefaultVersionFlag()
-	for _, c := range root.Commands() {
-		if c.Name() == "completion" {
-			c.Example = "  source <(evident completion bash)\n  evident completion zsh > \"${fpath[1]}/_evident\"\n  evident completion fish > ~/.config/fish/completions/evident.fish"
-			for _, s := range c.Commands() {
-				s.Example = "  evident completion " + s.Name() + " > evident." + s.Name()
-			}
+	if c := child(root, "completion"); c != nil {
+		// cobra's generator, run alone or with an unknown shell a usage error like any group.
+		c.Example = "  source <(evident completion bash)\n  evident completion zsh > \"${fpath[1]}/_evident\"\n  evident completion fish > ~/.config/fish/completions/evident.fish"
+		subs := c.Commands()
+		for _, s := range subs {
+			s.Example = "  evident completion " + s.Name() + " > evident." + s.Name()
 		}
+		c.RemoveCommand(subs...)
+		group(a, c, subs...)
 	}
 	return root
 }
@@ -191,7 +193,7 @@ func writeHelp(w io.Writer, cmd *cobra.Command) {
 		fmt.Fprintf(&b, "\nFlags:\n%s", cmd.LocalFlags().FlagUsages())
 	}
 	if cmd.HasAvailableSubCommands() {
-		fmt.Fprintf(&b, "\nRun '%s <command> --help' (or '%s help <command>') for a command's flags.\n", cmd.CommandPath(), rootName(cmd))
+		fmt.Fprintf(&b, "\nRun '%s <command> --help' (or '%s <command>') for a command's flags.\n", cmd.CommandPath(), rootName(cmd))
 	}
 	io.WriteString(w, b.String())
 }

@@ -43,6 +43,8 @@ func TestStrictArguments(t *testing.T) {
 		{name: "-h", args: []string{"submit", "-h"}, code: 0, first: "Usage: evident submit", stdout: "--chain string"},
 		{name: "--h", args: []string{"seal", "--h"}, code: 0, first: "Usage: evident seal", stdout: "-o, --output string"},
 		{name: "group help", args: []string{"statement", "help"}, code: 0, first: "Usage: evident statement <keygen|policy|sign> [flags]", stdout: "keygen"},
+		{name: "completion without a shell", args: []string{"completion"}, code: exitUsage, first: "evident completion: missing subcommand (bash, fish, powershell, zsh)"},
+		{name: "completion of an unknown shell", args: []string{"completion", "tcsh"}, code: exitUsage, first: `evident completion: unknown subcommand "tcsh"`},
 		{name: "completion help", args: []string{"help", "completion"}, code: 0, first: "Usage: evident completion", stdout: "bash"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,8 +65,8 @@ func TestStrictArguments(t *testing.T) {
 			if !strings.Contains(out, tc.stdout) {
 				t.Errorf("stdout lacks %q:\n%s", tc.stdout, out)
 			}
-			if tc.code == exitUsage && !strings.Contains(errs, "\nusage: evident") {
-				t.Errorf("no one-line usage after the error:\n%s", errs)
+			if tc.code == exitUsage && !strings.Contains(strings.ToLower(errs), "\nusage: evident") {
+				t.Errorf("no usage after the error:\n%s", errs)
 			}
 		})
 	}
