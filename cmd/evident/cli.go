@@ -314,7 +314,7 @@ func normalizeArgs(root *cobra.Command, args []string) []string {
 	return out
 }
 
-// args returns a cobra.PositionalArgs that wants exactly the named arguments (e.g. "BUNDLE"):
+// exactArgs returns a cobra.PositionalArgs that wants exactly the named arguments (e.g. "BUNDLE"):
 // none missing, none extra.
 func exactArgs(names ...string) cobra.PositionalArgs {
 	return func(_ *cobra.Command, args []string) error {
