@@ -172,6 +172,15 @@ func TestJSONOutputs(t *testing.T) {
 					t.Errorf("receipts %v", m["receipts"])
 				}
 			}},
+		{name: "receipt verify entry receipts", args: []string{"receipt", "verify", "--trust", p("op.trust.json"), p("receipt-seq4.json")},
+			want: map[string]any{"verdict": "verified"},
+			then: func(t *testing.T, m map[string]any) {
+				rs, _ := m["entry_receipts"].([]any)
+				if len(rs) != 1 {
+					t.Fatalf("entry_receipts %v", m["entry_receipts"])
+				}
+				fields(t, rs[0].(map[string]any), map[string]any{"file": p("receipt-seq4.json"), "verdict": "verified", "chain": ws, "seq": 4, "seal_size": n, "link": "*"})
+			}},
 		{name: "import", args: []string{"import", "--url", srv.URL, "--chain", "wsp_chapref_full", "-q", auditDump},
 			want: map[string]any{"chain": "wsp_chapref_full", "imported": "*", "already_logged": 0, "skipped": 0, "head": "*"},
 			then: func(t *testing.T, m map[string]any) {
@@ -201,12 +210,27 @@ func TestJSONOutputs(t *testing.T) {
 	}
 	for _, s := range steps {
 		t.Run(s.name, func(t *testing.T) {
+			if s.name == "receipt verify entry receipts" {
+				resp, err := http.Get(srv.URL + "/v1/chains/" + ws + "/entries/4/entry-receipt")
+				if err != nil || resp.StatusCode != http.StatusOK {
+					t.Fatalf("entry receipt: %v %v", resp, err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				write(t, p("receipt-seq4.json"), b)
+			}
 			m := decode(t, s.code, append(s.args, "--format", "json")...)
 			fields(t, m, s.want)
 			if s.then != nil {
 				s.then(t, m)
 			}
 		})
+	}
+	// The deprecated --json still writes a line per entry receipt, and says it is deprecated.
+	code, out, errs := cli("receipt", "verify", "--trust", p("op.trust.json"), "--json", p("receipt-seq4.json"))
+	var line entryReceiptResult
+	if err := json.Unmarshal([]byte(out), &line); code != 0 || err != nil || line.Verdict != "verified" || !strings.Contains(errs, "--json is deprecated: use --format json") {
+		t.Errorf("--json: exit %d (%v)\n%s\n%s", code, err, out, errs)
 	}
 	// Could not run: an error on standard error, nothing on standard output.
 	for _, args := range [][]string{
