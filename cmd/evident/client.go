@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/client"
@@ -23,12 +26,26 @@ type serviceFlags struct {
 	url     string
 	token   string
 	timeout time.Duration
+	flags   *pflag.FlagSet
 }
 
-func (s *serviceFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&s.url, "url", envOr("EVIDENT_URL", "http://127.0.0.1:8080"), "evidentd base URL (env EVIDENT_URL)")
-	fs.StringVar(&s.token, "token", os.Getenv("EVIDENT_TOKEN"), "bearer token for writes (env EVIDENT_TOKEN); none: evidentd accepts writes from loopback only")
-	fs.DurationVar(&s.timeout, "timeout", 2*time.Minute, "give up on one request after this long")
+// register declares --url, --token and --timeout. Their environment variables are read when
+// the command runs (fromEnv), so that the help and the generated reference never show a token.
+func (s *serviceFlags) register(f *pflag.FlagSet) {
+	s.flags = f
+	f.StringVar(&s.url, "url", "http://127.0.0.1:8080", "evidentd base URL (env EVIDENT_URL)")
+	f.StringVar(&s.token, "token", "", "bearer token for writes (env EVIDENT_TOKEN); none: evidentd accepts writes from loopback only")
+	f.DurationVar(&s.timeout, "timeout", 2*time.Minute, "give up on one request after this long")
+}
+
+// fromEnv takes EVIDENT_URL and EVIDENT_TOKEN for the flags not given on the command line.
+func (s *serviceFlags) fromEnv() {
+	if !s.flags.Changed("url") {
+		s.url = envOr("EVIDENT_URL", s.url)
+	}
+	if !s.flags.Changed("token") {
+		s.token = envOr("EVIDENT_TOKEN", s.token)
+	}
 }
 
 func envOr(name, def string) string {
@@ -41,35 +58,66 @@ func envOr(name, def string) string {
 // client returns a client of the evidentd the flags name. Each command bounds its requests
 // with -timeout through the context, not with the http.Client.
 func (s *serviceFlags) client() (*client.Client, error) {
+	s.fromEnv()
 	return client.New(s.url, client.WithToken(s.token), client.WithHTTPClient(&http.Client{}))
 }
 
-// cmdSubmit streams records from files to a chain in batches.
-func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("evident submit", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var svc serviceFlags
-	svc.register(fs)
-	chain := fs.String("chain", "", "chain id (CHAP: the workspace) — required")
-	profile := fs.String("profile", "", "profile of a new chain (default: evidentd's, chap/0.3)")
-	batch := fs.Int("batch", 1000, "records per request (each request is atomic)")
-	quiet := fs.Bool("q", false, "no progress on standard error")
-	fs.BoolVar(quiet, "quiet", false, "same as -q")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s\n\nSends records to evidentd: each FILE (or - for standard input) holds one JSON record, a JSON\narray of records, or JSON Lines. Records go in order, in atomic batches; the first refusal stops\nthe run and names the record.\n\nFlags:\n", synopsis(fs.Name()))
-		fs.PrintDefaults()
+// newSubmitCmd is `evident submit --chain C FILE...`.
+func newSubmitCmd(a *app) *cobra.Command {
+	var (
+		svc            serviceFlags
+		format         formatFlag
+		chain, profile string
+		batch          int
+		quiet          bool
+	)
+	cmd := &cobra.Command{
+		Use:   "submit --chain C [flags] FILE...",
+		Short: "Send records (JSON, JSON array or JSON Lines) to evidentd in atomic batches",
+		Long: `Sends records to evidentd: each FILE (or - for standard input) holds one JSON record, a JSON
+array of records, or JSON Lines. Records go in order, in atomic batches; the first refusal stops
+the run and names the record. Records the chain already holds at their position (a retried
+submission) are counted as already logged, not as new.`,
+		Example: `  evident submit --chain wsp_acme records.jsonl
+  evident submit --url https://evident.example --chain wsp_acme --format json - < records.json`,
+		Args:              minArgs("missing FILE argument (records to send; - for standard input)"),
+		ValidArgsFunction: fileArgs,
 	}
-	if code, done := parseArgs(fs, args); done {
+	f := cmd.Flags()
+	svc.register(f)
+	f.StringVar(&chain, "chain", "", "chain id (CHAP: the workspace) — required")
+	f.StringVar(&profile, "profile", "", "profile of a new chain (default: evidentd's, chap/0.3)")
+	f.IntVar(&batch, "batch", 1000, "records per request (each request is atomic)")
+	f.BoolVarP(&quiet, "quiet", "q", false, "no progress on standard error")
+	addFormat(cmd, &format)
+	cmd.RunE = a.action(func(cmd *cobra.Command, args []string) int {
+		return runSubmit(a.ctx, cmd, &svc, &format, chain, profile, batch, quiet, args, a.stdout, a.stderr)
+	})
+	return cmd
+}
+
+// submitOutput is what `evident submit --format json` writes.
+type submitOutput struct {
+	Chain string `json:"chain"`
+	// Records is how many records were read and sent; New of them were appended to the chain,
+	// AlreadyLogged were already in it at their position (a retried submission: nothing written).
+	Records       int    `json:"records"`
+	New           int    `json:"new"`
+	AlreadyLogged int    `json:"already_logged"`
+	Size          uint64 `json:"size"` // entries in the chain after the last batch
+	Head          string `json:"head"`
+}
+
+// runSubmit reads the records of the files and sends them to chain.
+func runSubmit(ctx context.Context, cmd *cobra.Command, svc *serviceFlags, format *formatFlag, chain, profile string, batch int, quiet bool, files []string, stdout, stderr io.Writer) int {
+	if code, ok := format.check(cmd); !ok {
 		return code
 	}
-	if code, ok := checkService(fs, *chain, *batch); !ok {
+	if code, ok := checkService(cmd, chain, batch); !ok {
 		return code
-	}
-	if fs.NArg() == 0 {
-		return usageErr(fs, "missing FILE argument (records to send; - for standard input)")
 	}
 	var records [][]byte
-	for _, name := range fs.Args() {
+	for _, name := range files {
 		recs, err := readRecords(name)
 		if err != nil {
 			fmt.Fprintln(stderr, "evident submit:", err)
@@ -79,40 +127,51 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	c, err := svc.client()
 	if err != nil {
-		return usageErr(fs, "-url: %v", err)
+		return usageErr(cmd, "-url: %v", err)
 	}
 	var p *progress
 	if len(records) > 0 {
-		p = newProgress(stderr, *quiet, "submit "+*chain, "records", uint64(len(records)))
+		p = newProgress(stderr, quiet, "submit "+chain, "records", uint64(len(records)))
 	}
-	sent, last, err := svc.sendBatches(ctx, c, *chain, *profile, records, *batch, func(sent int) { p.Update(uint64(sent)) })
+	res, err := svc.sendBatches(ctx, c, chain, profile, records, batch, func(sent int) { p.Update(uint64(sent)) })
+	sent := res.sent
 	if err != nil {
 		p.Stop()
 		code := submitExit(err)
-		fmt.Fprintf(stderr, "evident submit: records %d..%d: %v\n", sent, min(sent+*batch, len(records))-1, err)
+		fmt.Fprintf(stderr, "evident submit: records %d..%d: %v\n", sent, min(sent+batch, len(records))-1, err)
 		if code == exitBroken {
-			fmt.Fprintf(stderr, "%d record(s) accepted before the refusal\n", sent)
+			fmt.Fprintf(stderr, "%d record(s) accepted before the refusal (%d new, %d already logged)\n", sent, sent-res.duplicates, res.duplicates)
 		} else {
-			fmt.Fprintf(stderr, "%d record(s) accepted before the error; nothing of this batch was refused as evidence\n", sent)
+			fmt.Fprintf(stderr, "%d record(s) accepted before the error (%d new, %d already logged); nothing of this batch was refused as evidence\n", sent, sent-res.duplicates, res.duplicates)
 		}
 		return code
 	}
 	p.Done(uint64(sent))
+	last := res.last
 	if last == nil {
 		last = &api.IngestResponse{} // nothing to send (an empty array)
 	}
-	fmt.Fprintf(stdout, "%d record(s) accepted into %s: size %d, head %s\n", sent, *chain, last.Size, last.Head)
+	out := submitOutput{Chain: chain, Records: sent, New: sent - res.duplicates, AlreadyLogged: res.duplicates, Size: last.Size, Head: last.Head.String()}
+	if format.json() {
+		err = writeJSON(stdout, out)
+	} else {
+		_, err = fmt.Fprintf(stdout, "%d record(s) accepted into %s: %d new, %d already logged; size %d, head %s\n", out.Records, chain, out.New, out.AlreadyLogged, out.Size, out.Head)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "evident submit:", err)
+		return exitFailure
+	}
 	return 0
 }
 
 // checkService checks the flags every command that writes to a chain needs: -chain, and
 // a -batch of at least one record.
-func checkService(fs *flag.FlagSet, chain string, batch int) (int, bool) {
+func checkService(cmd *cobra.Command, chain string, batch int) (int, bool) {
 	switch {
 	case chain == "":
-		return usageErr(fs, "missing -chain (the chain id; CHAP: the workspace)"), false
+		return usageErr(cmd, "missing -chain (the chain id; CHAP: the workspace)"), false
 	case batch < 1:
-		return usageErr(fs, "-batch must be at least 1, not %d", batch), false
+		return usageErr(cmd, "-batch must be at least 1, not %d", batch), false
 	}
 	return 0, true
 }
@@ -143,31 +202,42 @@ func (s *serviceFlags) call(ctx context.Context, f func(ctx context.Context) err
 	return f(ctx)
 }
 
+// batchResult is how far sendBatches got: records accepted (sent), how many of them the
+// chain already held at their position (duplicates: evidentd wrote nothing for them), and
+// the answer to the last accepted batch (nil when none was sent).
+type batchResult struct {
+	sent, duplicates int
+	last             *api.IngestResponse
+}
+
 // sendBatches submits records to chain in atomic batches of size batch, each request bounded
 // by -timeout, reporting progress (records sent) after each when progress is set. It returns
-// how many records were accepted, the answer to the last accepted batch (nil when none was
-// sent), and the refusal that stopped it.
-func (s *serviceFlags) sendBatches(ctx context.Context, c *client.Client, chain, profile string, records [][]byte, batch int, progress func(sent int)) (int, *api.IngestResponse, error) {
-	sent := 0
-	var last *api.IngestResponse
-	for sent < len(records) {
-		end := min(sent+batch, len(records))
+// how far it got and the refusal that stopped it.
+func (s *serviceFlags) sendBatches(ctx context.Context, c *client.Client, chain, profile string, records [][]byte, batch int, progress func(sent int)) (batchResult, error) {
+	var r batchResult
+	for r.sent < len(records) {
+		end := min(r.sent+batch, len(records))
 		err := s.call(ctx, func(ctx context.Context) error {
-			res, err := c.Submit(ctx, chain, records[sent:end], client.WithProfile(profile))
+			res, err := c.Submit(ctx, chain, records[r.sent:end], client.WithProfile(profile))
 			if err == nil {
-				last = res
+				r.last = res
+				for _, e := range res.Accepted {
+					if e.Duplicate {
+						r.duplicates++
+					}
+				}
 			}
 			return err
 		})
 		if err != nil {
-			return sent, last, err
+			return r, err
 		}
-		sent = end
+		r.sent = end
 		if progress != nil {
-			progress(sent)
+			progress(r.sent)
 		}
 	}
-	return sent, last, nil
+	return r, nil
 }
 
 // readRecords reads one JSON value, a JSON array or JSON Lines from a file or standard input.
@@ -210,35 +280,65 @@ func parseRecords(name string, b []byte) ([][]byte, error) {
 	return out, nil
 }
 
-// cmdSeal asks evidentd to seal a chain now and prints the seal.
-func cmdSeal(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("evident seal", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var svc serviceFlags
-	svc.register(fs)
-	chain := fs.String("chain", "", "chain id — required")
-	closeChain := fs.Bool("close", false, "close the chain: nothing is accepted after this seal")
-	out := fs.String("o", "", "also write the transparent seal statement (COSE, receipt in header 394) to this file")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s\n\nSeals the chain's head and Merkle root into the transparency log and waits for the receipt.\n\nFlags:\n", synopsis(fs.Name()))
-		fs.PrintDefaults()
+// newSealCmd is `evident seal --chain C`.
+func newSealCmd(a *app) *cobra.Command {
+	var (
+		svc        serviceFlags
+		format     formatFlag
+		chain, out string
+		closeChain bool
+	)
+	cmd := &cobra.Command{
+		Use:   "seal --chain C [--close] [-o FILE] [flags]",
+		Short: "Seal a chain into the transparency log now and print the seal",
+		Long:  "Seals the chain's head and Merkle root into the transparency log and waits for the receipt.",
+		Example: `  evident seal --chain wsp_acme
+  evident seal --chain wsp_acme --close -o seal.cose --format json`,
+		Args:              exactArgs(),
+		ValidArgsFunction: cobra.NoFileCompletions,
 	}
-	if code, done := parseArgs(fs, args); done {
+	f := cmd.Flags()
+	svc.register(f)
+	f.StringVar(&chain, "chain", "", "chain id — required")
+	f.BoolVar(&closeChain, "close", false, "close the chain: nothing is accepted after this seal")
+	f.StringVarP(&out, "output", "o", "", "also write the transparent seal statement (COSE, receipt in header 394) to this file")
+	addFormat(cmd, &format)
+	markFiles(cmd, "output")
+	cmd.RunE = a.action(func(cmd *cobra.Command, _ []string) int {
+		return runSeal(a.ctx, cmd, &svc, &format, chain, closeChain, out, a.stdout, a.stderr)
+	})
+	return cmd
+}
+
+// sealOutput is what `evident seal --format json` writes.
+type sealOutput struct {
+	Chain    string `json:"chain"`
+	Seal     uint64 `json:"seal"` // the seal's ordinal in the chain, from 0
+	Size     uint64 `json:"size"`
+	Head     string `json:"head"`
+	Root     string `json:"root"`
+	Closed   bool   `json:"closed"`
+	SealedAt string `json:"sealed_at"`
+	LogIndex uint64 `json:"log_index"`
+	// StatementFile is where the transparent seal statement was written (-o), "" if nowhere.
+	StatementFile string `json:"statement_file"`
+}
+
+// runSeal seals chain and reports the seal.
+func runSeal(ctx context.Context, cmd *cobra.Command, svc *serviceFlags, format *formatFlag, chain string, closeChain bool, out string, stdout, stderr io.Writer) int {
+	if code, ok := format.check(cmd); !ok {
 		return code
 	}
-	if code, ok := checkService(fs, *chain, 1); !ok {
-		return code
-	}
-	if code, ok := checkArgs(fs); !ok {
+	if code, ok := checkService(cmd, chain, 1); !ok {
 		return code
 	}
 	c, err := svc.client()
 	if err != nil {
-		return usageErr(fs, "-url: %v", err)
+		return usageErr(cmd, "-url: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, svc.timeout)
 	defer cancel()
-	r, err := c.Seal(ctx, *chain, *closeChain)
+	r, err := c.Seal(ctx, chain, closeChain)
 	if err != nil {
 		fmt.Fprintln(stderr, "evident seal:", err)
 		return exitFailure
@@ -248,61 +348,103 @@ func cmdSeal(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "evident seal:", err)
 		return exitFailure
 	}
-	fmt.Fprintf(stdout, "seal %d of %s: size %d, root %s, closed %v, log index %d\n", r.N, *chain, r.Seal.Size, r.Seal.Root, r.Seal.Closed, r.LogIndex)
-	if *out != "" {
-		if err := os.WriteFile(*out, statement, 0o644); err != nil {
-			fmt.Fprintln(stderr, "evident seal:", err)
+	if out != "" {
+		if err := os.WriteFile(out, statement, 0o644); err != nil {
+			fmt.Fprintln(stderr, "evident seal: writing the seal statement:", err)
 			return exitFailure
 		}
+	}
+	if format.json() {
+		err = writeJSON(stdout, sealOutput{Chain: chain, Seal: r.N, Size: r.Seal.Size, Head: r.Seal.Head.String(), Root: r.Seal.Root,
+			Closed: r.Seal.Closed, SealedAt: r.Seal.SealedAt, LogIndex: r.LogIndex, StatementFile: out})
+	} else {
+		_, err = fmt.Fprintf(stdout, "seal %d of %s: size %d, root %s, closed %v, log index %d\n", r.N, chain, r.Seal.Size, r.Seal.Root, r.Seal.Closed, r.LogIndex)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "evident seal:", err)
+		return exitFailure
 	}
 	return 0
 }
 
-// cmdExport downloads a bundle.
-func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("evident export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var svc serviceFlags
-	svc.register(fs)
-	chain := fs.String("chain", "", "chain id — required")
-	task := fs.String("task", "", "export only this task's case slice (CHAP task_id)")
-	logical := fs.String("logical-id", "", "export only this artefact's case slice (CHAP logical_id)")
-	out := fs.String("o", "", "bundle file to write (default <chain>.evident.zip)")
-	quiet := fs.Bool("q", false, "no progress on standard error")
-	fs.BoolVar(quiet, "quiet", false, "same as -q")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s\n\nDownloads the offline bundle of a chain (or of one case) for evident verify.\n\nFlags:\n", synopsis(fs.Name()))
-		fs.PrintDefaults()
+// newExportCmd is `evident export --chain C`.
+func newExportCmd(a *app) *cobra.Command {
+	var (
+		svc                       serviceFlags
+		format                    formatFlag
+		chain, task, logical, out string
+		quiet                     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "export --chain C [--task T | --logical-id L] [-o FILE] [flags]",
+		Short: "Download a chain's (or one case's) offline bundle",
+		Long: `Downloads the offline bundle of a chain (or of one case) for evident verify. The bundle is
+written beside its final name and renamed into place: a failed export leaves nothing behind.`,
+		Example: `  evident export --chain wsp_acme -o acme.evident.zip
+  evident export --chain wsp_acme --task tsk_42 --format json`,
+		Args:              exactArgs(),
+		ValidArgsFunction: cobra.NoFileCompletions,
 	}
-	if code, done := parseArgs(fs, args); done {
+	f := cmd.Flags()
+	svc.register(f)
+	f.StringVar(&chain, "chain", "", "chain id — required")
+	f.StringVar(&task, "task", "", "export only this task's case slice (CHAP task_id)")
+	f.StringVar(&logical, "logical-id", "", "export only this artefact's case slice (CHAP logical_id)")
+	f.StringVarP(&out, "output", "o", "", "bundle file to write (default <chain>.evident.zip)")
+	f.BoolVarP(&quiet, "quiet", "q", false, "no progress on standard error")
+	addFormat(cmd, &format)
+	markFiles(cmd, "output")
+	cmd.RunE = a.action(func(cmd *cobra.Command, _ []string) int {
+		return runExport(a.ctx, cmd, &svc, &format, chain, task, logical, out, quiet, a.stdout, a.stderr)
+	})
+	return cmd
+}
+
+// exportOutput is what `evident export --format json` writes.
+type exportOutput struct {
+	Chain     string `json:"chain"`
+	Task      string `json:"task,omitempty"`
+	LogicalID string `json:"logical_id,omitempty"`
+	File      string `json:"file"`
+	Bytes     int64  `json:"bytes"`
+}
+
+// runExport downloads the bundle of chain (or of one of its cases) into a file.
+func runExport(ctx context.Context, cmd *cobra.Command, svc *serviceFlags, format *formatFlag, chain, task, logical, out string, quiet bool, stdout, stderr io.Writer) int {
+	if code, ok := format.check(cmd); !ok {
 		return code
 	}
-	if code, ok := checkService(fs, *chain, 1); !ok {
+	if code, ok := checkService(cmd, chain, 1); !ok {
 		return code
 	}
-	if code, ok := checkArgs(fs); !ok {
-		return code
-	}
-	if *task != "" && *logical != "" {
-		return usageErr(fs, "-task and -logical-id name two different case slices: give one")
+	if task != "" && logical != "" {
+		return usageErr(cmd, "-task and -logical-id name two different case slices: give one")
 	}
 	c, err := svc.client()
 	if err != nil {
-		return usageErr(fs, "-url: %v", err)
+		return usageErr(cmd, "-url: %v", err)
 	}
-	name := *out
+	name := out
 	if name == "" {
-		name = strings.NewReplacer("/", "_", ":", "_").Replace(*chain) + ".evident.zip"
+		name = strings.NewReplacer("/", "_", ":", "_").Replace(chain) + ".evident.zip"
 	}
 	ctx, cancel := context.WithTimeout(ctx, max(svc.timeout, 30*time.Minute)) // a large chain takes a while to stream
 	defer cancel()
-	report := &exportProgress{out: stderr, quiet: *quiet, what: "export " + *chain}
-	n, err := exportTo(ctx, c, client.ExportQuery{Chains: []string{*chain}, TaskID: *task, LogicalID: *logical}, name, report)
+	report := &exportProgress{out: stderr, quiet: quiet, what: "export " + chain}
+	n, err := exportTo(ctx, c, client.ExportQuery{Chains: []string{chain}, TaskID: task, LogicalID: logical}, name, report)
 	if err != nil {
 		fmt.Fprintln(stderr, "evident export:", err)
 		return exitFailure
 	}
-	fmt.Fprintf(stdout, "wrote %s (%d bytes); check it with: evident verify %s\n", name, n, name)
+	if format.json() {
+		err = writeJSON(stdout, exportOutput{Chain: chain, Task: task, LogicalID: logical, File: name, Bytes: n})
+	} else {
+		_, err = fmt.Fprintf(stdout, "wrote %s (%d bytes); check it with: evident verify %s\n", name, n, name)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "evident export:", err)
+		return exitFailure
+	}
 	return 0
 }
 
@@ -310,10 +452,21 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // so a failed export leaves no partial bundle (and no clobbered older one) behind. The
 // download's progress goes to report (entries against the service's count, else bytes),
 // unless report is nil.
+//
+// A directory that does not exist is said so plainly, before anything is downloaded.
 func exportTo(ctx context.Context, c *client.Client, q client.ExportQuery, name string, report *exportProgress) (n int64, err error) {
-	f, err := os.CreateTemp(filepath.Dir(name), ".evident-export-*")
+	dir := filepath.Dir(name)
+	switch st, err := os.Stat(dir); {
+	case errors.Is(err, fs.ErrNotExist):
+		return 0, fmt.Errorf("cannot write %s: the directory %s does not exist", name, dir)
+	case err != nil:
+		return 0, fmt.Errorf("cannot write %s: %w", name, err)
+	case !st.IsDir():
+		return 0, fmt.Errorf("cannot write %s: %s is not a directory", name, dir)
+	}
+	f, err := os.CreateTemp(dir, ".evident-export-*")
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("cannot write %s: %w", name, err)
 	}
 	defer os.Remove(f.Name()) // fails harmlessly once renamed
 	if report == nil {
@@ -333,7 +486,7 @@ func exportTo(ctx context.Context, c *client.Client, q client.ExportQuery, name 
 		return 0, err
 	}
 	if err := os.Rename(f.Name(), name); err != nil {
-		return 0, err
+		return 0, fmt.Errorf("cannot write %s: %w", name, err)
 	}
 	return n, nil
 }

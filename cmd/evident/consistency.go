@@ -58,7 +58,30 @@ func readCheckpoint(path string, logKeys []note.Verifier) (treeHead, error) {
 // two tree heads: the proof leads from the old root to the new one (RFC 9162 section
 // 2.1.4.2), the service's signature covers the new root, and the sizes named by the proof
 // are those of the checkpoints when checkpoints were given.
-func verifyConsistencyReceipt(stdout, stderr io.Writer, rcptPath string, keys []keyEntry, oldRoot, newRoot, oldCP, newCP, logKeyPath string) int {
+//
+// asJSON writes a receiptOutput object on stdout instead of the text.
+func verifyConsistencyReceipt(stdout, stderr io.Writer, rcptPath string, keys []keyEntry, oldRoot, newRoot, oldCP, newCP, logKeyPath string, asJSON bool) int {
+	text := stdout
+	if asJSON {
+		text = io.Discard
+	}
+	res := receiptResult{Verdict: "broken"}
+	var details []string
+	done := func(code int) int {
+		if asJSON {
+			if code == exitVerified {
+				res.Verdict = "verified"
+			}
+			if res.Detail == "" {
+				res.Detail = strings.Join(details, "; ")
+			}
+			if err := writeJSON(stdout, receiptOutput{Verdict: res.Verdict, Consistency: &res}); err != nil {
+				fmt.Fprintln(stderr, "evident receipt verify:", err)
+				return exitFailure
+			}
+		}
+		return code
+	}
 	var old, nw treeHead
 	if (oldRoot == "") == (oldCP == "") || (newRoot == "") == (newCP == "") {
 		fmt.Fprintln(stderr, "evident receipt verify: --consistency needs the old tree (--old-root or --old-checkpoint) and the new one (--new-root or --new-checkpoint)")
@@ -91,10 +114,12 @@ func verifyConsistencyReceipt(stdout, stderr io.Writer, rcptPath string, keys []
 					fmt.Fprintln(stderr, "evident receipt verify:", err)
 					return exitFailure
 				}
-				fmt.Fprintf(stdout, "%s checkpoint: BROKEN: %v\nVERDICT: BROKEN\n", end.name, err)
-				return exitBroken
+				fmt.Fprintf(text, "%s checkpoint: BROKEN: %v\nVERDICT: BROKEN\n", end.name, err)
+				res.Error = fmt.Sprintf("%s checkpoint: %v", end.name, err)
+				return done(exitBroken)
 			}
-			fmt.Fprintf(stdout, "%s tree: %s, signature by %s verified\n", end.name, end.th.from, end.th.signer)
+			fmt.Fprintf(text, "%s tree: %s, signature by %s verified\n", end.name, end.th.from, end.th.signer)
+			details = append(details, fmt.Sprintf("%s tree: %s, signature by %s verified", end.name, end.th.from, end.th.signer))
 			continue
 		}
 		if end.th.root, err = parseRoot(end.root); err != nil {
@@ -110,11 +135,13 @@ func verifyConsistencyReceipt(stdout, stderr io.Writer, rcptPath string, keys []
 	}
 	msg, err := checkConsistency(rc, keys, old, nw)
 	if err != nil {
-		fmt.Fprintf(stdout, "consistency receipt: BROKEN: %v\nVERDICT: BROKEN\n", err)
-		return exitBroken
+		fmt.Fprintf(text, "consistency receipt: BROKEN: %v\nVERDICT: BROKEN\n", err)
+		res.Error = err.Error()
+		return done(exitBroken)
 	}
-	fmt.Fprintf(stdout, "consistency receipt: verified: %s\nVERDICT: VERIFIED\n", msg)
-	return exitVerified
+	fmt.Fprintf(text, "consistency receipt: verified: %s\nVERDICT: VERIFIED\n", msg)
+	res.Detail = msg
+	return done(exitVerified)
 }
 
 func checkConsistency(rc []byte, keys []keyEntry, old, nw treeHead) (string, error) {

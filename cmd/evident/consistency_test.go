@@ -102,6 +102,23 @@ func TestReceiptVerifyConsistency(t *testing.T) {
 			}
 		})
 	}
+	// The same in JSON: one object, the verdict and the consistency receipt's result.
+	for _, tc := range []struct {
+		name, verdict string
+		code          int
+		args          []string
+	}{
+		{"verified", "verified", exitVerified, []string{"--key", pubPEM, "--log-key", vkeyPath, "--old-checkpoint", checkpoint(skey, 3), "--new-checkpoint", checkpoint(skey, 7)}},
+		{"broken", "broken", exitBroken, []string{"--key", pubPEM, "--old-root", root(3), "--new-root", root(8)}},
+	} {
+		t.Run("json "+tc.name, func(t *testing.T) {
+			m := decode(t, tc.code, append(append(append([]string(nil), base...), tc.args...), "--format", "json")...)
+			c, _ := m["consistency"].(map[string]any)
+			if m["verdict"] != tc.verdict || c["verdict"] != tc.verdict || (tc.code == 0) != (c["error"] == nil) || (tc.code == 0 && !strings.Contains(c["detail"].(string), "tree size 3 → 7")) {
+				t.Fatalf("%v", m)
+			}
+		})
+	}
 	// An inclusion receipt is not a consistency receipt.
 	ipath, _ := tree.InclusionProof(1, 7)
 	ir, _ := receipts.NewInclusionReceipt(rs, receipts.InclusionProof{TreeSize: 7, LeafIndex: 1, Path: ipath}, nil)

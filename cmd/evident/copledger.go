@@ -7,11 +7,12 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/evident-log/evident/internal/rawjson"
 	"github.com/evident-log/evident/ledger/canonical"
@@ -19,60 +20,96 @@ import (
 	"github.com/evident-log/evident/verifier"
 )
 
-const copLedgerUsage = `Usage: evident cop-ledger verify LEDGER --key KEY [--key KEY…] [--events FILE] [--allow-unsigned]
-
-Verifies a COP Ledger (COP 1.0 §9.6–9.7, JSON Lines, one record per line) offline: Evident's
+const copLedgerLong = `Verifies a COP Ledger (COP 1.0 §9.6–9.7, JSON Lines, one record per line) offline: Evident's
 own (GET /v1/chains/{topic}/cop-ledger, or chains/<dir>/cop-ledger.jsonl in a bundle) or one
 imported from another Ledger-capable COP node (§11.5). Checks index +1, the prevHash chain
 (a ledger may start mid-way: its first prevHash is taken as given), every node signature, and,
 with --events, each record's eventHash against the event's recomputed copHash.
 
-  --key KEY        the node's public key: a JWK (its "kid", if any, is the keyId it verifies),
-                   a PEM PUBLIC KEY, or a node key file (trust/cop-nodes.json of a bundle).
-                   A key without a key id verifies records of any keyId. Repeatable.
-  --events FILE    COP Events as JSON Lines (raw events, or a bundle's entries.jsonl)
-  --allow-unsigned accept records without a signature (reported, exit 2)
-  --max-depth N, --max-record-bytes N
-                   the record limits, as wide as the evidentd's that wrote the ledger
-                   (defaults 100000 levels, 33554432 bytes)
+--key takes the node's public key: a JWK (its "kid", if any, is the keyId it verifies), a PEM
+PUBLIC KEY, or a node key file (trust/cop-nodes.json of a bundle). A key without a key id
+verifies records of any keyId. --max-depth and --max-record-bytes are the record limits, as
+wide as the evidentd's that wrote the ledger.
 
 Exit codes: 0 verified, 1 broken, 2 not evaluated (unsigned records or events not given),
-3 could not run, 64 usage error.
-`
+3 could not run, 64 usage error.`
 
-type keyFiles []string
+// newCOPLedgerCmd is the `evident cop-ledger` group.
+func newCOPLedgerCmd(a *app) *cobra.Command {
+	var (
+		format        formatFlag
+		keys          []string
+		events        string
+		allowUnsigned bool
+		limits        recordLimits
+	)
+	verify := &cobra.Command{
+		Use:   "verify LEDGER --key KEY [--key KEY...] [--events FILE] [--allow-unsigned]",
+		Short: "Verify a COP Ledger (§9.6) offline: Evident's or another COP node's",
+		Long:  copLedgerLong,
+		Example: `  evident cop-ledger verify cop-ledger.jsonl --key node.jwk --events entries.jsonl
+  evident cop-ledger verify cop-ledger.jsonl --key trust/cop-nodes.json --format json`,
+		Args:              exactArgs("LEDGER"),
+		ValidArgsFunction: fileArgs,
+	}
+	f := verify.Flags()
+	f.StringArrayVar(&keys, "key", nil, "node public key file: a JWK, a PEM PUBLIC KEY or a node key file (repeatable)")
+	f.StringVar(&events, "events", "", "COP Events (JSON Lines: raw events, or a bundle's entries.jsonl) to check eventHash against")
+	f.BoolVar(&allowUnsigned, "allow-unsigned", false, "accept records without a signature (reported, exit 2)")
+	limits.register(f)
+	addFormat(verify, &format)
+	markFiles(verify, "key", "events")
+	verify.RunE = a.action(func(cmd *cobra.Command, args []string) int {
+		return copLedgerVerify(a.ctx, cmd, args[0], keys, events, allowUnsigned, limits, &format, a.stdout, a.stderr)
+	})
+	return group(a, &cobra.Command{
+		Use:     "cop-ledger verify LEDGER --key KEY [--key KEY...] [--events FILE] [--allow-unsigned]",
+		Short:   "Verify a COP Ledger (§9.6) offline: Evident's or another COP node's",
+		Long:    copLedgerLong,
+		Example: "  evident cop-ledger verify cop-ledger.jsonl --key node.jwk",
+	}, verify)
+}
 
-func (k *keyFiles) String() string     { return strings.Join(*k, ",") }
-func (k *keyFiles) Set(s string) error { *k = append(*k, s); return nil }
+// copLedgerOutput is what `evident cop-ledger verify --format json` writes.
+type copLedgerOutput struct {
+	Verdict    string   `json:"verdict"` // verified, broken or not_evaluated
+	Ledger     string   `json:"ledger"`
+	Records    int      `json:"records"` // records that verified (before the broken one, if any)
+	FirstIndex *uint64  `json:"first_index,omitempty"`
+	LastIndex  *uint64  `json:"last_index,omitempty"`
+	Topic      string   `json:"topic,omitempty"`
+	Node       string   `json:"node,omitempty"`
+	Signed     int      `json:"signed"`  // node signatures verified
+	Matched    int      `json:"matched"` // eventHashes matched with their event
+	Notes      []string `json:"notes"`   // what is not evaluated
+	BrokenLine int      `json:"broken_line,omitempty"`
+	Error      string   `json:"error,omitempty"` // why the ledger is broken
+}
 
-func cmdCOPLedger(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if code, ok := subcommand(stdout, stderr, "evident cop-ledger", copLedgerUsage, args, "verify"); !ok {
+// copLedgerVerify verifies the ledger file at path.
+func copLedgerVerify(ctx context.Context, cmd *cobra.Command, path string, keys []string, events string, allowUnsigned bool, limits recordLimits, format *formatFlag, stdout, stderr io.Writer) int {
+	if code, ok := format.check(cmd); !ok {
 		return code
 	}
-	fs := flag.NewFlagSet("evident cop-ledger verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, copLedgerUsage) }
-	var keys keyFiles
-	fs.Var(&keys, "key", "node public key file (repeatable)")
-	events := fs.String("events", "", "COP Events (JSON Lines) to check eventHash against")
-	allowUnsigned := fs.Bool("allow-unsigned", false, "accept unsigned records")
-	var limits recordLimits
-	limits.register(fs)
-	if code, done := parseArgs(fs, args[1:]); done { // flags may follow the ledger file
-		return code
-	}
-	if code, ok := checkArgs(fs, "LEDGER"); !ok {
-		return code
-	}
-	lim, usage, ok := limits.get(fs)
+	lim, usage, ok := limits.get(cmd)
 	if !ok {
 		return usage
 	}
 	if len(keys) == 0 {
-		return usageErr(fs, "missing --key (the public key of the node that signed the ledger)")
+		return usageErr(cmd, "missing --key (the public key of the node that signed the ledger)")
 	}
-	pos := fs.Args()
-	chk := &cop.LedgerCheck{Keys: map[string]crypto.PublicKey{}, RequireSignature: !*allowUnsigned}
+	text := stdout
+	if format.json() {
+		text = io.Discard
+	}
+	res := copLedgerOutput{Ledger: path, Notes: []string{}}
+	done := func(code int) int {
+		if format.json() {
+			return orCode(reportJSON(cmd, stdout, res), code)
+		}
+		return code
+	}
+	chk := &cop.LedgerCheck{Keys: map[string]crypto.PublicKey{}, RequireSignature: !allowUnsigned}
 	for _, k := range keys {
 		b, err := os.ReadFile(k)
 		if err != nil {
@@ -92,14 +129,15 @@ func cmdCOPLedger(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			}
 		}
 	}
-	if *events != "" {
-		ev, err := readEvents(*events, lim)
+	if events != "" {
+		ev, err := readEvents(events, lim)
 		if err != nil {
 			fmt.Fprintln(stderr, "evident cop-ledger verify:", err)
 			return exitFailure
 		}
 		chk.Events = ev
 	}
+	pos := []string{path}
 	f, err := os.Open(pos[0])
 	if err != nil {
 		fmt.Fprintln(stderr, "evident cop-ledger verify:", err)
@@ -132,13 +170,14 @@ func cmdCOPLedger(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		if cerr != nil {
 			var le *cop.LedgerError
+			res.Error = cerr.Error()
 			if errors.As(cerr, &le) {
-				fmt.Fprintf(stdout, "BROKEN: %s line %d: %s\n", pos[0], n+1, le.Detail)
-			} else {
-				fmt.Fprintf(stdout, "BROKEN: %s line %d: %v\n", pos[0], n+1, cerr)
+				res.Error = le.Detail
 			}
-			fmt.Fprintf(stdout, "  %d record(s) before it verified\n", n)
-			return exitBroken
+			fmt.Fprintf(text, "BROKEN: %s line %d: %s\n", pos[0], n+1, res.Error)
+			fmt.Fprintf(text, "  %d record(s) before it verified\n", n)
+			res.Verdict, res.Records, res.BrokenLine, res.Signed, res.Matched = "broken", n, n+1, chk.Signed, chk.Matched
+			return done(exitBroken)
 		}
 		if n == 0 {
 			first = chk.Last
@@ -150,8 +189,9 @@ func cmdCOPLedger(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	}
 	if n == 0 {
-		fmt.Fprintf(stdout, "NOT EVALUATED: %s holds no ledger record\n", pos[0])
-		return exitNotEvaluated
+		fmt.Fprintf(text, "NOT EVALUATED: %s holds no ledger record\n", pos[0])
+		res.Verdict, res.Notes = "not_evaluated", []string{"the file holds no ledger record"}
+		return done(exitNotEvaluated)
 	}
 	code := exitVerified
 	verdict := "VERIFIED"
@@ -165,13 +205,28 @@ func cmdCOPLedger(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if len(notes) > 0 {
 		code, verdict = exitNotEvaluated, "NOT EVALUATED"
 	}
-	fmt.Fprintf(stdout, "%s: %s: %d COP Ledger record(s), index %d..%d, Topic %s, node %s\n", verdict, pos[0], n, first.Index, last.Index, last.TopicID, last.NodeID)
-	fmt.Fprintf(stdout, "  index +1 and the prevHash chain hold; %d node signature(s) verified; %d eventHash(es) matched their event's copHash\n", chk.Signed, chk.Matched)
+	fmt.Fprintf(text, "%s: %s: %d COP Ledger record(s), index %d..%d, Topic %s, node %s\n", verdict, pos[0], n, first.Index, last.Index, last.TopicID, last.NodeID)
+	fmt.Fprintf(text, "  index +1 and the prevHash chain hold; %d node signature(s) verified; %d eventHash(es) matched their event's copHash\n", chk.Signed, chk.Matched)
 	if first.Index > 0 {
-		fmt.Fprintf(stdout, "  the ledger starts at index %d: its first prevHash is taken as given\n", first.Index)
+		fmt.Fprintf(text, "  the ledger starts at index %d: its first prevHash is taken as given\n", first.Index)
 	}
 	for _, s := range notes {
-		fmt.Fprintln(stdout, "  "+s)
+		fmt.Fprintln(text, "  "+s)
+	}
+	res.Verdict = map[int]string{exitVerified: "verified", exitNotEvaluated: "not_evaluated"}[code]
+	fi, li := uint64(first.Index), uint64(last.Index)
+	res.Records, res.FirstIndex, res.LastIndex, res.Topic, res.Node = n, &fi, &li, last.TopicID, last.NodeID
+	res.Signed, res.Matched = chk.Signed, chk.Matched
+	if notes != nil {
+		res.Notes = notes
+	}
+	return done(code)
+}
+
+// orCode returns first when it is not 0 (writing the report failed), else code.
+func orCode(first, code int) int {
+	if first != 0 {
+		return first
 	}
 	return code
 }

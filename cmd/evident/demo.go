@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -17,29 +16,52 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/evident-log/evident/client"
 	"github.com/evident-log/evident/entryreceipt"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/verifier"
 )
 
-func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("evident demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dir := fs.String("dir", "", "working directory for the demo (default: a new temporary directory)")
-	keep := fs.Bool("keep", false, "keep the working directory (data, bundle, reports) afterwards")
-	evidentd := fs.String("evidentd", "", "path of the evidentd binary (default: next to evident, then $PATH, then built from ./cmd/evidentd)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s\n\nStarts evidentd on loopback in a temporary directory, sends a CHAP support triage\nin the reference Coordinator's wire form (ten signed calls by two humans and an agent, with a\nreview and an override), seals the chain into the transparency log, checks one envelope's entry receipt\nwith the trust file alone, exports the bundle and verifies it offline, then prints the report.\n\nFlags:\n", synopsis(fs.Name()))
-		fs.PrintDefaults()
+// newDemoCmd is `evident demo`.
+func newDemoCmd(a *app) *cobra.Command {
+	var keep, dir, evidentd string
+	cmd := &cobra.Command{
+		Use:   "demo [--keep DIR] [flags]",
+		Short: "Run a CHAP support triage through a local evidentd, seal, export and verify it",
+		Long: `Starts evidentd on loopback in a temporary directory, sends a CHAP support triage
+in the reference Coordinator's wire form (ten signed calls by two humans and an agent, with a
+review and an override), seals the chain into the transparency log, checks one envelope's entry receipt
+with the trust file alone, exports the bundle and verifies it offline, then prints the report.
+
+The temporary directory is removed when the demo ends, so the output names its files without
+a path; with --keep DIR the data, bundle, trust file, receipt and reports stay in DIR, and the
+output names them there.`,
+		Example: `  evident demo
+  evident demo --keep demo-out && evident verify --trust demo-out/*.trust.json demo-out/wsp_support_triage.evident.zip`,
+		Args:              exactArgs(),
+		ValidArgsFunction: cobra.NoFileCompletions,
 	}
-	if code, done := parseArgs(fs, args); done {
-		return code
-	}
-	if code, ok := checkArgs(fs); !ok {
-		return code
-	}
-	work := *dir
+	cmd.Flags().StringVar(&keep, "keep", "", "keep the working directory (data, bundle, trust file, receipt, reports) in this directory, created if needed")
+	cmd.Flags().StringVar(&dir, "dir", "", "same as --keep")
+	cmd.Flags().StringVar(&evidentd, "evidentd", "", "path of the evidentd binary (default: next to evident, then $PATH, then built from ./cmd/evidentd)")
+	deprecatedAlias(cmd, "dir", "--keep DIR")
+	cmd.MarkFlagDirname("keep")
+	markFiles(cmd, "evidentd")
+	cmd.RunE = a.action(func(cmd *cobra.Command, _ []string) int {
+		if keep == "" {
+			keep = dir
+		}
+		return runDemo(a.ctx, keep, evidentd, a.stdout, a.stderr)
+	})
+	return cmd
+}
+
+// runDemo runs the demo in keep (created if needed), or in a temporary directory removed
+// when it ends, and says what remains.
+func runDemo(ctx context.Context, keep, evidentd string, stdout, stderr io.Writer) int {
+	work := keep
 	if work != "" {
 		if err := os.MkdirAll(work, 0o755); err != nil {
 			fmt.Fprintln(stderr, "evident demo:", err)
@@ -51,22 +73,30 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "evident demo:", err)
 			return exitFailure
 		}
-		if !*keep {
-			defer os.RemoveAll(work)
-		}
+		defer os.RemoveAll(work)
 	}
-	code, err := demo(ctx, work, *evidentd, stdout, stderr)
+	code, err := demo(ctx, work, keep != "", evidentd, stdout, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "evident demo:", err)
 		return exitFailure
 	}
-	if *keep || *dir != "" {
+	if keep != "" {
 		fmt.Fprintf(stdout, "\nEverything is kept in %s\n", work)
+	} else {
+		fmt.Fprintf(stdout, "\nThe demo's files were in a temporary directory, removed now; evident demo --keep DIR keeps them\n")
 	}
 	return code
 }
 
-func demo(ctx context.Context, work, daemonPath string, stdout, stderr io.Writer) (int, error) {
+// demo runs the scenario in work. kept says whether work outlives the demo: when it does
+// not, the output names the demo's files without their path, which would be gone.
+func demo(ctx context.Context, work string, kept bool, daemonPath string, stdout, stderr io.Writer) (int, error) {
+	show := func(path string) string {
+		if kept {
+			return path
+		}
+		return filepath.Base(path)
+	}
 	bin, err := findEvidentd(ctx, daemonPath, work)
 	if err != nil {
 		return 0, err
@@ -103,8 +133,18 @@ func demo(ctx context.Context, work, daemonPath string, stdout, stderr io.Writer
 	}()
 	base := "http://" + addr
 	c := &http.Client{Timeout: 30 * time.Second}
-	fmt.Fprintf(stdout, "1. evidentd started on %s (data in %s)\n", base, filepath.Join(work, "data"))
+	where := "data in a temporary directory"
+	if kept {
+		where = "data in " + filepath.Join(work, "data")
+	}
+	fmt.Fprintf(stdout, "1. evidentd started on %s (%s)\n", base, where)
 	if err := waitReady(ctx, c, base+"/readyz", 20*time.Second); err != nil {
+		if !kept {
+			if b, rerr := os.ReadFile(logFile.Name()); rerr == nil {
+				stderr.Write(b) // the log is removed with the directory: show it now
+			}
+			return 0, fmt.Errorf("evidentd did not become ready (its log is above): %w", err)
+		}
 		return 0, fmt.Errorf("evidentd did not become ready (see %s): %w", logFile.Name(), err)
 	}
 
@@ -149,7 +189,7 @@ func demo(ctx context.Context, work, daemonPath string, stdout, stderr io.Writer
 	if _, err := exportTo(ctx, ec, client.ExportQuery{Chains: []string{ws}}, bundlePath, nil); err != nil {
 		return 0, err
 	}
-	fmt.Fprintf(stdout, "\n4. Exported the offline bundle: %s\n", bundlePath)
+	fmt.Fprintf(stdout, "\n4. Exported the offline bundle: %s\n", show(bundlePath))
 
 	// The regulator pins the operator's published trust file; without it nothing verifies.
 	tf, raw, err := fetchTrustFile(ctx, base+trustPath, 30*time.Second)
@@ -160,7 +200,7 @@ func demo(ctx context.Context, work, daemonPath string, stdout, stderr io.Writer
 	if err := os.WriteFile(trustFile, raw, 0o644); err != nil {
 		return 0, err
 	}
-	fmt.Fprintf(stdout, "\n5. Fetched the operator's trust file (evident trust fetch %s), saved to %s:\n", base, trustFile)
+	fmt.Fprintf(stdout, "\n5. Fetched the operator's trust file (evident trust fetch %s), saved to %s:\n", base, show(trustFile))
 	for _, line := range tf.Summary() {
 		fmt.Fprintf(stdout, "   %s\n", line)
 	}
@@ -188,18 +228,19 @@ func demo(ctx context.Context, work, daemonPath string, stdout, stderr io.Writer
 	if err != nil {
 		return 0, fmt.Errorf("the entry receipt of seq %d does not verify: %w", receiptSeq, err)
 	}
-	fmt.Fprintf(stdout, "\n6. One envelope's own receipt, what audit.submit_to_scitt hands a participant through the CHAP\n   adapters (GET /v1/chains/%s/entries/%d/entry-receipt), saved to %s and checked with\n   the trust file alone (evident receipt verify --trust %s %s):\n", ws, receiptSeq, receiptFile, filepath.Base(trustFile), filepath.Base(receiptFile))
+	fmt.Fprintf(stdout, "\n6. One envelope's own receipt, what audit.submit_to_scitt hands a participant through the CHAP\n   adapters (GET /v1/chains/%s/entries/%d/entry-receipt), saved to %s and checked with\n   the trust file alone (evident receipt verify --trust %s %s):\n", ws, receiptSeq, show(receiptFile), filepath.Base(trustFile), filepath.Base(receiptFile))
 	fmt.Fprintf(stdout, "   VERIFIED entry %d (link %s…) under seal root %s… (size %d), log entry %d of checkpoint size %d\n",
 		v.Seq, v.Link.String()[:23], v.Seal.Root[:23], v.Seal.Size, v.LogIndex, v.TreeSize)
 
 	fmt.Fprintf(stdout, "\n7. Offline verification (what a regulator runs: evident verify --trust %s %s):\n\n", filepath.Base(trustFile), filepath.Base(bundlePath))
-	rep, r, code := verifyBundle(ctx, bundlePath, true, stderr, func(o *verifier.Options) { o.Trust = tf })
+	rep, r, code := verifyBundle(ctx, "evident demo", bundlePath, true, stderr, func(o *verifier.Options) { o.Trust = tf })
 	if rep == nil {
 		return code, nil
 	}
 	if r != nil {
 		r.Close()
 	}
+	rep.Bundle = show(bundlePath)
 	if err := rep.WriteText(stdout); err != nil {
 		return 0, err
 	}

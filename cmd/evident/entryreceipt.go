@@ -29,7 +29,10 @@ type entryReceiptResult struct {
 // verifyEntryReceipts checks entry receipts (docs/entry-receipt.md) offline against the trust
 // file: exit 0 when every one verifies, 1 when one is broken, 3 when a file cannot be read or
 // needs a newer Evident.
-func verifyEntryReceipts(stdout, stderr io.Writer, trustPath string, files []string, asJSON bool) int {
+//
+// lines writes one JSON object a line per receipt (the deprecated --json); asJSON writes one
+// receiptOutput object for them all.
+func verifyEntryReceipts(stdout, stderr io.Writer, trustPath string, files []string, lines, asJSON bool) int {
 	tf, err := readTrustFile(trustPath)
 	if err != nil {
 		fmt.Fprintln(stderr, "evident receipt verify:", err)
@@ -42,6 +45,7 @@ func verifyEntryReceipts(stdout, stderr io.Writer, trustPath string, files []str
 	}
 	code := exitVerified
 	enc := json.NewEncoder(stdout)
+	all := receiptOutput{Verdict: "verified", EntryReceipts: []entryReceiptResult{}}
 	for _, f := range files {
 		res := entryReceiptResult{File: f}
 		b, err := os.ReadFile(f)
@@ -65,7 +69,14 @@ func verifyEntryReceipts(stdout, stderr io.Writer, trustPath string, files []str
 			res.Verdict, res.Chain, res.Seq, res.Link = "verified", v.Chain, &v.Seq, v.Link.String()
 			res.SealSize, res.SealRoot, res.LogIndex, res.TreeSize, res.Witnesses = v.Seal.Size, v.Seal.Root, &v.LogIndex, v.TreeSize, v.Witnesses
 		}
-		if asJSON {
+		if res.Verdict == "broken" {
+			all.Verdict = "broken"
+		}
+		switch {
+		case asJSON:
+			all.EntryReceipts = append(all.EntryReceipts, res)
+			continue
+		case lines:
 			enc.Encode(res)
 			continue
 		}
@@ -79,6 +90,12 @@ func verifyEntryReceipts(stdout, stderr io.Writer, trustPath string, files []str
 		}
 		fmt.Fprintf(stdout, "VERIFIED %s: chain %s entry %d (%s, link %s) is under seal root %s (size %d), log entry %d of checkpoint %s size %d, %s\n",
 			f, v.Chain, v.Seq, v.ContentType, v.Link, v.Seal.Root, v.Seal.Size, v.LogIndex, tf.Origin, v.TreeSize, wit)
+	}
+	if asJSON {
+		if err := writeJSON(stdout, all); err != nil {
+			fmt.Fprintln(stderr, "evident receipt verify:", err)
+			return exitFailure
+		}
 	}
 	return code
 }

@@ -4,56 +4,82 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
+
+	"github.com/spf13/cobra"
 
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/client"
 	"github.com/evident-log/evident/internal/rawjson"
 )
 
-// cmdImport takes a CHAP Coordinator's audit.read dump into a chain, resuming where the chain
-// stands, and hands evidentd the Coordinator's evidence_head to check.
-func cmdImport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("evident import", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var svc serviceFlags
-	svc.register(fs)
-	chain := fs.String("chain", "", "chain id: the Coordinator's workspace — required")
-	profile := fs.String("profile", "", "profile of a new chain (default: evidentd's, chap/0.3)")
-	batch := fs.Int("batch", 500, "entries per request (each request is atomic)")
-	describe := fs.String("describe", "", "the Coordinator's workspace.describe result (file, JSON): its evidence_head and audit_count are checked against the chain and kept for export")
-	quiet := fs.Bool("q", false, "no progress on standard error")
-	fs.BoolVar(quiet, "quiet", false, "same as -q")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, `Usage: %s
-
-Takes a CHAP Coordinator's audit log into a chain, as audit.read returns it: each FILE (or - for
+// newImportCmd is `evident import --chain WORKSPACE FILE...`.
+func newImportCmd(a *app) *cobra.Command {
+	var (
+		svc                      serviceFlags
+		format                   formatFlag
+		chain, profile, describe string
+		batch                    int
+		quiet                    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "import --chain WORKSPACE [--describe FILE] [flags] FILE...",
+		Short: "Take a CHAP Coordinator's audit.read dump into a chain (resumes; --describe checks its evidence_head)",
+		Long: `Takes a CHAP Coordinator's audit log into a chain, as audit.read returns it: each FILE (or - for
 standard input) holds an audit.read result {"entries": [...], "next_seq": n} (bare or as the
 JSON-RPC response's result), a JSON array of entries, or JSON Lines of entries
 {seq, arrived, envelope | request+outcome, prev_hash?}. Entries the chain already holds (seq below
 its size) are skipped, so an interrupted import resumes where it stopped; evidentd checks that
-each entry's seq and prev_hash continue the chain. With -describe, the Coordinator's
-evidence_head is checked against the chain and kept for export.
+each entry's seq and prev_hash continue the chain. With --describe, the Coordinator's
+evidence_head is checked against the chain and kept for export.`,
+		Example: `  evident import --chain wsp_acme audit.json
+  evident import --chain wsp_acme --describe describe.json --format json audit.json`,
+		Args:              minArgs("missing FILE argument (the audit.read dump; - for standard input)"),
+		ValidArgsFunction: fileArgs,
+	}
+	f := cmd.Flags()
+	svc.register(f)
+	f.StringVar(&chain, "chain", "", "chain id: the Coordinator's workspace — required")
+	f.StringVar(&profile, "profile", "", "profile of a new chain (default: evidentd's, chap/0.3)")
+	f.IntVar(&batch, "batch", 500, "entries per request (each request is atomic)")
+	f.StringVar(&describe, "describe", "", "the Coordinator's workspace.describe result (file, JSON): its evidence_head and audit_count are checked against the chain and kept for export")
+	f.BoolVarP(&quiet, "quiet", "q", false, "no progress on standard error")
+	addFormat(cmd, &format)
+	markFiles(cmd, "describe")
+	cmd.RunE = a.action(func(cmd *cobra.Command, args []string) int {
+		return runImport(a.ctx, cmd, &svc, &format, chain, profile, describe, batch, quiet, args, a.stdout, a.stderr)
+	})
+	return cmd
+}
 
-Flags:
-`, synopsis(fs.Name()))
-		fs.PrintDefaults()
-	}
-	if code, done := parseArgs(fs, args); done {
+// importOutput is what `evident import --format json` writes.
+type importOutput struct {
+	Chain string `json:"chain"`
+	// Imported entries were sent (New of them appended, AlreadyLogged found at their
+	// position); Skipped were below the chain's size before the run and not sent.
+	Imported      int    `json:"imported"`
+	New           int    `json:"new"`
+	AlreadyLogged int    `json:"already_logged"`
+	Skipped       int    `json:"skipped"`
+	Size          uint64 `json:"size"`
+	Head          string `json:"head,omitempty"`
+	// EvidenceHead is evidentd's answer to --describe's evidence_head, absent without it.
+	EvidenceHead *api.EvidenceHeadResponse `json:"evidence_head,omitempty"`
+}
+
+// runImport reads the dump in files and sends the entries the chain lacks.
+func runImport(ctx context.Context, cmd *cobra.Command, svc *serviceFlags, format *formatFlag, chain, profile, describe string, batch int, quiet bool, files []string, stdout, stderr io.Writer) int {
+	if code, ok := format.check(cmd); !ok {
 		return code
 	}
-	if code, ok := checkService(fs, *chain, *batch); !ok {
+	if code, ok := checkService(cmd, chain, batch); !ok {
 		return code
-	}
-	if fs.NArg() == 0 {
-		return usageErr(fs, "missing FILE argument (the audit.read dump; - for standard input)")
 	}
 	var entries []auditEntry
-	for _, name := range fs.Args() {
+	for _, name := range files {
 		es, err := readAuditEntries(name)
 		if err != nil {
 			fmt.Fprintln(stderr, "evident import:", err)
@@ -62,8 +88,8 @@ Flags:
 		entries = append(entries, es...)
 	}
 	var head *api.EvidenceHeadRequest
-	if *describe != "" {
-		h, err := readEvidenceHead(*describe)
+	if describe != "" {
+		h, err := readEvidenceHead(describe)
 		if err != nil {
 			fmt.Fprintln(stderr, "evident import:", err)
 			return exitFailure
@@ -72,11 +98,11 @@ Flags:
 	}
 	c, err := svc.client()
 	if err != nil {
-		return usageErr(fs, "-url: %v", err)
+		return usageErr(cmd, "-url: %v", err)
 	}
 	var size uint64
 	err = svc.call(ctx, func(ctx context.Context) error {
-		h, err := c.Head(ctx, *chain)
+		h, err := c.Head(ctx, chain)
 		if err == nil {
 			size = h.Size
 		}
@@ -101,12 +127,13 @@ Flags:
 	}
 	var p *progress
 	if len(todo) > 0 {
-		p = newProgress(stderr, *quiet, "import "+*chain, "entries", uint64(len(todo)))
+		p = newProgress(stderr, quiet, "import "+chain, "entries", uint64(len(todo)))
 	}
-	sent, last, err := svc.sendBatches(ctx, c, *chain, *profile, todo, *batch, func(sent int) { p.Update(uint64(sent)) })
+	res, err := svc.sendBatches(ctx, c, chain, profile, todo, batch, func(sent int) { p.Update(uint64(sent)) })
+	sent, last := res.sent, res.last
 	if err != nil {
 		p.Stop()
-		end := min(sent+*batch, len(todo))
+		end := min(sent+batch, len(todo))
 		fmt.Fprintf(stderr, "evident import: entries seq %d..%d: %v\n", size+uint64(sent), size+uint64(end-1), err)
 		code := submitExit(err)
 		what := "refusal"
@@ -122,25 +149,37 @@ Flags:
 		return code
 	}
 	p.Done(uint64(sent))
+	out := importOutput{Chain: chain, Imported: sent, New: sent - res.duplicates, AlreadyLogged: res.duplicates, Skipped: skipped, Size: size}
 	if last != nil {
-		fmt.Fprintf(stdout, "%d entries imported into %s (%d already there): size %d, head %s\n", sent, *chain, skipped, last.Size, last.Head)
-	} else {
-		fmt.Fprintf(stdout, "nothing to import: %s already holds all %d entries\n", *chain, skipped)
+		out.Size, out.Head = last.Size, last.Head.String()
 	}
-	if head == nil {
-		return 0
+	if !format.json() {
+		if last != nil {
+			fmt.Fprintf(stdout, "%d entries imported into %s (%d already there): size %d, head %s; %d new, %d already logged\n", sent, chain, skipped, last.Size, last.Head, out.New, out.AlreadyLogged)
+		} else {
+			fmt.Fprintf(stdout, "nothing to import: %s already holds all %d entries\n", chain, skipped)
+		}
 	}
-	var rep *api.EvidenceHeadResponse
-	err = svc.call(ctx, func(ctx context.Context) error {
-		var err error
-		rep, err = c.ReportEvidenceHead(ctx, *chain, head.EvidenceHead, head.AuditCount)
-		return err
-	})
-	if err != nil {
-		fmt.Fprintln(stderr, "evident import: evidence head:", err)
-		return submitExit(err) // 422 evidence_head_mismatch: the chain and the Coordinator disagree
+	if head != nil {
+		err = svc.call(ctx, func(ctx context.Context) error {
+			var err error
+			out.EvidenceHead, err = c.ReportEvidenceHead(ctx, chain, head.EvidenceHead, head.AuditCount)
+			return err
+		})
+		if err != nil {
+			fmt.Fprintln(stderr, "evident import: evidence head:", err)
+			return submitExit(err) // 422 evidence_head_mismatch: the chain and the Coordinator disagree
+		}
+		if rep := out.EvidenceHead; !format.json() {
+			fmt.Fprintf(stdout, "the Coordinator's evidence_head %s at audit_count %d: %s (chain size %d)\n", rep.EvidenceHead, rep.AuditCount, rep.Status, rep.Size)
+		}
 	}
-	fmt.Fprintf(stdout, "the Coordinator's evidence_head %s at audit_count %d: %s (chain size %d)\n", rep.EvidenceHead, rep.AuditCount, rep.Status, rep.Size)
+	if format.json() {
+		if err := writeJSON(stdout, out); err != nil {
+			fmt.Fprintln(stderr, "evident import:", err)
+			return exitFailure
+		}
+	}
 	return 0
 }
 

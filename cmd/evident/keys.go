@@ -1,11 +1,10 @@
 package main
 
 import (
-	"context"
 	"crypto"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/pem"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,116 +12,208 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/evidentd/servicekey"
 	"github.com/evident-log/evident/receipts"
 )
 
-const keysUsage = `Usage: evident keys <generate|show|thumbprint|rotate> [flags]
+// newKeysCmd is the `evident keys` group.
+func newKeysCmd(a *app) *cobra.Command {
+	return group(a, &cobra.Command{
+		Use:   "keys <generate|show|thumbprint|rotate> [flags]",
+		Short: "Generate, show, thumbprint and rotate service keys",
+		Long: `Generates, shows, thumbprints and rotates the service's statement and receipt keys.
+FILE may be a PEM private or public key or a COSE_Key; a private key encrypted with
+$EVIDENT_SERVICE_KEY_PASSWORD is read with it.`,
+		Example: "  evident keys generate -o service.key\n  evident keys show service.key",
+	}, newKeysGenerateCmd(a), newKeysShowCmd(a, "show"), newKeysShowCmd(a, "thumbprint"), newKeysRotateCmd(a))
+}
 
-  generate [-type ed25519|p256] -o FILE   write a new private key (PEM; encrypted with
-                                          $EVIDENT_SERVICE_KEY_PASSWORD when set)
-  show FILE                               a key's type, COSE alg, RFC 9679 kid and public
-                                          PEM; or the windows of a key history file
-  thumbprint FILE                         the RFC 9679 thumbprint (hex kid) of a key
-  rotate [-data DIR | -key FILE] [-type]  replace evidentd's statement/receipt key with a
-                                          new one; the old key stays in the key history
-                                          (keys/service-history.json) so everything it
-                                          signed keeps verifying. Restart evidentd after.
+// keyOutput is what `evident keys generate|show|thumbprint --format json` writes: the key's
+// file, type and RFC 9679 kid; show adds the public key. show of a key history file writes
+// keyHistoryOutput instead.
+type keyOutput struct {
+	File      string `json:"file"`
+	Type      string `json:"type,omitempty"`
+	KID       string `json:"kid"`
+	KIDBase64 string `json:"kid_b64"`
+	PublicPEM string `json:"public_key_pem,omitempty"`
+}
 
-FILE may be a PEM private or public key or a COSE_Key.
-`
+// keyHistoryOutput is what `evident keys show --format json` writes for a key history file.
+type keyHistoryOutput struct {
+	File string `json:"file"`
+	bundle.KeyHistory
+}
 
-func cmdKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if code, ok := subcommand(stdout, stderr, "evident keys", keysUsage, args, "generate", "show", "thumbprint", "rotate"); !ok {
-		return code
+// rotateOutput is what `evident keys rotate --format json` writes.
+type rotateOutput struct {
+	KeyFile     string `json:"key_file"`
+	RetiredKID  string `json:"retired_kid"`
+	CurrentKID  string `json:"current_kid"`
+	HistoryFile string `json:"history_file"`
+	RetiredDir  string `json:"retired_dir"`
+}
+
+// newKeysGenerateCmd is `evident keys generate -o FILE`.
+func newKeysGenerateCmd(a *app) *cobra.Command {
+	var format formatFlag
+	var typ, out string
+	cmd := &cobra.Command{
+		Use:   "generate [--type ed25519|p256] -o FILE",
+		Short: "Write a new private key (PEM; encrypted with $EVIDENT_SERVICE_KEY_PASSWORD when set)",
+		Long: `Writes a new service private key (PEM), created with mode 0600 and never over another file;
+encrypted with $EVIDENT_SERVICE_KEY_PASSWORD when it is set.`,
+		Example:           "  evident keys generate -o service.key\n  evident keys generate --type p256 -o service.key --format json",
+		Args:              exactArgs(),
+		ValidArgsFunction: cobra.NoFileCompletions,
 	}
-	fs := flag.NewFlagSet("evident keys "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, keysUsage); fs.PrintDefaults() }
-	password := []byte(os.Getenv("EVIDENT_SERVICE_KEY_PASSWORD"))
-	switch args[0] {
-	case "generate":
-		typ := fs.String("type", servicekey.TypeEd25519, "key type: ed25519 or p256")
-		out := fs.String("o", "", "output file (created, mode 0600; never overwritten)")
-		if code, done := parseArgs(fs, args[1:]); done {
+	cmd.Flags().StringVar(&typ, "type", servicekey.TypeEd25519, "key type: ed25519 or p256")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "output file (created, mode 0600; never overwritten)")
+	cmd.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"ed25519", "p256"}, cobra.ShellCompDirectiveNoFileComp))
+	markFiles(cmd, "output")
+	addFormat(cmd, &format)
+	cmd.RunE = a.action(func(cmd *cobra.Command, _ []string) int {
+		if code, ok := format.check(cmd); !ok {
 			return code
 		}
-		if code, ok := checkArgs(fs); !ok {
-			return code
+		if out == "" {
+			return usageErr(cmd, "missing -o FILE (where to write the new key)")
 		}
-		if *out == "" {
-			return usageErr(fs, "missing -o FILE (where to write the new key)")
-		}
-		k, err := servicekey.Generate(*typ)
+		k, err := servicekey.Generate(typ)
 		if err != nil {
-			return usageErr(fs, "-type: %v", err)
+			return usageErr(cmd, "-type: %v", err)
 		}
-		b, err := servicekey.EncodePEM(k, password)
+		b, err := servicekey.EncodePEM(k, keyPassword())
 		if err == nil {
-			err = servicekey.WriteNew(*out, b)
+			err = servicekey.WriteNew(out, b)
 		}
 		if err != nil {
-			fmt.Fprintln(stderr, "evident keys generate:", err)
+			fmt.Fprintln(a.stderr, "evident keys generate:", err)
 			return exitFailure
 		}
 		kid, _ := servicekey.Thumbprint(k.Public())
-		fmt.Fprintf(stdout, "wrote %s (%s, kid %s)\n", *out, *typ, kid)
+		if format.json() {
+			raw, _ := hex.DecodeString(kid)
+			_, b64 := kidStrings(raw)
+			return reportJSON(cmd, a.stdout, keyOutput{File: out, Type: typ, KID: kid, KIDBase64: b64})
+		}
+		fmt.Fprintf(a.stdout, "wrote %s (%s, kid %s)\n", out, typ, kid)
 		return 0
-	case "show", "thumbprint":
-		if code, done := parseArgs(fs, args[1:]); done {
+	})
+	return cmd
+}
+
+// keyPassword is the password of encrypted service keys, from the environment.
+func keyPassword() []byte { return []byte(os.Getenv("EVIDENT_SERVICE_KEY_PASSWORD")) }
+
+// newKeysShowCmd is `evident keys show FILE` or `evident keys thumbprint FILE`.
+func newKeysShowCmd(a *app, name string) *cobra.Command {
+	var format formatFlag
+	cmd := &cobra.Command{
+		Use:               name + " FILE",
+		Short:             "A key's type, COSE alg, RFC 9679 kid and public PEM; or the windows of a key history file",
+		Example:           "  evident keys show service.key\n  evident keys show keys/service-history.json --format json",
+		Args:              exactArgs("FILE"),
+		ValidArgsFunction: fileArgs,
+	}
+	if name == "thumbprint" {
+		cmd.Short = "The RFC 9679 thumbprint (hex kid) of a key"
+		cmd.Example = "  evident keys thumbprint service.key\n  evident keys thumbprint --format json issuer.pub"
+	}
+	addFormat(cmd, &format)
+	cmd.RunE = a.action(func(cmd *cobra.Command, args []string) int {
+		if code, ok := format.check(cmd); !ok {
 			return code
 		}
-		if code, ok := checkArgs(fs, "FILE"); !ok {
-			return code
-		}
-		path := fs.Arg(0)
-		if args[0] == "show" {
+		path := args[0]
+		if name == "show" {
 			if b, err := os.ReadFile(path); err == nil && strings.HasPrefix(strings.TrimSpace(string(b)), "{") {
-				return showHistory(stdout, stderr, b)
+				return showHistory(cmd, a.stdout, a.stderr, path, b, format.json())
 			}
 		}
-		pub, err := loadAnyPublic(path, password)
+		pub, err := loadAnyPublic(path, keyPassword())
 		if err != nil {
-			fmt.Fprintf(stderr, "evident keys %s: %v\n", args[0], err)
+			fmt.Fprintf(a.stderr, "evident keys %s: %v\n", name, err)
 			return exitFailure
 		}
 		kid, err := receipts.KeyThumbprint(pub)
 		if err != nil {
-			fmt.Fprintf(stderr, "evident keys %s: %v\n", args[0], err)
+			fmt.Fprintf(a.stderr, "evident keys %s: %v\n", name, err)
 			return exitFailure
 		}
 		h, b64 := kidStrings(kid)
-		if args[0] == "thumbprint" {
-			fmt.Fprintln(stdout, h)
-			return 0
-		}
 		der, _ := x509.MarshalPKIXPublicKey(pub)
-		fmt.Fprintf(stdout, "type:      %s\nkid (hex): %s\nkid (b64): %s\n%s", keyType(pub), h, b64, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+		pemText := string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+		switch {
+		case format.json() && name == "thumbprint":
+			return reportJSON(cmd, a.stdout, keyOutput{File: path, KID: h, KIDBase64: b64})
+		case format.json():
+			return reportJSON(cmd, a.stdout, keyOutput{File: path, Type: keyType(pub), KID: h, KIDBase64: b64, PublicPEM: pemText})
+		case name == "thumbprint":
+			fmt.Fprintln(a.stdout, h)
+		default:
+			fmt.Fprintf(a.stdout, "type:      %s\nkid (hex): %s\nkid (b64): %s\n%s", keyType(pub), h, b64, pemText)
+		}
 		return 0
-	default: // rotate, subcommand having refused any other name
-		data := fs.String("data", "evident-data", "evidentd's data directory (the key is <data>/keys/service.key)")
-		key := fs.String("key", "", "the service key file (overrides -data)")
-		typ := fs.String("type", servicekey.TypeEd25519, "new key type: ed25519 or p256")
-		if code, done := parseArgs(fs, args[1:]); done {
+	})
+	return cmd
+}
+
+// newKeysRotateCmd is `evident keys rotate`.
+func newKeysRotateCmd(a *app) *cobra.Command {
+	var format formatFlag
+	var data, key, typ string
+	cmd := &cobra.Command{
+		Use:   "rotate [--data DIR | --key FILE] [--type ed25519|p256]",
+		Short: "Replace evidentd's statement/receipt key with a new one; the old one stays in the key history",
+		Long: `Replaces evidentd's statement/receipt key with a new one; the old key stays in the key history
+(keys/service-history.json) so everything it signed keeps verifying. Restart evidentd after.`,
+		Example:           "  evident keys rotate --data /var/lib/evident\n  evident keys rotate --key keys/service.key --type p256 --format json",
+		Args:              exactArgs(),
+		ValidArgsFunction: cobra.NoFileCompletions,
+	}
+	cmd.Flags().StringVar(&data, "data", "evident-data", "evidentd's data directory (the key is <data>/keys/service.key)")
+	cmd.Flags().StringVar(&key, "key", "", "the service key file (overrides --data)")
+	cmd.Flags().StringVar(&typ, "type", servicekey.TypeEd25519, "new key type: ed25519 or p256")
+	cmd.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"ed25519", "p256"}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.MarkFlagDirname("data")
+	markFiles(cmd, "key")
+	addFormat(cmd, &format)
+	cmd.RunE = a.action(func(cmd *cobra.Command, _ []string) int {
+		if code, ok := format.check(cmd); !ok {
 			return code
 		}
-		if code, ok := checkArgs(fs); !ok {
-			return code
-		}
-		path := *key
+		path := key
 		if path == "" {
-			path = filepath.Join(*data, "keys", "service.key")
+			path = filepath.Join(data, "keys", "service.key")
 		}
-		oldKID, newKID, err := servicekey.Rotate(path, password, *typ, time.Now())
+		oldKID, newKID, err := servicekey.Rotate(path, keyPassword(), typ, time.Now())
 		if err != nil {
-			fmt.Fprintln(stderr, "evident keys rotate:", err)
+			fmt.Fprintln(a.stderr, "evident keys rotate:", err)
 			return exitFailure
 		}
-		fmt.Fprintf(stdout, "rotated %s\n  retired kid %s (kept in %s; private key moved to %s/)\n  current kid %s\nrestart evidentd to sign with the new key\n",
+		if format.json() {
+			return reportJSON(cmd, a.stdout, rotateOutput{KeyFile: path, RetiredKID: oldKID, CurrentKID: newKID,
+				HistoryFile: filepath.Join(filepath.Dir(path), servicekey.HistoryFile), RetiredDir: filepath.Join(filepath.Dir(path), servicekey.RetiredDir)})
+		}
+		fmt.Fprintf(a.stdout, "rotated %s\n  retired kid %s (kept in %s; private key moved to %s/)\n  current kid %s\nrestart evidentd to sign with the new key\n",
 			path, oldKID, servicekey.HistoryFile, servicekey.RetiredDir, newKID)
 		return 0
+	})
+	return cmd
+}
+
+// reportJSON writes v as the command's JSON result and returns 0, or reports why it could
+// not and returns exitFailure.
+func reportJSON(cmd *cobra.Command, w io.Writer, v any) int {
+	if err := writeJSON(w, v); err != nil {
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: %v\n", cmd.CommandPath(), err)
+		return exitFailure
 	}
+	return 0
 }
 
 // loadAnyPublic reads the public key of a PEM private key (encrypted ones with password),
@@ -152,11 +243,15 @@ func keyType(pub crypto.PublicKey) string {
 	return fmt.Sprintf("%T", pub)
 }
 
-func showHistory(stdout, stderr io.Writer, b []byte) int {
+// showHistory shows a key history file: its keys and when each was in use.
+func showHistory(cmd *cobra.Command, stdout, stderr io.Writer, path string, b []byte, asJSON bool) int {
 	h, err := bundle.ParseKeyHistory(b)
 	if err != nil {
 		fmt.Fprintln(stderr, "evident keys show:", err)
 		return exitFailure
+	}
+	if asJSON {
+		return reportJSON(cmd, stdout, keyHistoryOutput{File: path, KeyHistory: *h})
 	}
 	fmt.Fprintf(stdout, "%s: %d statement/receipt key(s), %d checkpoint key(s)\n", h.Format, len(h.Keys), len(h.CheckpointKeys))
 	for _, k := range h.Keys {

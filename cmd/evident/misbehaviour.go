@@ -2,48 +2,71 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
 	tlog "github.com/transparency-dev/formats/log"
 
 	"github.com/evident-log/evident/misbehaviour"
 	"github.com/evident-log/evident/trustfile"
 )
 
-const misbehaviourUsage = `Usage: evident misbehaviour <check|show> [flags] FILE...
-
-  check FILE... (--log-key KEY | --trust FILE) [--format text|json]
-        check proofs of misbehaviour offline against the log's pinned key: exit 1 and
-        "PROVEN: the log signed two histories" when one holds, exit 0 and
-        "NOT PROVEN: <reason>" for each otherwise (a forged, mismatched or malformed
-        file included)
-  show FILE...
-        what the files claim, no signature checked
+const misbehaviourLong = `check FILE... (--log-key KEY | --trust FILE) [--format text|json]
+      check proofs of misbehaviour offline against the log's pinned key: exit 1 and
+      "PROVEN: the log signed two histories" when one holds, exit 0 and
+      "NOT PROVEN: <reason>" for each otherwise (a forged, mismatched or malformed
+      file included)
+show FILE...
+      what the files claim, no signature checked
 
 FILE is a proof (evident-misbehaviour/v1), a witness's GET /<hex sha256(origin)>/forks
-answer or fork record, or the witness refusal evidentd keeps. See docs/misbehaviour.md.
-`
+answer or fork record, or the witness refusal evidentd keeps. See docs/misbehaviour.md.`
 
-func cmdMisbehaviour(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	if code, ok := subcommand(stdout, stderr, "evident misbehaviour", misbehaviourUsage, args, "check", "show"); !ok {
-		return code
+// newMisbehaviourCmd is the `evident misbehaviour` group.
+func newMisbehaviourCmd(a *app) *cobra.Command {
+	check := &cobra.Command{
+		Use:   "check FILE... (--log-key KEY... | --trust FILE) [--format text|json]",
+		Short: "Check a proof that the log signed two histories (exit 1 when it holds)",
+		Long:  misbehaviourLong,
+		Example: `  evident misbehaviour check misbehaviour-1a2b3c4d5e6f-7-12.json --trust operator.trust.json
+  evident misbehaviour check forks.json --log-key keys/log.vkey --format json`,
+		Args:              minArgs("missing FILE argument"),
+		ValidArgsFunction: fileArgs,
 	}
-	fs := flag.NewFlagSet("evident misbehaviour "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, misbehaviourUsage+"\nFlags of "+fs.Name()+":\n"); fs.PrintDefaults() }
-	if args[0] == "show" {
-		return misbehaviourShow(fs, args[1:], stdout, stderr)
+	var logKeys []string
+	var trustPath string
+	var format formatFlag
+	check.Flags().StringArrayVar(&logKeys, "log-key", nil, "pin the log's checkpoint key: a vkey (Ed25519 or ML-DSA-44), a file holding one (keys/log.vkey, a bundle's trust/log-mldsa.vkey) or a trust file; repeatable")
+	check.Flags().StringVar(&trustPath, "trust", "", "pin the operator's trust file: its log keys (Ed25519 and ML-DSA-44) and witness policy, whose cosigners are listed")
+	addFormat(check, &format)
+	markFiles(check, "log-key", "trust")
+	check.RunE = a.action(func(cmd *cobra.Command, args []string) int {
+		return misbehaviourCheck(cmd, args, logKeys, trustPath, &format, a.stdout, a.stderr)
+	})
+	show := &cobra.Command{
+		Use:               "show FILE...",
+		Short:             "What the files claim, no signature checked",
+		Long:              misbehaviourLong,
+		Example:           "  evident misbehaviour show forks.json",
+		Args:              minArgs("missing FILE argument"),
+		ValidArgsFunction: fileArgs,
 	}
-	return misbehaviourCheck(fs, args[1:], stdout, stderr)
+	show.RunE = a.action(func(cmd *cobra.Command, args []string) int {
+		return misbehaviourShow(cmd, args, a.stdout, a.stderr)
+	})
+	return group(a, &cobra.Command{
+		Use:     "misbehaviour <check|show> [flags] FILE...",
+		Short:   "Check or show proofs that the log signed two histories",
+		Long:    misbehaviourLong,
+		Example: "  evident misbehaviour check proof.json --trust operator.trust.json",
+	}, check, show)
 }
 
 // record is one proof found in a file given on the command line, or the reason none was.
@@ -57,18 +80,15 @@ type record struct {
 
 // readProofRecords reads every file given. A file that does not exist is a usage error, one that
 // cannot be read could not run; a file that holds no proof becomes a record with Err.
-func readProofRecords(fset *flag.FlagSet, stderr io.Writer) ([]record, int, bool) {
-	if fset.NArg() == 0 {
-		return nil, usageErr(fset, "missing FILE argument"), false
-	}
+func readProofRecords(cmd *cobra.Command, files []string, stderr io.Writer) ([]record, int, bool) {
 	var out []record
-	for _, name := range fset.Args() {
+	for _, name := range files {
 		b, err := readAtMost(name, misbehaviour.MaxSize) // ParseAll refuses one over the limit, with the reason
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return nil, usageErr(fset, "%v", err), false
+			return nil, usageErr(cmd, "%v", err), false
 		case err != nil:
-			fmt.Fprintf(stderr, "%s: %v\n", fset.Name(), err)
+			fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), err)
 			return nil, exitFailure, false
 		}
 		ps, err := misbehaviour.ParseAll(b)
@@ -87,22 +107,15 @@ func readProofRecords(fset *flag.FlagSet, stderr io.Writer) ([]record, int, bool
 }
 
 // misbehaviourCheck is evident misbehaviour check.
-func misbehaviourCheck(fset *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
-	var logKeys stringList
-	fset.Var(&logKeys, "log-key", "pin the log's checkpoint key: a vkey (Ed25519 or ML-DSA-44), a file holding one (keys/log.vkey, a bundle's trust/log-mldsa.vkey) or a trust file; repeatable")
-	trustPath := fset.String("trust", "", "pin the operator's trust file: its log keys (Ed25519 and ML-DSA-44) and witness policy, whose cosigners are listed")
-	format := fset.String("format", "text", "output format: text or json")
-	if code, done := parseArgs(fset, args); done {
+func misbehaviourCheck(cmd *cobra.Command, files, logKeys []string, trustPath string, format *formatFlag, stdout, stderr io.Writer) int {
+	if code, ok := format.check(cmd); !ok {
 		return code
 	}
-	if *format != "text" && *format != "json" {
-		return usageErr(fset, "-format must be text or json, not %q", *format)
-	}
-	keys, code, ok := pinnedKeys(fset, logKeys, *trustPath)
+	keys, code, ok := pinnedKeys(cmd, logKeys, trustPath)
 	if !ok {
 		return code
 	}
-	recs, code, ok := readProofRecords(fset, stderr)
+	recs, code, ok := readProofRecords(cmd, files, stderr)
 	if !ok {
 		return code
 	}
@@ -113,13 +126,13 @@ func misbehaviourCheck(fset *flag.FlagSet, args []string, stdout, stderr io.Writ
 		proven = proven || results[i].Proven
 	}
 	var err error
-	if *format == "json" {
+	if format.json() {
 		err = writeCheckJSON(stdout, proven, results)
 	} else {
 		err = writeCheckText(stdout, results)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", fset.Name(), err)
+		fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), err)
 		return exitFailure
 	}
 	if proven {
@@ -131,24 +144,24 @@ func misbehaviourCheck(fset *flag.FlagSet, args []string, stdout, stderr io.Writ
 // pinnedKeys gathers the keys a proof is checked against: --log-key values and the trust
 // file's log keys and witness policy. Nothing pinned is a usage error: a proof is only a
 // proof against a key the user trusts.
-func pinnedKeys(fset *flag.FlagSet, logKeys []string, trustPath string) (misbehaviour.Keys, int, bool) {
+func pinnedKeys(cmd *cobra.Command, logKeys []string, trustPath string) (misbehaviour.Keys, int, bool) {
 	var keys misbehaviour.Keys
 	if trustPath != "" {
 		tf, err := readTrustFile(trustPath)
 		if err != nil {
-			return keys, usageErr(fset, "-trust: %v", err), false
+			return keys, usageErr(cmd, "-trust: %v", err), false
 		}
 		if keys.Witnesses, err = tf.Policy(); err != nil {
-			return keys, usageErr(fset, "-trust: %v", err), false
+			return keys, usageErr(cmd, "-trust: %v", err), false
 		}
 		logKeys = append(slices.Clone(logKeys), trustPath) // readVKeys takes a trust file's log keys
 	}
 	vkeys, err := readVKeys(logKeys)
 	if err != nil {
-		return keys, usageErr(fset, "-log-key: %v", err), false
+		return keys, usageErr(cmd, "-log-key: %v", err), false
 	}
 	if len(vkeys) == 0 {
-		return keys, usageErr(fset, "no log key pinned: give --log-key KEY or --trust FILE (a proof is only a proof against a key you trust)"), false
+		return keys, usageErr(cmd, "no log key pinned: give --log-key KEY or --trust FILE (a proof is only a proof against a key you trust)"), false
 	}
 	keys.LogKeys = vkeys
 	return keys, 0, true
@@ -272,11 +285,8 @@ func writeCheckJSON(w io.Writer, proven bool, results []checked) error {
 }
 
 // misbehaviourShow is evident misbehaviour show: the files' claims, no signature checked.
-func misbehaviourShow(fset *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
-	if code, done := parseArgs(fset, args); done {
-		return code
-	}
-	recs, code, ok := readProofRecords(fset, stderr)
+func misbehaviourShow(cmd *cobra.Command, args []string, stdout, stderr io.Writer) int {
+	recs, code, ok := readProofRecords(cmd, args, stderr)
 	if !ok {
 		return code
 	}
@@ -299,7 +309,7 @@ func misbehaviourShow(fset *flag.FlagSet, args []string, stdout, stderr io.Write
 		fmt.Fprintf(&b, "  consistency proof: %d hashes\n  references: %d\n", len(p.ConsistencyProof), len(p.References))
 	}
 	if _, err := stdout.Write(b.Bytes()); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", fset.Name(), err)
+		fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), err)
 		return exitFailure
 	}
 	return exitVerified

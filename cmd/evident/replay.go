@@ -5,10 +5,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger/canonical"
@@ -34,50 +35,69 @@ type replayOutput struct {
 	totals verifier.StoryTotals
 }
 
-func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("evident replay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	format := fs.String("format", "text", "output format: text or json")
-	task := fs.String("task", "", "replay only this task_id")
-	quiet := fs.Bool("q", false, "no progress, even on a terminal")
-	trustFile := fs.String("trust", "", "pin the operator's trust file for the verification (as evident verify --trust); without it the verdict is at best not evaluated")
-	fs.BoolVar(quiet, "quiet", false, "same as -q")
-	var limits recordLimits
-	limits.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s\n\nRebuilds the timeline of every CHAP chain in a bundle (or one task): who assigned,\naccepted, drafted, reviewed, approved or overrode what (diff applied to the base artefact),\nunder which key and mode; answers the CHAP paper's §9.3 questions; reports impossible\nhistories, each with the records it rests on. Ids the Coordinator assigned in its responses\nare bound to their creations only where the log determines it; the rest is listed under\nNOT EVALUATED, never as a finding. The bundle is verified first (offline) for question 8.\n\nExit codes: 0 verified and no impossible history, 1 broken or an impossible history,\n2 not evaluated, 3 could not run, 64 usage.\n\nFlags:\n", synopsis(fs.Name()))
-		fs.PrintDefaults()
+// newReplayCmd is `evident replay BUNDLE`.
+func newReplayCmd(a *app) *cobra.Command {
+	var (
+		format          formatFlag
+		task, trustFile string
+		quiet           bool
+		limits          recordLimits
+	)
+	cmd := &cobra.Command{
+		Use:   "replay [--task T] [--format text|json] [flags] BUNDLE",
+		Short: "Rebuild a CHAP chain's timeline (or one task's), answer CHAP §9.3, flag impossible histories",
+		Long: `Rebuilds the timeline of every CHAP chain in a bundle (or one task): who assigned,
+accepted, drafted, reviewed, approved or overrode what (diff applied to the base artefact),
+under which key and mode; answers the CHAP paper's §9.3 questions; reports impossible
+histories, each with the records it rests on. Ids the Coordinator assigned in its responses
+are bound to their creations only where the log determines it; the rest is listed under
+NOT EVALUATED, never as a finding. The bundle is verified first (offline) for question 8.
+
+Exit codes: 0 verified and no impossible history, 1 broken or an impossible history,
+2 not evaluated, 3 could not run, 64 usage.`,
+		Example: `  evident replay case.evident.zip
+  evident replay --task tsk_42 --format json --trust operator.trust.json case.evident.zip`,
+		Args:              exactArgs("BUNDLE"),
+		ValidArgsFunction: fileArgs,
 	}
-	if code, done := parseArgs(fs, args); done {
+	f := cmd.Flags()
+	addFormat(cmd, &format)
+	f.StringVar(&task, "task", "", "replay only this task_id")
+	f.BoolVarP(&quiet, "quiet", "q", false, "no progress, even on a terminal")
+	f.StringVar(&trustFile, "trust", "", "pin the operator's trust file for the verification (as evident verify --trust); without it the verdict is at best not evaluated")
+	limits.register(f)
+	markFiles(cmd, "trust")
+	cmd.RunE = a.action(func(cmd *cobra.Command, args []string) int {
+		return runReplay(a.ctx, cmd, args[0], &format, task, trustFile, quiet, limits, a.stdout, a.stderr)
+	})
+	return cmd
+}
+
+// runReplay verifies the bundle at path, replays its CHAP chains and writes the timelines.
+func runReplay(ctx context.Context, cmd *cobra.Command, path string, format *formatFlag, task, trustFile string, quiet bool, limits recordLimits, stdout, stderr io.Writer) int {
+	if code, ok := format.check(cmd); !ok {
 		return code
 	}
-	if code, ok := checkArgs(fs, "BUNDLE"); !ok {
-		return code
-	}
-	if *format != "text" && *format != "json" {
-		return usageErr(fs, "-format must be text or json, not %q", *format)
-	}
-	lim, code, ok := limits.get(fs)
+	lim, code, ok := limits.get(cmd)
 	if !ok {
 		return code
 	}
 	var trust *trustfile.File
-	if *trustFile != "" {
+	if trustFile != "" {
 		var err error
-		if trust, err = readTrustFile(*trustFile); err != nil {
+		if trust, err = readTrustFile(trustFile); err != nil {
 			fmt.Fprintln(stderr, "evident replay: --trust:", err)
 			return exitUsage
 		}
 	}
-	path := fs.Arg(0)
-	rep, r, code := verifyBundle(ctx, path, *quiet, stderr, func(o *verifier.Options) { o.Trust, o.Limits = trust, lim })
+	rep, r, code := verifyBundle(ctx, "evident replay", path, quiet, stderr, func(o *verifier.Options) { o.Trust, o.Limits = trust, lim })
 	if rep == nil {
 		return code
 	}
 	if r == nil {
 		// Refused at open: which bytes are the evidence is not settled, so nothing is replayed.
 		fmt.Fprintf(stderr, "evident replay: %s is refused (see the report), nothing is replayed\n", clean(path))
-		if *format == "json" {
+		if format.json() {
 			rep.WriteJSON(stdout)
 		} else {
 			rep.WriteText(stdout)
@@ -86,11 +106,11 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	defer r.Close()
 	var progress func(string, uint64, uint64)
-	if !*quiet && isTerminal(stderr) {
+	if !quiet && isTerminal(stderr) {
 		progress = progressPrinter(stderr)
 	}
 	out := replayOutput{Format: "evident-replay/v1", Bundle: path, Verdict: rep.Verdict, Timelines: []*replay.Timeline{}}
-	tls, err := replayStories(ctx, rep, r, storyOptions{task: *task, lim: lim, progress: progress})
+	tls, err := replayStories(ctx, rep, r, storyOptions{task: task, lim: lim, progress: progress})
 	if progress != nil {
 		fmt.Fprint(stderr, "\r\033[K")
 	}
@@ -109,10 +129,10 @@ func cmdReplay(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if out.Story == nil {
 		out.Story = []verifier.Story{}
 	}
-	if *task != "" && !hasTask(out.Timelines) {
-		return unknownTask(ctx, fs, r, *task)
+	if task != "" && !hasTask(out.Timelines) {
+		return unknownTask(ctx, cmd, r, task)
 	}
-	if *format == "json" {
+	if format.json() {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(out)
@@ -144,7 +164,7 @@ func hasTask(tls []*replay.Timeline) bool {
 
 // unknownTask reports a --task that no CHAP chain of the bundle holds, naming a few tasks
 // that are there, and returns exitUsage.
-func unknownTask(ctx context.Context, fs *flag.FlagSet, r *bundle.Reader, task string) int {
+func unknownTask(ctx context.Context, cmd *cobra.Command, r *bundle.Reader, task string) int {
 	const show = 5
 	var chains, ids []string
 	total := 0
@@ -166,15 +186,15 @@ func unknownTask(ctx context.Context, fs *flag.FlagSet, r *bundle.Reader, task s
 	}
 	switch {
 	case len(chains) == 0:
-		return usageErr(fs, "-task %q: the bundle holds no CHAP chain", clean(task))
+		return usageErr(cmd, "-task %q: the bundle holds no CHAP chain", clean(task))
 	case total == 0:
-		return usageErr(fs, "-task %q is not in the chain %s, which holds no task", clean(task), strings.Join(chains, ", "))
+		return usageErr(cmd, "-task %q is not in the chain %s, which holds no task", clean(task), strings.Join(chains, ", "))
 	}
 	more := ""
 	if total > len(ids) {
 		more = fmt.Sprintf(", … (%d in all)", total)
 	}
-	return usageErr(fs, "-task %q is not in the chain %s; its tasks include %s%s", clean(task), strings.Join(chains, ", "), strings.Join(ids, ", "), more)
+	return usageErr(cmd, "-task %q is not in the chain %s; its tasks include %s%s", clean(task), strings.Join(chains, ", "), strings.Join(ids, ", "), more)
 }
 
 func summary(rep *verifier.Report) string {

@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -14,80 +14,125 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/evident-log/evident/trustfile"
 )
 
 // trustPath is where an operator's trust file is published under its service URL.
 const trustPath = "/.well-known/evident-trust"
 
-// cmdTrust dispatches evident trust subcommands.
-func cmdTrust(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if code, ok := subcommand(stdout, stderr, "evident trust", trustUsage, args, "fetch"); !ok {
-		return code
-	}
-	return cmdTrustFetch(ctx, args[1:], stdout, stderr)
+// newTrustCmd is the `evident trust` group.
+func newTrustCmd(a *app) *cobra.Command {
+	return group(a, &cobra.Command{
+		Use:     "trust fetch URL [-o FILE] [--timeout D]",
+		Short:   "Download an operator's trust file (URL/.well-known/evident-trust) to pin with verify --trust",
+		Long:    trustLong,
+		Example: "  evident trust fetch https://evident.example",
+	}, newTrustFetchCmd(a))
 }
 
-const trustUsage = `Usage: evident trust fetch URL [-o FILE] [-timeout D]
-
-Downloads the trust file an operator publishes (URL/.well-known/evident-trust, or the full URL
+const trustLong = `Downloads the trust file an operator publishes (URL/.well-known/evident-trust, or the full URL
 of a trust file), checks it, prints its log origin, key ids and witnesses so you can compare
-them with what the operator tells you out of band, and saves it for evident verify --trust.
-`
+them with what the operator tells you out of band, and saves it for evident verify --trust.`
 
-// cmdTrustFetch downloads, checks, prints and saves an operator's trust file.
-func cmdTrustFetch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fset := flag.NewFlagSet("evident trust fetch", flag.ContinueOnError)
-	fset.SetOutput(stderr)
-	output := fset.String("o", "", "save the trust file here (default: <origin>.trust.json in the current directory)")
-	timeout := fset.Duration("timeout", 30*time.Second, "give up after this long")
-	force := fset.Bool("force", false, "replace a saved trust file whose content differs (the operator's keys or policy changed)")
-	fset.Usage = func() {
-		fmt.Fprintf(stderr, "%s\nFlags:\n", trustUsage)
-		fset.PrintDefaults()
+// newTrustFetchCmd is `evident trust fetch URL`.
+func newTrustFetchCmd(a *app) *cobra.Command {
+	var (
+		format  formatFlag
+		output  string
+		timeout time.Duration
+		force   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "fetch URL [-o FILE] [--timeout D] [--force]",
+		Short: "Download, check, print and save an operator's trust file",
+		Long:  trustLong,
+		Example: `  evident trust fetch https://evident.example
+  evident trust fetch https://evident.example -o operator.trust.json --format json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return &usageError{msg: "the URL of the service (or of its trust file) is missing"}
+			}
+			return exactArgs("URL")(cmd, args)
+		},
+		ValidArgsFunction: cobra.NoFileCompletions,
 	}
-	if code, done := parseArgs(fset, args); done {
+	f := cmd.Flags()
+	f.StringVarP(&output, "output", "o", "", "save the trust file here (default: <origin>.trust.json in the current directory)")
+	f.DurationVar(&timeout, "timeout", 30*time.Second, "give up after this long")
+	f.BoolVar(&force, "force", false, "replace a saved trust file whose content differs (the operator's keys or policy changed)")
+	addFormat(cmd, &format)
+	markFiles(cmd, "output")
+	cmd.RunE = a.action(func(cmd *cobra.Command, args []string) int {
+		return runTrustFetch(a.ctx, cmd, &format, args[0], output, timeout, force, a.stdout, a.stderr)
+	})
+	return cmd
+}
+
+// trustFetchOutput is what `evident trust fetch --format json` writes.
+type trustFetchOutput struct {
+	URL    string `json:"url"`
+	File   string `json:"file"`
+	Status string `json:"status"` // "saved" or "unchanged"
+	Origin string `json:"origin"`
+	// TrustFile is the trust file as the operator serves it.
+	TrustFile json.RawMessage `json:"trust_file"`
+}
+
+// runTrustFetch downloads, checks, prints and saves an operator's trust file.
+func runTrustFetch(ctx context.Context, cmd *cobra.Command, format *formatFlag, arg, output string, timeout time.Duration, force bool, stdout, stderr io.Writer) int {
+	if code, ok := format.check(cmd); !ok {
 		return code
 	}
-	if fset.NArg() == 0 {
-		return usageErr(fset, "the URL of the service (or of its trust file) is missing")
-	}
-	if code, ok := checkArgs(fset, "URL"); !ok {
-		return code
-	}
-	u, err := trustURL(fset.Arg(0))
+	u, err := trustURL(arg)
 	if err != nil {
-		return usageErr(fset, "%v", err)
+		return usageErr(cmd, "%v", err)
 	}
-	tf, raw, err := fetchTrustFile(ctx, u, *timeout)
+	tf, raw, err := fetchTrustFile(ctx, u, timeout)
 	if err != nil {
 		fmt.Fprintln(stderr, "evident trust fetch:", err)
 		return exitFailure
 	}
-	path := *output
+	path := output
 	if path == "" {
 		path = trustFileName(tf.Origin)
 	}
-	fmt.Fprintf(stdout, "trust file from %s\n", u)
-	for _, line := range tf.Summary() {
-		fmt.Fprintf(stdout, "  %s\n", line)
+	out := trustFetchOutput{URL: u, File: path, Status: "saved", Origin: tf.Origin, TrustFile: raw}
+	if !format.json() {
+		fmt.Fprintf(stdout, "trust file from %s\n", u)
+		for _, line := range tf.Summary() {
+			fmt.Fprintf(stdout, "  %s\n", line)
+		}
 	}
 	switch old, err := os.ReadFile(path); {
 	case err == nil && bytes.Equal(old, raw):
-		fmt.Fprintf(stdout, "%s already holds this trust file: unchanged\n", path)
-		return 0
-	case err == nil && !*force:
+		out.Status = "unchanged"
+	case err == nil && !force:
 		fmt.Fprintf(stderr, "evident trust fetch: %s holds a different trust file: the operator's keys or policy changed since it was saved; compare them, then use -force to replace it\n", path)
 		return exitFailure
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		fmt.Fprintln(stderr, "evident trust fetch:", err)
 		return exitFailure
 	}
-	if err := os.WriteFile(path, raw, 0o644); err != nil {
+	if out.Status == "saved" {
+		if err := os.WriteFile(path, raw, 0o644); err != nil {
+			fmt.Fprintln(stderr, "evident trust fetch:", err)
+			return exitFailure
+		}
+	}
+	switch {
+	case format.json():
+		err = writeJSON(stdout, out)
+	case out.Status == "unchanged":
+		_, err = fmt.Fprintf(stdout, "%s already holds this trust file: unchanged\n", path)
+	default:
+		_, err = fmt.Fprintf(stdout, "saved to %s\ncompare the key ids above with the ones the operator gives you out of band, then: evident verify --trust %s BUNDLE\n", path, path)
+	}
+	if err != nil {
 		fmt.Fprintln(stderr, "evident trust fetch:", err)
 		return exitFailure
 	}
-	fmt.Fprintf(stdout, "saved to %s\ncompare the key ids above with the ones the operator gives you out of band, then: evident verify --trust %s BUNDLE\n", path, path)
 	return 0
 }
 

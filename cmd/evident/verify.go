@@ -1,15 +1,14 @@
 package main
 
 import (
-	"crypto"
-	"strings"
-
 	"context"
-	"errors"
-	"flag"
+	"crypto"
 	"fmt"
 	"io"
 	"os"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/misbehaviour"
@@ -24,43 +23,83 @@ import (
 // million would pass it).
 const defaultStoryMaxEntries = 50000
 
-func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("evident verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	format := fs.String("format", "text", "report format: text, json or html (one self-contained file with the CHAP timeline)")
-	output := fs.String("o", "", "write the report to this file instead of standard output")
-	quiet := fs.Bool("q", false, "no progress, even on a terminal")
-	fs.BoolVar(quiet, "quiet", false, "same as -q")
-	storyMax := fs.Uint64("story-max-entries", defaultStoryMaxEntries, "text and json: replay the story (CHAP replay findings) of chains of at most this many entries; a larger chain's story is reported not evaluated (evident replay and --format html replay every chain; 0: no bound)")
-	maxEntries := fs.Int("max-entries", htmlreport.DefaultMaxEntries, "html: timeline rows (and task sections) shown per chain; refused, broken and flagged entries are always shown (0: all)")
-	var extra checkpointFiles
-	fs.Var(&extra, "checkpoint", "an extra checkpoint gathered elsewhere to cross-check: a checkpoint as served (a witness's /<hex sha256(origin)>/checkpoint, evidentd's /log/checkpoint), one from another bundle, a tlog-witness add-checkpoint body with its proof, or a proof of misbehaviour, a witness's /<hex sha256(origin)>/forks answer or an evidentd witness refusal (their checkpoints and proofs); repeatable")
-	maxAge := fs.Duration("witness-max-age", 0, "count only witness cosignatures at most this old toward the quorum (0: any age)")
-	var logKeys stringList
-	fs.Var(&logKeys, "log-key", "pin the log's checkpoint keys: an Ed25519 or ML-DSA-44 signed-note vkey, a file holding vkeys (keys/log.vkey, GET /log/vkey, GET /log/mldsa.vkey) or a trust file (its log keys); repeatable")
-	trustFile := fs.String("trust", "", "pin the operator's trust file (evident trust fetch URL saves it): log keys, service keys and witness policy; without any pin the verdict is at best not_evaluated")
-	issuerKeys := fs.String("issuer-keys", "", "pin the service's statement and receipt keys: a COSE_KeySet (GET /.well-known/scitt-keys), a COSE_Key or a PEM public key")
-	misDir := fs.String("misbehaviour-dir", ".", "when the log is found to have signed two histories (a fork, or an inconsistent consistency proof), write each proof of misbehaviour into this directory as misbehaviour-<origin id>-<size1>-<size2>.json, never over another file; \"\": do not write them")
-	var limits recordLimits
-	limits.register(fs)
-	requirePQ := fs.Bool("require-pq", false, "require post-quantum signatures: checkpoints without the log's ML-DSA-44 signature, and witness quorums not met by ML-DSA-44 cosignatures alone, are not evaluated (an invalid ML-DSA-44 signature is broken either way)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s\n\nVerifies an Evident bundle (directory or .zip) offline: chain replay, signatures with\nkey history, seals and their lineage, receipts, checkpoint signatures. Never uses the network.\nPin the operator's keys (--trust FILE from evident trust fetch URL, or --log-key and --issuer-keys):\nwithout a pin the verdict is at best not evaluated (exit 2).\n\nFlags:\n", synopsis(fs.Name()))
-		fs.PrintDefaults()
+// newVerifyCmd is `evident verify BUNDLE`.
+func newVerifyCmd(a *app) *cobra.Command {
+	var (
+		format             formatFlag
+		output, trustFile  string
+		issuerKeys, misDir string
+		quiet, requirePQ   bool
+		storyMax           uint64
+		maxEntries         int
+		extra              checkpointFiles
+		maxAge             time.Duration
+		logKeys            []string
+		limits             recordLimits
+	)
+	cmd := &cobra.Command{
+		Use:   "verify [flags] BUNDLE",
+		Short: "Verify an exported bundle offline (directory or .zip); no network",
+		Long: `Verifies an Evident bundle (directory or .zip) offline: chain replay, signatures with
+key history, seals and their lineage, receipts, checkpoint signatures. Never uses the network.
+Pin the operator's keys (--trust FILE from evident trust fetch URL, or --log-key and --issuer-keys):
+without a pin the verdict is at best not evaluated (exit 2).`,
+		Example: `  evident verify --trust operator.trust.json case.evident.zip
+  evident verify --format json -q case.evident.zip > report.json
+  evident verify --format html -o report.html --trust operator.trust.json case.evident.zip`,
+		Args:              exactArgs("BUNDLE"),
+		ValidArgsFunction: fileArgs,
 	}
-	if code, done := parseArgs(fs, args); done {
-		return code
-	}
-	if code, ok := checkArgs(fs, "BUNDLE"); !ok {
-		return code
-	}
+	f := cmd.Flags()
+	addFormat(cmd, &format, "text", "json", "html")
+	f.Lookup("format").Usage = "report format: text, json or html (one self-contained file with the CHAP timeline)"
+	f.StringVarP(&output, "output", "o", "", "write the report to this file instead of standard output")
+	f.BoolVarP(&quiet, "quiet", "q", false, "no progress, even on a terminal")
+	f.Uint64Var(&storyMax, "story-max-entries", defaultStoryMaxEntries, "text and json: replay the story (CHAP replay findings) of chains of at most this many entries; a larger chain's story is reported not evaluated (evident replay and --format html replay every chain; 0: no bound)")
+	f.IntVar(&maxEntries, "max-entries", htmlreport.DefaultMaxEntries, "html: timeline rows (and task sections) shown per chain; refused, broken and flagged entries are always shown (0: all)")
+	f.Var(&extra, "checkpoint", "an extra checkpoint gathered elsewhere to cross-check: a checkpoint as served (a witness's /<hex sha256(origin)>/checkpoint, evidentd's /log/checkpoint), one from another bundle, a tlog-witness add-checkpoint body with its proof, or a proof of misbehaviour, a witness's /<hex sha256(origin)>/forks answer or an evidentd witness refusal (their checkpoints and proofs); repeatable")
+	f.DurationVar(&maxAge, "witness-max-age", 0, "count only witness cosignatures at most this old toward the quorum (0: any age)")
+	f.StringArrayVar(&logKeys, "log-key", nil, "pin the log's checkpoint keys: an Ed25519 or ML-DSA-44 signed-note vkey, a file holding vkeys (keys/log.vkey, GET /log/vkey, GET /log/mldsa.vkey) or a trust file (its log keys); repeatable")
+	f.StringVar(&trustFile, "trust", "", "pin the operator's trust file (evident trust fetch URL saves it): log keys, service keys and witness policy; without any pin the verdict is at best not_evaluated")
+	f.StringVar(&issuerKeys, "issuer-keys", "", "pin the service's statement and receipt keys: a COSE_KeySet (GET /.well-known/scitt-keys), a COSE_Key or a PEM public key")
+	f.StringVar(&misDir, "misbehaviour-dir", ".", "when the log is found to have signed two histories (a fork, or an inconsistent consistency proof), write each proof of misbehaviour into this directory as misbehaviour-<origin id>-<size1>-<size2>.json, never over another file; \"\": do not write them")
+	limits.register(f)
+	f.BoolVar(&requirePQ, "require-pq", false, "require post-quantum signatures: checkpoints without the log's ML-DSA-44 signature, and witness quorums not met by ML-DSA-44 cosignatures alone, are not evaluated (an invalid ML-DSA-44 signature is broken either way)")
+	markFiles(cmd, "output", "checkpoint", "trust", "issuer-keys", "log-key")
+	cmd.MarkFlagDirname("misbehaviour-dir")
+	cmd.RunE = a.action(func(cmd *cobra.Command, args []string) int {
+		return runVerify(a.ctx, cmd, args[0], verifyFlags{format: format.value, output: output, trustFile: trustFile, issuerKeys: issuerKeys,
+			misDir: misDir, quiet: quiet, requirePQ: requirePQ, storyMax: storyMax, maxEntries: maxEntries, extra: extra, maxAge: maxAge,
+			logKeys: logKeys, limits: limits}, a.stdout, a.stderr)
+	})
+	return cmd
+}
+
+// verifyFlags are the flags of evident verify.
+type verifyFlags struct {
+	format, output, trustFile, issuerKeys, misDir string
+	quiet, requirePQ                              bool
+	storyMax                                      uint64
+	maxEntries                                    int
+	extra                                         checkpointFiles
+	maxAge                                        time.Duration
+	logKeys                                       []string
+	limits                                        recordLimits
+}
+
+// runVerify verifies the bundle at path and writes the report.
+func runVerify(ctx context.Context, cmd *cobra.Command, path string, fl verifyFlags, stdout, stderr io.Writer) int {
+	format, output, quiet := &fl.format, &fl.output, &fl.quiet
+	trustFile, issuerKeys, misDir := &fl.trustFile, &fl.issuerKeys, &fl.misDir
+	storyMax, maxEntries, maxAge, requirePQ := &fl.storyMax, &fl.maxEntries, &fl.maxAge, &fl.requirePQ
+	extra, logKeys, limits := fl.extra, fl.logKeys, fl.limits
 	if *format != "text" && *format != "json" && *format != "html" {
-		return usageErr(fs, "-format must be text, json or html, not %q", *format)
+		return usageErr(cmd, "-format must be text, json or html, not %q", *format)
 	}
 	if *maxEntries < 0 {
-		return usageErr(fs, "-max-entries must be 0 (all) or more, not %d", *maxEntries)
+		return usageErr(cmd, "-max-entries must be 0 (all) or more, not %d", *maxEntries)
 	}
-	lim, code, ok := limits.get(fs)
+	lim, code, ok := limits.get(cmd)
 	if !ok {
 		return code
 	}
@@ -87,7 +126,7 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return exitUsage
 		}
 	}
-	rep, r, code := verifyBundle(ctx, fs.Arg(0), *quiet, stderr, func(o *verifier.Options) {
+	rep, r, code := verifyBundle(ctx, "evident verify", path, *quiet, stderr, func(o *verifier.Options) {
 		o.Checkpoints, o.WitnessMaxAge, o.RequirePQ = extra.list, *maxAge, *requirePQ
 		o.TrustedLogKeys, o.TrustedIssuers, o.Trust = pinnedLog, issuers, trust
 		o.Limits = lim
@@ -141,7 +180,8 @@ func cmdVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // open reader, which the caller closes, so that whatever it shows besides the report (the
 // replay, the HTML timeline) reads the very bytes that were verified. A bundle refused at
 // open (ambiguous, or beyond a limit) gets its report and a nil reader: nothing else may read it.
-func verifyBundle(ctx context.Context, path string, quiet bool, stderr io.Writer, opts ...func(*verifier.Options)) (*verifier.Report, *bundle.Reader, int) {
+// who names the command in its error messages ("evident replay").
+func verifyBundle(ctx context.Context, who, path string, quiet bool, stderr io.Writer, opts ...func(*verifier.Options)) (*verifier.Report, *bundle.Reader, int) {
 	var o verifier.Options
 	for _, f := range opts {
 		f(&o)
@@ -152,7 +192,7 @@ func verifyBundle(ctx context.Context, path string, quiet bool, stderr io.Writer
 			rep.Bundle = path
 			return rep, nil, rep.ExitCode()
 		}
-		fmt.Fprintln(stderr, "evident verify:", err)
+		fmt.Fprintf(stderr, "%s: %v\n", who, err)
 		return nil, nil, exitFailure // unreadable, or not a bundle at all (bundle.ErrFormat)
 	}
 	if !quiet && isTerminal(stderr) {
@@ -164,70 +204,20 @@ func verifyBundle(ctx context.Context, path string, quiet bool, stderr io.Writer
 	}
 	if err != nil {
 		r.Close()
-		fmt.Fprintln(stderr, "evident verify:", err)
+		fmt.Fprintf(stderr, "%s: %v\n", who, err)
 		return nil, nil, exitFailure
 	}
 	rep.Bundle = path
 	return rep, r, rep.ExitCode()
 }
 
-// parseArgs parses a command's flags, which may also follow its arguments; done says the
-// command must return code at once: 0 after -help (the full usage written), exitUsage after
-// a bad flag (the error and the one-line usage written, see usage.go).
-func parseArgs(fs *flag.FlagSet, args []string) (code int, done bool) {
-	full, out := fs.Usage, fs.Output()
-	fs.Usage = func() {}
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(reorder(fs, args))
-	fs.Usage = full
-	fs.SetOutput(out)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		full()
-		return 0, true
-	case err != nil:
-		return usageErr(fs, "%v", err), true
-	}
-	return 0, false
-}
-
-// reorder moves the flags of fs that follow positional arguments to the front, so both
-// "verify -format json B" and "verify B -format json" work. A flag takes the next argument as
-// its value unless it is a boolean flag or written -name=value.
-func reorder(fs *flag.FlagSet, args []string) []string {
-	var flags, pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			pos = append(pos, args[i+1:]...)
-			break
-		}
-		if len(a) > 1 && a[0] == '-' {
-			flags = append(flags, a)
-			name := strings.TrimLeft(a, "-")
-			if strings.Contains(name, "=") {
-				continue
-			}
-			if f := fs.Lookup(name); f != nil {
-				if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
-					continue
-				}
-			}
-			if i+1 < len(args) {
-				flags = append(flags, args[i+1])
-				i++
-			}
-			continue
-		}
-		pos = append(pos, a)
-	}
-	return append(flags, pos...)
-}
-
 // checkpointFiles is the repeatable --checkpoint flag: each file is read when the flag is parsed.
 type checkpointFiles struct{ list []verifier.ExtraCheckpoint }
 
 func (c *checkpointFiles) String() string { return "" }
+
+// Type names the flag's value in the help.
+func (c *checkpointFiles) Type() string { return "file" }
 
 func (c *checkpointFiles) Set(name string) error {
 	b, err := readAtMost(name, misbehaviour.MaxSize)
@@ -256,9 +246,9 @@ func readAtMost(name string, max int64) ([]byte, error) {
 	return b, nil
 }
 
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (s *stringList) String() string { return strings.Join(*s, ",") }
-
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+// markFiles makes the shell complete the named flags' values with file names.
+func markFiles(cmd *cobra.Command, names ...string) {
+	for _, n := range names {
+		cmd.MarkFlagFilename(n)
+	}
+}
