@@ -25,19 +25,24 @@ func (c counter) Add(n uint64) { c.c.Add(float64(n)) }
 // metrics are the Prometheus metrics of one Server, in a registry of its own (no global
 // state: two servers in one process count apart).
 type metrics struct {
-	reg             *prometheus.Registry
-	recordsAccepted counter
-	recordsRefused  counter
-	batches         counter
-	seals           counter
-	exports         counter
-	pushbacks       counter
-	overloaded      counter
-	requests        *prometheus.HistogramVec
+	reg              *prometheus.Registry
+	recordsAccepted  counter
+	recordsRefused   counter
+	recordsDuplicate counter
+	batches          counter
+	seals            counter
+	exports          counter
+	pushbacks        counter
+	overloaded       counter
+	requests         *prometheus.HistogramVec
 }
 
 // unmatchedRoute is the route label of requests no route matched.
 const unmatchedRoute = "unmatched"
+
+// ingestRoute is the pattern of the ingest route, whose refusals evident_records_refused_total
+// counts.
+const ingestRoute = "POST /v1/chains/{chain}/entries"
 
 // newMetrics returns the metrics of a server, with extra ones registered beside them;
 // logSize and conflictRetries are read at each scrape.
@@ -49,14 +54,15 @@ func newMetrics(logSize, conflictRetries func() float64, extra ...prometheus.Col
 		return counter{c}
 	}
 	m := &metrics{
-		reg:             reg,
-		recordsAccepted: newCounter("evident_records_accepted_total", "Records accepted into chains."),
-		recordsRefused:  newCounter("evident_records_refused_total", "Ingest requests refused."),
-		batches:         newCounter("evident_ingest_batches_total", "Ingest requests accepted."),
-		seals:           newCounter("evident_seals_total", "Seals registered through the API."),
-		exports:         newCounter("evident_exports_total", "Bundles exported."),
-		pushbacks:       newCounter("evident_pushback_total", "Requests answered 503 because the log pushed back."),
-		overloaded:      newCounter("evident_overloaded_total", "Requests answered 503 overloaded: their body did not fit in --max-inflight-bytes."),
+		reg:              reg,
+		recordsAccepted:  newCounter("evident_records_accepted_total", "Records accepted into chains."),
+		recordsRefused:   newCounter("evident_records_refused_total", "Ingest requests refused with a 4xx problem (their records were not stored); 499 and 503 answers are not refusals."),
+		recordsDuplicate: newCounter("evident_records_duplicate_total", "Records of ingest requests answered again as duplicates of stored ones (resends), not stored twice."),
+		batches:          newCounter("evident_ingest_batches_total", "Ingest requests that stored at least one record (201); a resend of stored records (200) is not counted."),
+		seals:            newCounter("evident_seals_total", "Seals made through the API (201); a seal answered again (200) is not counted, nor one the --seal-every or --seal-interval timer made."),
+		exports:          newCounter("evident_exports_total", "Bundles exported."),
+		pushbacks:        newCounter("evident_pushback_total", "Requests answered 503 because the log pushed back."),
+		overloaded:       newCounter("evident_overloaded_total", "Requests answered 503 overloaded: their body did not fit in --max-inflight-bytes."),
 		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "evident_http_request_duration_seconds",
 			Help:    "Time to answer an HTTP request, by route pattern, method and status class (2xx, 4xx, …).",
@@ -197,6 +203,9 @@ func (s *Server) observe(mux *http.ServeMux) http.Handler {
 		}
 		if sw.status == 0 {
 			sw.status = http.StatusOK
+		}
+		if route == ingestRoute && sw.status >= 400 && sw.status < 500 && sw.status != 499 {
+			s.m.recordsRefused.Add(1) // whatever refused it: the authorization, the Content-Type, the body, a record
 		}
 		// What the handler left in the server's buffer is written after it returns.
 		sw.extend()
