@@ -424,7 +424,8 @@ func TestCountersCountOnce(t *testing.T) {
 }
 
 // TestEveryUnservedPathIsAProblem: a path evidentd does not serve — under /log/, where the
-// tlog-tiles file server answers, too — a tile not published, a method a path does not take,
+// tlog-tiles file server answers, too, and a path Go's mux would redirect in HTML to a route
+// (a doubled slash, a "." or ".." segment, /log for /log/) — a tile not published, a method a path does not take,
 // and the tile server's own refusals (a Range outside the checkpoint, a failed precondition)
 // each answer a JSON problem detail with its code, never the plain text of Go's handlers.
 func TestEveryUnservedPathIsAProblem(t *testing.T) {
@@ -466,6 +467,13 @@ func TestEveryUnservedPathIsAProblem(t *testing.T) {
 		{"PUT", "/log/nope", nil, 405, api.CodeMethodNotAllowed, "GET, HEAD"},
 		{"GET", "/log/checkpoint", []string{"Range", "bytes=100000-"}, 416, api.CodeRangeNotSatisfiable, ""},
 		{"GET", "/log/checkpoint", []string{"If-Match", `"nope"`}, 412, api.CodePreconditionFailed, ""},
+		{"GET", "/log", nil, 404, api.CodeNoSuchRoute, ""},
+		{"GET", "//v1/chains", nil, 404, api.CodeNoSuchRoute, ""},
+		{"GET", "/v1/chains/../chains", nil, 404, api.CodeNoSuchRoute, ""},
+		{"GET", "/v1/./chains", nil, 404, api.CodeNoSuchRoute, ""},
+		{"GET", "/log//checkpoint", nil, 404, api.CodeNoSuchRoute, ""},
+		{"GET", "/log/tile/../checkpoint", nil, 404, api.CodeNoSuchRoute, ""},
+		{"POST", "/v1/chains/wsp_x/./seal", nil, 404, api.CodeNoSuchRoute, ""},
 		{"POST", "/v1/chains/x/seals", nil, 405, api.CodeMethodNotAllowed, "GET, HEAD"},
 		{"PATCH", "/healthz", nil, 405, api.CodeMethodNotAllowed, "GET, HEAD"},
 	} {
@@ -479,5 +487,12 @@ func TestEveryUnservedPathIsAProblem(t *testing.T) {
 				t.Errorf("Cache-Control %q", cc)
 			}
 		})
+	}
+	// A write to a path the mux would redirect to a route is not served: nothing is stored.
+	recs := triage(t, "wsp_x")
+	resp, body := roundTrip(t, "POST", srv.URL+"/v1//chains/wsp_x/entries", api.MediaJSON, recs[0])
+	wantProblem(t, resp, body, http.StatusNotFound, api.CodeNoSuchRoute)
+	if h, ok := chainHead(t, srv.URL, "wsp_x"); ok {
+		t.Fatalf("a write to a path not served made a chain: %+v", h)
 	}
 }

@@ -1,10 +1,18 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/evident-log/evident/api"
 )
 
 // TestQueryBool: the one parser of boolean query parameters takes true/1 and false/0, given
@@ -93,5 +101,31 @@ func TestMediaTypeOf(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// failingCollector is a collector whose metric cannot be gathered.
+type failingCollector struct{ desc *prometheus.Desc }
+
+func (f failingCollector) Describe(ch chan<- *prometheus.Desc) { ch <- f.desc }
+func (f failingCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.NewInvalidMetric(f.desc, errors.New("the source is gone"))
+}
+
+// TestMetricsFailureIsAProblem: a registry that cannot be gathered answers GET /metrics 500
+// internal as a problem detail, where promhttp answers plain text, and logs why at ERROR.
+func TestMetricsFailureIsAProblem(t *testing.T) {
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	zero := func() float64 { return 0 }
+	m := newMetrics(zero, zero, failingCollector{prometheus.NewDesc("evident_test_failing", "fails", nil, nil)})
+	w := httptest.NewRecorder()
+	m.handler(logger).ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	var p api.Problem
+	if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil || w.Code != http.StatusInternalServerError || w.Header().Get("Content-Type") != api.MediaProblem || p.Code != api.CodeInternal {
+		t.Fatalf("%d %s %q: %v", w.Code, w.Header().Get("Content-Type"), w.Body, err)
+	}
+	if !strings.Contains(logs.String(), `"level":"ERROR"`) || !strings.Contains(logs.String(), "the source is gone") {
+		t.Fatalf("logged %q", logs.String())
 	}
 }

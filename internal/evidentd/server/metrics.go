@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/evident-log/evident/api"
@@ -80,10 +82,20 @@ func newMetrics(logSize, conflictRetries func() float64, extra ...prometheus.Col
 	return m
 }
 
-// handler serves the registry in the Prometheus exposition formats.
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+// handler serves the registry in the Prometheus exposition formats. A registry that cannot
+// be gathered is logged at ERROR and answered 500 internal as a problem detail, where promhttp
+// would answer its error in plain text.
+func (m *metrics) handler(logger *slog.Logger) http.Handler {
+	h := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, ErrorLog: errorLog{logger}})
+	return problemsOf(h, func(int, string, string) (api.ProblemCode, string) {
+		return api.CodeInternal, "the metrics cannot be gathered; the service log has why"
+	})
 }
+
+// errorLog is promhttp's error log on the service log, at ERROR.
+type errorLog struct{ l *slog.Logger }
+
+func (e errorLog) Println(v ...any) { e.l.Error("serving metrics", "err", fmt.Sprint(v...)) }
 
 // conflictRetries is the pipeline's count for the evident_conflict_retries_total counter.
 func (s *Server) conflictRetries() float64 { return float64(s.c.Pipeline.ConflictRetries()) }
@@ -191,7 +203,12 @@ func (s *Server) observe(mux *http.ServeMux) http.Handler {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, progress: s.c.WriteTimeout}
 		route := unmatchedRoute
-		if h, pattern := mux.Handler(r); pattern == "" {
+		if h, pattern := mux.Handler(r); !canonicalPath(r.URL.Path) || strings.HasPrefix(pattern, "/") {
+			// The mux would answer a redirect in HTML: to the cleaned path, or from /log to
+			// /log/, when it names as pattern the path it redirects to (every route's pattern
+			// starts with its method).
+			s.notCanonical(sw, r)
+		} else if pattern == "" {
 			s.unmatched(sw, r, h)
 		} else if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
 			// Go's handlers would drop the malformed pair and go on without it.
@@ -274,6 +291,31 @@ func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, h http.Handle
 		return
 	}
 	problem(w, http.StatusNotFound, api.CodeNoSuchRoute, "no route "+echo.String(r.Method)+" "+echo.String(r.URL.Path)+"; see GET /v1/openapi.json", -1)
+}
+
+// canonicalPath reports whether p is a path as the routes name it: absolute, without an
+// empty, "." or ".." segment. http.ServeMux redirects any other to its cleaned form, in HTML.
+func canonicalPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
+}
+
+// notCanonical answers a path that is no route's as written, though the mux would redirect it
+// to one (a doubled slash, a "." or ".." segment, /log for /log/): 404 no_such_route naming the
+// path to send instead, where the mux would answer a redirect in HTML. A path is served only
+// as the routes name it, as the tile log serves only the canonical tlog-tiles paths.
+func (s *Server) notCanonical(w http.ResponseWriter, r *http.Request) {
+	detail := "no route " + echo.String(r.Method) + " " + echo.String(r.URL.Path) + ": a path is served only as written in GET /v1/openapi.json"
+	if r.URL.Path != "" && r.URL.Path[0] == '/' {
+		detail += ", without empty, '.' or '..' segments (" + echo.String(path.Clean(r.URL.Path)) + "?)"
+	}
+	problem(w, http.StatusNotFound, api.CodeNoSuchRoute, detail, -1)
 }
 
 // badQuery answers a query that does not parse (a raw ';' in it, a bad %-escape), in the

@@ -33,6 +33,9 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		if table[rt.pattern] {
 			t.Errorf("route %q twice in the table", rt.pattern)
 		}
+		if method, _, _ := strings.Cut(rt.pattern, " "); method != strings.ToUpper(method) || strings.HasPrefix(rt.pattern, "/") {
+			t.Errorf("route %q does not start with its method (observe tells the mux's redirects by it)", rt.pattern)
+		}
 		table[rt.pattern] = true
 		mux.Handle(rt.pattern, http.NotFoundHandler())
 	}

@@ -143,7 +143,7 @@ func routes() []route {
 		{"GET /.well-known/scitt-keys/{kid}", read((*Server).handleKey), hasKeys},
 		{"GET /healthz", read((*Server).handleHealth), nil},
 		{"GET /readyz", read((*Server).handleReady), nil},
-		{"GET /metrics", func(s *Server) http.Handler { return s.m.handler() }, nil},
+		{"GET /metrics", func(s *Server) http.Handler { return s.m.handler(s.c.Logger) }, nil},
 	}
 }
 

@@ -13,47 +13,58 @@ const tilesPrefix = "/log"
 
 // handleTiles serves the log's tiles, entry bundles and checkpoint (tilelog.Log.Handler)
 // under /log/, with its refusals as problem details like every other route's: the tile
-// handler answers them in plain text (http.NotFound, http.Error), which tileProblems turns
-// into the documented problem before anything of it is written.
+// handler answers them in plain text (http.NotFound, http.Error).
 func (s *Server) handleTiles() http.Handler {
-	tiles := http.StripPrefix(tilesPrefix, s.c.Service.Log().Handler())
+	return problemsOf(http.StripPrefix(tilesPrefix, s.c.Service.Log().Handler()), tileProblem)
+}
+
+// problemsOf serves h, a handler of another package that answers its refusals in plain text,
+// with each refusal (a status of 400 or more) answered as a problem detail instead, whose code
+// and detail classify gives; what h writes after it is dropped. Its successes (2xx, 3xx: a
+// tile, 304 Not Modified) pass through as they are.
+func problemsOf(h http.Handler, classify func(status int, method, path string) (api.ProblemCode, string)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tiles.ServeHTTP(&tileProblems{ResponseWriter: w, path: r.URL.Path, method: r.Method}, r)
+		h.ServeHTTP(&problemWriter{ResponseWriter: w, method: r.Method, path: r.URL.Path, classify: classify}, r)
 	})
 }
 
-// tileProblems passes the tile handler's successful answers (2xx, 3xx: a tile, 304 Not
-// Modified) through, and answers its refusals as problem details in its place, dropping the
-// plain-text body the handler writes after them.
-type tileProblems struct {
+// problemWriter is the writer problemsOf gives the handler it wraps.
+type problemWriter struct {
 	http.ResponseWriter
-	path, method string // the request's, as it came (before StripPrefix)
-	refused      bool   // a problem was written: the handler's own body is dropped
+	method, path string // the request's, as it came (before a StripPrefix)
+	classify     func(status int, method, path string) (api.ProblemCode, string)
+	refused      bool // a problem was written: the handler's own body is dropped
 }
 
-func (t *tileProblems) WriteHeader(status int) {
-	if status < 400 || t.refused {
-		if !t.refused {
-			t.ResponseWriter.WriteHeader(status)
-		}
-		return
+func (p *problemWriter) WriteHeader(status int) {
+	switch {
+	case p.refused:
+	case status < 400:
+		p.ResponseWriter.WriteHeader(status)
+	default:
+		p.refused = true
+		p.ResponseWriter.Header().Del("Content-Length") // the handler's, for its own body
+		code, detail := p.classify(status, p.method, p.path)
+		problem(p.ResponseWriter, status, code, detail, -1)
 	}
-	t.refused = true
-	h := t.ResponseWriter.Header()
-	h.Del("Content-Length") // the handler's, for its own body
-	code, detail := tileProblem(status, t.method, t.path)
-	problem(t.ResponseWriter, status, code, detail, -1)
 }
 
-func (t *tileProblems) Write(b []byte) (int, error) {
-	if t.refused {
+func (p *problemWriter) Write(b []byte) (int, error) {
+	if p.refused {
 		return len(b), nil
 	}
-	return t.ResponseWriter.Write(b)
+	return p.ResponseWriter.Write(b)
+}
+
+// Flush lets a streaming handler flush through the wrapper.
+func (p *problemWriter) Flush() {
+	if f, ok := p.ResponseWriter.(http.Flusher); ok && !p.refused {
+		f.Flush()
+	}
 }
 
 // Unwrap gives http.ResponseController the underlying writer.
-func (t *tileProblems) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+func (p *problemWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }
 
 // tileProblem is the code and detail of a refusal of the tile handler (tilelog.Log.Handler and
 // the http.ServeContent it serves through).
