@@ -57,7 +57,7 @@ func newMetrics(logSize, conflictRetries func() float64, extra ...prometheus.Col
 	}
 	m := &metrics{
 		reg:              reg,
-		recordsAccepted:  newCounter("evident_records_accepted_total", "Records accepted into chains."),
+		recordsAccepted:  newCounter("evident_records_accepted_total", "Records stored into chains; a record answered again as a duplicate is not counted."),
 		recordsRefused:   newCounter("evident_records_refused_total", "Ingest requests refused with a 4xx problem (their records were not stored); 499 and 503 answers are not refusals."),
 		recordsDuplicate: newCounter("evident_records_duplicate_total", "Records of ingest requests answered again as duplicates of stored ones (resends), not stored twice."),
 		batches:          newCounter("evident_ingest_batches_total", "Ingest requests that stored at least one record (201); a resend of stored records (200) is not counted."),
