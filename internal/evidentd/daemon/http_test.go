@@ -209,6 +209,23 @@ func TestBodyMediaTypes(t *testing.T) {
 			}
 		})
 	}
+	// Two Content-Types, even both taken, are one too many: which one the body is, is unsaid.
+	req, err := http.NewRequest("POST", srv.URL+"/v1/chains/wsp_media_twice/entries", bytes.NewReader(triage(t, "wsp_media_twice")[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Add("Content-Type", api.MediaJSON)
+	req.Header.Add("Content-Type", api.MediaJSONLines)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	wantProblem(t, resp, body, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType)
+	if h, ok := chainHead(t, srv.URL, "wsp_media_twice"); ok {
+		t.Fatalf("a body under two Content-Types made a chain: %+v", h)
+	}
 	// The SCRAPI registration takes COSE only, in its own problem format (docs/scitt.md).
 	for _, ct := range []string{"text/plain", api.MediaJSON} {
 		resp, body := roundTrip(t, "POST", srv.URL+"/entries", ct, []byte{0xd2, 0x84})

@@ -62,11 +62,15 @@ var (
 )
 
 // consumes puts a handler behind a check of its request's Content-Type: one that names no
-// type of types, or does not parse, is answered 415 unsupported_media_type, naming the types
+// type of types, does not parse, or is given twice, is answered 415 unsupported_media_type, naming the types
 // the route takes (in the detail and in Accept-Post), before a byte of the body is read.
 func consumes(types []string, h handlerMethod) handlerMethod {
 	return func(s *Server, w http.ResponseWriter, r *http.Request) {
-		if err := mediaTypeOf(r.Header.Get("Content-Type"), types); err != nil {
+		err := mediaTypeOf(r.Header.Get("Content-Type"), types)
+		if n := len(r.Header.Values("Content-Type")); n > 1 {
+			err = fmt.Errorf("Content-Type given %d times, once at most; this route takes %s", n, strings.Join(types, ", "))
+		}
+		if err != nil {
 			w.Header().Set("Accept-Post", strings.Join(types, ", "))
 			problem(w, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType, err.Error(), -1)
 			return
