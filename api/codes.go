@@ -36,12 +36,16 @@ const (
 	CodeNotReady         ProblemCode = "not_ready"          // GET /readyz before the first checkpoint, or with a store that takes no commits
 	CodeNoSuchRoute      ProblemCode = "no_such_route"      // a path evidentd does not serve
 	CodeMethodNotAllowed ProblemCode = "method_not_allowed" // a path evidentd serves, but not with this method (Allow lists those it does)
+	// CodeUnsupportedMediaType (below, shared with SCRAPI): a body whose Content-Type the route does not take.
+	CodeRangeNotSatisfiable ProblemCode = "range_not_satisfiable" // a Range outside the tile or checkpoint asked for
+	CodePreconditionFailed  ProblemCode = "precondition_failed"   // an If-Match or If-Unmodified-Since that does not hold for the tile
+	CodeLogUnavailable      ProblemCode = "log_unavailable"       // the log's object store did not answer (502)
 )
 
 // Problems of the SCRAPI surface (RFC 9290 concise problem details).
 const (
 	CodeBeyondPublished      ProblemCode = "beyond_published"       // a tree size beyond the latest published checkpoint
-	CodeUnsupportedMediaType ProblemCode = "unsupported_media_type" // a statement that is not application/cose
+	CodeUnsupportedMediaType ProblemCode = "unsupported_media_type" // a body whose Content-Type the route does not take (a statement that is not application/cose)
 	CodeBadID                ProblemCode = "bad_id"                 // a registration id that is not 64 hex digits
 	CodeBadKid               ProblemCode = "bad_kid"                // a kid that is not a 32-byte thumbprint
 	CodeEmptyProof           ProblemCode = "empty_proof"            // a receipt whose RFC 9942 proof path would be empty (consistency from = to)
@@ -104,7 +108,7 @@ var problemCodes = []ProblemCode{
 	CodeBadQuery, CodeBadBody, CodeInvalidChainID, CodeUnauthorized, CodeForbidden, CodeNoSuchChain, CodeNoSuchEntry,
 	CodeNotSealed, CodeUnknownProfile, CodeNotCOP, CodeNoCOPNode, CodeNotFound, CodePushback,
 	CodeConcurrentWriter, CodeOverloaded, CodeTimeout, CodeCanceled, CodeInternal, CodeNotReady,
-	CodeNoSuchRoute, CodeMethodNotAllowed,
+	CodeNoSuchRoute, CodeMethodNotAllowed, CodeRangeNotSatisfiable, CodePreconditionFailed, CodeLogUnavailable,
 
 	CodeBeyondPublished, CodeUnsupportedMediaType, CodeBadID, CodeBadKid, CodeEmptyProof,
 

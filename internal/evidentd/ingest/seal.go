@@ -36,49 +36,65 @@ type SealResult struct {
 	Receipt     []byte
 	Statement   []byte
 	Transparent []byte // statement with receipt (COSE, 394 header)
+	// Created says this call made the seal. False: the chain had not moved since its last
+	// seal (a resend, or a seal made by the timer or another replica), and that seal is
+	// answered again, or a seal a previous call left pending was finished.
+	Created bool
 }
 
 // Seal commits the chain's current state into the log: it signs the seal statement, keeps it
 // durably as pending, registers it and waits for its receipt. When the chain has not moved
-// since its last seal (and close is not asked), the last seal is returned instead of a new one.
+// since its last seal (and close is not asked), the last seal is returned instead of a new one,
+// with SealResult.Created false.
 func (p *Pipeline) Seal(ctx context.Context, id string, close bool) (*SealResult, error) {
 	if p.o.Sealer == nil {
 		return nil, ErrSealingDisabled
 	}
 	var pending *store.Seal
+	var created bool
 	err := p.retryConflicts(ctx, id, func() error {
 		var err error
-		pending, err = p.prepareSeal(ctx, id, close)
+		pending, created, err = p.prepareSeal(ctx, id, close)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	var res *SealResult
 	if pending.Registered {
-		return p.sealResult(pending)
+		res, err = p.sealResult(pending)
+	} else {
+		res, err = p.register(ctx, pending)
 	}
-	return p.register(ctx, pending)
+	if err != nil {
+		return nil, err
+	}
+	res.Created = created
+	return res, nil
 }
 
-func (p *Pipeline) prepareSeal(ctx context.Context, id string, close bool) (*store.Seal, error) {
+// prepareSeal stores the chain's next seal, pending, and returns it with created true; when the
+// chain has not moved since its last seal (and close asks nothing more), it returns that seal
+// with created false.
+func (p *Pipeline) prepareSeal(ctx context.Context, id string, close bool) (*store.Seal, bool, error) {
 	s := p.slot(id)
 	defer p.put(id, s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, err := p.load(ctx, s, id, "", false)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	seals, err := p.o.Store.Seals(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if n := len(seals); n > 0 && seals[n-1].Size == c.Size && (!close || seals[n-1].Closed) {
-		return &seals[n-1], nil
+		return &seals[n-1], false, nil
 	}
 	if c.Closed {
 		if n := len(seals); n > 0 && seals[n-1].Closed {
-			return nil, ledger.Refuse(ledger.CodeClosed, "chain %s is closed", echo.Quote(id))
+			return nil, false, ledger.Refuse(ledger.CodeClosed, "chain %s is closed", echo.Quote(id))
 		}
 		// A record closed the chain (an OWP root Intent resolved): its seal is the closing one.
 		close = true
@@ -88,7 +104,7 @@ func (p *Pipeline) prepareSeal(ctx context.Context, id string, close bool) (*sto
 		Closed: close, PrevSeal: c.LastSeal, SealedAt: ledger.Timestamp(now)}
 	stmt, entry, err := p.o.Sealer.IssueSeal(seal)
 	if err != nil {
-		return nil, fmt.Errorf("seal %q: %w", id, err)
+		return nil, false, fmt.Errorf("seal %q: %w", id, err)
 	}
 	next := c.Clone()
 	next.LastSeal = ledger.Link(entry).String()
@@ -96,16 +112,16 @@ func (p *Pipeline) prepareSeal(ctx context.Context, id string, close bool) (*sto
 	next.Closed = close
 	rec, err := record(next)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	sl := &store.Seal{Chain: id, N: uint64(len(seals)), Size: c.Size, Closed: close, Statement: stmt, EntryHash: entry, SealedAt: now}
 	if err := p.o.Store.AddSeal(ctx, rec, sl); err != nil {
 		s.chain = nil // reload next time: another writer may have moved it
-		return nil, err
+		return nil, false, err
 	}
 	s.chain = next
 	s.known.Store(true)
-	return sl, nil
+	return sl, true, nil
 }
 
 func (p *Pipeline) register(ctx context.Context, sl *store.Seal) (*SealResult, error) {

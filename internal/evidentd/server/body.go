@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
+	"strings"
 	"syscall"
 
 	"github.com/evident-log/evident/api"
@@ -48,6 +50,56 @@ func evidenceHeadBound(*Server) bodyBound {
 
 func statementBound(*Server) bodyBound {
 	return bodyBound{max: receipts.MaxStatementSize, code: api.CodeStatementTooLarge, what: "statement"}
+}
+
+// The media types the body routes take. A body sent without a Content-Type is read as the
+// route's first type (curl -d sends one, but a hand-rolled client may send none); parameters
+// are taken, but a charset must be UTF-8, JSON's only encoding (RFC 8259). The SCRAPI POST
+// /entries checks its own (application/cose, scrapi.go).
+var (
+	ingestTypes       = []string{api.MediaJSON, api.MediaJSONLines, api.MediaNDJSON}
+	evidenceHeadTypes = []string{api.MediaJSON}
+)
+
+// consumes puts a handler behind a check of its request's Content-Type: one that names no
+// type of types, does not parse, or is given twice, is answered 415 unsupported_media_type, naming the types
+// the route takes (in the detail and in Accept-Post), before a byte of the body is read.
+func consumes(types []string, h handlerMethod) handlerMethod {
+	return func(s *Server, w http.ResponseWriter, r *http.Request) {
+		err := mediaTypeOf(r.Header.Get("Content-Type"), types)
+		if n := len(r.Header.Values("Content-Type")); n > 1 {
+			err = fmt.Errorf("Content-Type given %d times, once at most; this route takes %s", n, strings.Join(types, ", "))
+		}
+		if err != nil {
+			w.Header().Set("Accept-Post", strings.Join(types, ", "))
+			problem(w, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType, err.Error(), -1)
+			return
+		}
+		h(s, w, r)
+	}
+}
+
+// mediaTypeOf checks a request's Content-Type against the types its route takes ("" is the
+// route's default); its error is the detail of a 415 problem.
+func mediaTypeOf(contentType string, types []string) error {
+	if contentType == "" {
+		return nil
+	}
+	takes := strings.Join(types, ", ")
+	mt, params, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return fmt.Errorf("Content-Type %s does not parse (%v); this route takes %s", echo.Quote(contentType), err, takes)
+	}
+	for _, t := range types {
+		if mt != t {
+			continue
+		}
+		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+			return fmt.Errorf("Content-Type %s: JSON is UTF-8, not charset %s; this route takes %s", echo.Quote(contentType), echo.Quote(cs), takes)
+		}
+		return nil
+	}
+	return fmt.Errorf("Content-Type %s is not taken here; this route takes %s (a body without Content-Type is read as %s)", echo.Quote(mt), takes, types[0])
 }
 
 // readBody reads r's body, at most b.max bytes of it, into one buffer of its declared length

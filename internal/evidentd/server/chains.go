@@ -25,14 +25,12 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 		records, err = splitBody(body, r.Header.Get("Content-Type"), s.c.MaxBatch)
 	}
 	if err != nil {
-		s.m.recordsRefused.Add(1)
 		s.fail(w, r, err)
 		return
 	}
 	// The record limits are the service's policy, applied before the profile parses a record.
 	for i, rec := range records {
 		if err := s.c.Limits.Check(rec); err != nil {
-			s.m.recordsRefused.Add(1)
 			re := ledger.CanonicalRefusal(err).(*ledger.RecordError)
 			re.Index = i
 			s.fail(w, r, re)
@@ -41,11 +39,9 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 	}
 	acc, err := s.c.Pipeline.Ingest(r.Context(), chain, r.URL.Query().Get("profile"), records)
 	if err != nil {
-		s.m.recordsRefused.Add(1)
 		s.fail(w, r, err)
 		return
 	}
-	s.m.batches.Add(1)
 	last := acc[len(acc)-1]
 	w.Header().Set("Location", "/v1/chains/"+chain+"/entries?from="+strconv.FormatUint(acc[0].Seq, 10)+"&limit="+strconv.Itoa(len(acc)))
 	out := api.IngestResponse{Chain: chain, Accepted: make([]api.AcceptedEntry, len(acc)), Size: last.Seq + 1, Head: last.Link}
@@ -56,9 +52,15 @@ func (s *Server) handleIngest(w http.ResponseWriter, r *http.Request) {
 			added++
 		}
 	}
+	// Each counter counts what happened once: a batch that stored records, the records it
+	// stored, the records it answered again without storing them (refusals are counted by
+	// observe, whatever refused them).
 	s.m.recordsAccepted.Add(uint64(added))
+	s.m.recordsDuplicate.Add(uint64(len(acc) - added))
 	status := http.StatusCreated
-	if added == 0 {
+	if added > 0 {
+		s.m.batches.Add(1)
+	} else {
 		// A retry of records that are all stored already: nothing was written. The chain may
 		// have grown since, so its size and head are read again.
 		status = http.StatusOK
@@ -186,9 +188,17 @@ func splitArray(b []byte, maxBatch int) ([][]byte, error) {
 	return out, nil
 }
 
+// handleSeal seals the chain: 201 Created with the seal this request made, or 200 OK with
+// the chain's last seal answered again when the chain has not moved since (a resend, or a
+// seal the timer or another replica made), as a resent batch is 200 (docs/errors.md, Retries).
+// A close that does not parse is 400 bad_query and seals nothing.
 func (s *Server) handleSeal(w http.ResponseWriter, r *http.Request) {
 	chain := r.PathValue("chain")
-	closeChain := r.URL.Query().Get("close") == "true"
+	closeChain, err := queryBool(r, "close", false)
+	if err != nil {
+		problem(w, http.StatusBadRequest, api.CodeBadQuery, err.Error(), -1)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.c.SealTimeout)
 	defer cancel()
 	res, err := s.c.Pipeline.Seal(ctx, chain, closeChain)
@@ -196,14 +206,19 @@ func (s *Server) handleSeal(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.m.seals.Add(1)
+	status := http.StatusOK
+	if res.Created {
+		s.m.seals.Add(1)
+		status = http.StatusCreated
+	}
 	if acceptsCOSE(r) {
 		w.Header().Set("Content-Type", api.MediaCOSESign1)
-		w.WriteHeader(http.StatusCreated)
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(status)
 		w.Write(res.Transparent)
 		return
 	}
-	writeJSON(w, http.StatusCreated, api.SealResponse{Seal: res.Seal, N: res.N, LogIndex: res.LogIndex, Checkpoint: string(res.Checkpoint),
+	writeJSON(w, status, api.SealResponse{Seal: res.Seal, N: res.N, LogIndex: res.LogIndex, Checkpoint: string(res.Checkpoint),
 		Receipt: base64.StdEncoding.EncodeToString(res.Receipt), Transparent: base64.StdEncoding.EncodeToString(res.Transparent)})
 }
 

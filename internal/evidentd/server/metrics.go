@@ -6,7 +6,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/evident-log/evident/api"
@@ -25,19 +27,24 @@ func (c counter) Add(n uint64) { c.c.Add(float64(n)) }
 // metrics are the Prometheus metrics of one Server, in a registry of its own (no global
 // state: two servers in one process count apart).
 type metrics struct {
-	reg             *prometheus.Registry
-	recordsAccepted counter
-	recordsRefused  counter
-	batches         counter
-	seals           counter
-	exports         counter
-	pushbacks       counter
-	overloaded      counter
-	requests        *prometheus.HistogramVec
+	reg              *prometheus.Registry
+	recordsAccepted  counter
+	recordsRefused   counter
+	recordsDuplicate counter
+	batches          counter
+	seals            counter
+	exports          counter
+	pushbacks        counter
+	overloaded       counter
+	requests         *prometheus.HistogramVec
 }
 
 // unmatchedRoute is the route label of requests no route matched.
 const unmatchedRoute = "unmatched"
+
+// ingestRoute is the pattern of the ingest route, whose refusals evident_records_refused_total
+// counts.
+const ingestRoute = "POST /v1/chains/{chain}/entries"
 
 // newMetrics returns the metrics of a server, with extra ones registered beside them;
 // logSize and conflictRetries are read at each scrape.
@@ -49,14 +56,15 @@ func newMetrics(logSize, conflictRetries func() float64, extra ...prometheus.Col
 		return counter{c}
 	}
 	m := &metrics{
-		reg:             reg,
-		recordsAccepted: newCounter("evident_records_accepted_total", "Records accepted into chains."),
-		recordsRefused:  newCounter("evident_records_refused_total", "Ingest requests refused."),
-		batches:         newCounter("evident_ingest_batches_total", "Ingest requests accepted."),
-		seals:           newCounter("evident_seals_total", "Seals registered through the API."),
-		exports:         newCounter("evident_exports_total", "Bundles exported."),
-		pushbacks:       newCounter("evident_pushback_total", "Requests answered 503 because the log pushed back."),
-		overloaded:      newCounter("evident_overloaded_total", "Requests answered 503 overloaded: their body did not fit in --max-inflight-bytes."),
+		reg:              reg,
+		recordsAccepted:  newCounter("evident_records_accepted_total", "Records stored into chains; a record answered again as a duplicate is not counted."),
+		recordsRefused:   newCounter("evident_records_refused_total", "Ingest requests refused with a 4xx problem (their records were not stored); 499 and 503 answers are not refusals."),
+		recordsDuplicate: newCounter("evident_records_duplicate_total", "Records of ingest requests answered again as duplicates of stored ones (resends), not stored twice."),
+		batches:          newCounter("evident_ingest_batches_total", "Ingest requests that stored at least one record (201); a resend of stored records (200) is not counted."),
+		seals:            newCounter("evident_seals_total", "Seals made through the API (201); a seal answered again (200) is not counted, nor one the --seal-every or --seal-interval timer made."),
+		exports:          newCounter("evident_exports_total", "Bundles exported."),
+		pushbacks:        newCounter("evident_pushback_total", "Requests answered 503 because the log pushed back."),
+		overloaded:       newCounter("evident_overloaded_total", "Requests answered 503 overloaded: their body did not fit in --max-inflight-bytes."),
 		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "evident_http_request_duration_seconds",
 			Help:    "Time to answer an HTTP request, by route pattern, method and status class (2xx, 4xx, …).",
@@ -74,10 +82,20 @@ func newMetrics(logSize, conflictRetries func() float64, extra ...prometheus.Col
 	return m
 }
 
-// handler serves the registry in the Prometheus exposition formats.
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+// handler serves the registry in the Prometheus exposition formats. A registry that cannot
+// be gathered is logged at ERROR and answered 500 internal as a problem detail, where promhttp
+// would answer its error in plain text.
+func (m *metrics) handler(logger *slog.Logger) http.Handler {
+	h := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, ErrorLog: errorLog{logger}})
+	return problemsOf(h, func(int, string, string) (api.ProblemCode, string) {
+		return api.CodeInternal, "the metrics cannot be gathered; the service log has why"
+	})
 }
+
+// errorLog is promhttp's error log on the service log, at ERROR.
+type errorLog struct{ l *slog.Logger }
+
+func (e errorLog) Println(v ...any) { e.l.Error("serving metrics", "err", fmt.Sprint(v...)) }
 
 // conflictRetries is the pipeline's count for the evident_conflict_retries_total counter.
 func (s *Server) conflictRetries() float64 { return float64(s.c.Pipeline.ConflictRetries()) }
@@ -185,7 +203,12 @@ func (s *Server) observe(mux *http.ServeMux) http.Handler {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, progress: s.c.WriteTimeout}
 		route := unmatchedRoute
-		if h, pattern := mux.Handler(r); pattern == "" {
+		if h, pattern := mux.Handler(r); !canonicalPath(r.URL.Path) || strings.HasPrefix(pattern, "/") {
+			// The mux would answer a redirect in HTML: to the cleaned path, or from /log to
+			// /log/, when it names as pattern the path it redirects to (every route's pattern
+			// starts with its method).
+			s.notCanonical(sw, r)
+		} else if pattern == "" {
 			s.unmatched(sw, r, h)
 		} else if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
 			// Go's handlers would drop the malformed pair and go on without it.
@@ -197,6 +220,9 @@ func (s *Server) observe(mux *http.ServeMux) http.Handler {
 		}
 		if sw.status == 0 {
 			sw.status = http.StatusOK
+		}
+		if route == ingestRoute && sw.status >= 400 && sw.status < 500 && sw.status != 499 {
+			s.m.recordsRefused.Add(1) // whatever refused it: the authorization, the Content-Type, the body, a record
 		}
 		// What the handler left in the server's buffer is written after it returns.
 		sw.extend()
@@ -265,6 +291,31 @@ func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, h http.Handle
 		return
 	}
 	problem(w, http.StatusNotFound, api.CodeNoSuchRoute, "no route "+echo.String(r.Method)+" "+echo.String(r.URL.Path)+"; see GET /v1/openapi.json", -1)
+}
+
+// canonicalPath reports whether p is a path as the routes name it: absolute, without an
+// empty, "." or ".." segment. http.ServeMux redirects any other to its cleaned form, in HTML.
+func canonicalPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
+}
+
+// notCanonical answers a path that is no route's as written, though the mux would redirect it
+// to one (a doubled slash, a "." or ".." segment, /log for /log/): 404 no_such_route naming the
+// path to send instead, where the mux would answer a redirect in HTML. A path is served only
+// as the routes name it, as the tile log serves only the canonical tlog-tiles paths.
+func (s *Server) notCanonical(w http.ResponseWriter, r *http.Request) {
+	detail := "no route " + echo.String(r.Method) + " " + echo.String(r.URL.Path) + ": a path is served only as written in GET /v1/openapi.json"
+	if r.URL.Path != "" && r.URL.Path[0] == '/' {
+		detail += ", without empty, '.' or '..' segments (" + echo.String(path.Clean(r.URL.Path)) + "?)"
+	}
+	problem(w, http.StatusNotFound, api.CodeNoSuchRoute, detail, -1)
 }
 
 // badQuery answers a query that does not parse (a raw ';' in it, a bad %-escape), in the

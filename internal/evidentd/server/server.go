@@ -117,9 +117,9 @@ type route struct {
 // line here and one path in the description.
 func routes() []route {
 	return []route{
-		{"POST /v1/chains/{chain}/entries", write(takesBody((*Server).handleIngest, ingestBound)), nil},
+		{ingestRoute, write(consumes(ingestTypes, takesBody((*Server).handleIngest, ingestBound))), nil},
 		{"POST /v1/chains/{chain}/seal", write((*Server).handleSeal), nil},
-		{"POST /v1/chains/{chain}/evidence-head", write(takesBody((*Server).handleEvidenceHead, evidenceHeadBound)), nil},
+		{"POST /v1/chains/{chain}/evidence-head", write(consumes(evidenceHeadTypes, takesBody((*Server).handleEvidenceHead, evidenceHeadBound))), nil},
 		{"GET /v1/chains", read((*Server).handleChains), nil},
 		{"GET /v1/chains/{chain}", read((*Server).handleHead), nil},
 		{"GET /v1/chains/{chain}/entries", read((*Server).handleEntries), nil},
@@ -132,7 +132,7 @@ func routes() []route {
 		{"GET /v1/log/consistency", read((*Server).handleLogConsistency), hasSCITT},
 		{"GET /v1/export", read((*Server).handleExport), nil},
 		{"GET /v1/openapi.json", read((*Server).handleOpenAPI), nil},
-		{"GET /log/", func(s *Server) http.Handler { return http.StripPrefix("/log", s.c.Service.Log().Handler()) }, nil},
+		{"GET /log/", (*Server).handleTiles, nil},
 		{"GET /log/vkey", read((*Server).handleLogVKey), nil},
 		{"GET /log/mldsa.vkey", read((*Server).handleLogMLDSAVKey), nil},
 		{"GET /.well-known/evident-trust", read((*Server).handleTrustFile), nil},
@@ -143,7 +143,7 @@ func routes() []route {
 		{"GET /.well-known/scitt-keys/{kid}", read((*Server).handleKey), hasKeys},
 		{"GET /healthz", read((*Server).handleHealth), nil},
 		{"GET /readyz", read((*Server).handleReady), nil},
-		{"GET /metrics", func(s *Server) http.Handler { return s.m.handler() }, nil},
+		{"GET /metrics", func(s *Server) http.Handler { return s.m.handler(s.c.Logger) }, nil},
 	}
 }
 
@@ -472,6 +472,27 @@ func parseNumber(name, v string) (uint64, error) {
 		return 0, fmt.Errorf("%s: %s is out of range: at most %d", name, echo.String(v), uint64(maxNumber))
 	}
 	return n, nil
+}
+
+// queryBool reads the boolean query parameter key, the one parser of every boolean
+// parameter: absent is def; true or 1 is true, false or 0 is false. Anything else — an
+// empty value (?close), another spelling (yes, TRUE, on), the parameter twice — is an error,
+// the detail of a bad_query problem: a flag that does not parse is never read as false.
+func queryBool(r *http.Request, key string, def bool) (bool, error) {
+	vals, ok := r.URL.Query()[key]
+	if !ok {
+		return def, nil
+	}
+	if len(vals) != 1 {
+		return false, fmt.Errorf("query parameter %s: given %d times, once at most", key, len(vals))
+	}
+	switch vals[0] {
+	case "true", "1":
+		return true, nil
+	case "false", "0":
+		return false, nil
+	}
+	return false, fmt.Errorf("query parameter %s: %s is not a boolean: true or false (1 or 0)", key, echo.Quote(vals[0]))
 }
 
 func queryTime(r *http.Request, key string) (time.Time, error) {
