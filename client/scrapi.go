@@ -40,6 +40,10 @@ const MinPollInterval = 100 * time.Millisecond
 // longer Retry-After: Register asks again after at most this long.
 const MaxPollInterval = 30 * time.Second
 
+// maxPolls caps how often Register asks for one pending registration (draft -11 section 5.1
+// has a client that retries cap the number of its retries); ctx usually ends it first.
+var maxPolls = 10000
+
 // Register registers a signed statement (COSE_Sign1) with SCRAPI's POST /entries and
 // returns its receipt. It speaks draft-ietf-scitt-scrapi-11: 201 Created carries the
 // receipt; 202 Accepted says the registration runs, and Register polls the Location it
@@ -47,7 +51,7 @@ const MaxPollInterval = 30 * time.Second
 // receipt once it is done. Between two polls Register waits the Retry-After the service
 // gave (section 5.1: a minimum interval), capped at MaxPollInterval; without one it backs
 // off exponentially with jitter from DefaultPollInterval. It polls until the receipt is
-// there or ctx ends. The 303 See Other and 302 Found of draft -10 (older evidentd) are
+// there, ctx ends, or it has asked 10000 times. The 303 See Other and 302 Found of draft -10 (older evidentd) are
 // understood the same way as 202 and 204. A refusal is an *Error with the problem code of
 // the service's concise problem detail (e.g. api.CodeUnknownIssuer).
 func (c *Client) Register(ctx context.Context, statement []byte) (*Registration, error) {
@@ -57,7 +61,7 @@ func (c *Client) Register(ctx context.Context, statement []byte) (*Registration,
 	}
 	var loc string // the registration's locator, polled while it is pending
 	backoff := DefaultPollInterval
-	for {
+	for polls := 0; ; polls++ {
 		switch resp.status {
 		case http.StatusOK, http.StatusCreated:
 			if resp.location == "" {
@@ -78,6 +82,9 @@ func (c *Client) Register(ctx context.Context, statement []byte) (*Registration,
 			}
 		default:
 			return nil, fmt.Errorf("client: SCRAPI answered %d", resp.status)
+		}
+		if polls >= maxPolls {
+			return nil, fmt.Errorf("client: registration %s still pending after %d polls", loc, polls)
 		}
 		pause := resp.retryAfter
 		if !resp.hasRetryAfter {

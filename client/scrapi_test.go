@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -160,8 +161,10 @@ func TestRegisterPolling(t *testing.T) {
 		{"draft -11: 202 then 204", http.StatusAccepted, http.StatusNoContent, 2, "0", nil},
 		{"draft -11: 202 at once done", http.StatusAccepted, http.StatusNoContent, 0, "0", nil},
 		{"an hour's Retry-After, ctx ends first", http.StatusAccepted, http.StatusNoContent, -1, "3600", context.DeadlineExceeded},
+		{"pending for ever, polls capped", http.StatusAccepted, http.StatusNoContent, -1, "0", errTooManyPolls},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			defer client.SetMaxPolls(3)()
 			var gets atomic.Int32
 			var srv *httptest.Server
 			srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -189,14 +192,20 @@ func TestRegisterPolling(t *testing.T) {
 			}))
 			defer srv.Close()
 			timeout := 10 * time.Second
-			if tc.wantErr != nil {
+			if tc.wantErr == context.DeadlineExceeded {
 				timeout = 300 * time.Millisecond
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
 			start := time.Now()
 			reg, err := newClient(t, srv.URL).Register(ctx, []byte("statement"))
-			if tc.wantErr != nil {
+			switch {
+			case tc.wantErr == errTooManyPolls:
+				if err == nil || !strings.Contains(err.Error(), "still pending after 3 polls") || gets.Load() != 3 {
+					t.Fatalf("after %d polls: %v, want the cap of 3", gets.Load(), err)
+				}
+				return
+			case tc.wantErr != nil:
 				if !errors.Is(err, tc.wantErr) || time.Since(start) > 5*time.Second {
 					t.Fatalf("after %v: %v, want %v", time.Since(start), err, tc.wantErr)
 				}
@@ -211,6 +220,9 @@ func TestRegisterPolling(t *testing.T) {
 		})
 	}
 }
+
+// errTooManyPolls marks a case of TestRegisterPolling that ends at Register's cap on polls.
+var errTooManyPolls = errors.New("too many polls")
 
 // TestRegisterRetries: Register goes through the client's retry policy: a 503 (the log
 // pushed back) is sent again, the same statement each time, and the receipt returned.
