@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -61,7 +62,8 @@ func startSCRAPI(t *testing.T, is *regpolicytest.Issuer, cpi, wait time.Duration
 }
 
 // TestRegister: Register answers the receipt both when the service answers 201 at once and
-// when it answers 303 See Other, then 302 Found while pending; refusals are typed.
+// when it answers 202 Accepted, then 204 No Content while pending (draft-ietf-scitt-scrapi-11),
+// polling no faster than the service's Retry-After; refusals are typed.
 func TestRegister(t *testing.T) {
 	is := regpolicytest.NewIssuer(t, "https://build.example", cose.AlgorithmEdDSA)
 	other := regpolicytest.NewIssuer(t, "https://other.example", cose.AlgorithmEdDSA)
@@ -70,7 +72,7 @@ func TestRegister(t *testing.T) {
 		cpi, wait time.Duration
 	}{
 		{"201 at once", 100 * time.Millisecond, 10 * time.Second},
-		{"303 then 302 until published", 2 * time.Second, 50 * time.Millisecond},
+		{"202 then 204 until published", 2 * time.Second, 50 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if testing.Short() && tc.cpi > time.Second {
@@ -89,8 +91,22 @@ func TestRegister(t *testing.T) {
 			seenMu.Lock()
 			statuses := append([]int(nil), seen...)
 			seenMu.Unlock()
-			if tc.cpi > time.Second && (len(statuses) < 2 || statuses[0] != http.StatusSeeOther || statuses[len(statuses)-1] != http.StatusOK) {
-				t.Errorf("statuses %v: want 303, then 302 while pending, then 200", statuses)
+			if tc.cpi > time.Second {
+				if len(statuses) < 2 || statuses[0] != http.StatusAccepted || statuses[len(statuses)-1] != http.StatusOK {
+					t.Errorf("statuses %v: want 202, then 204 while pending, then 200", statuses)
+				}
+				for _, st := range statuses[1 : len(statuses)-1] {
+					if st != http.StatusNoContent {
+						t.Errorf("statuses %v: want only 204 between the 202 and the 200", statuses)
+					}
+				}
+				// Retry-After is the 2s checkpoint interval: publication within about two
+				// intervals takes a handful of polls, not a loop.
+				if len(statuses) > 5 {
+					t.Errorf("statuses %v: Register polled faster than Retry-After", statuses)
+				}
+			} else if len(statuses) != 1 || statuses[0] != http.StatusCreated {
+				t.Errorf("statuses %v: want 201", statuses)
 			}
 			entry, _ := receipts.EntryHash(stmt)
 			if want := base + "/entries/" + hex.EncodeToString(entry[:]); reg.Location != want {
@@ -127,6 +143,86 @@ func TestRegister(t *testing.T) {
 		})
 	}
 }
+
+// TestRegisterPolling: against a server of an earlier draft (303 See Other, then 302 Found
+// back to the registration) and one of draft -11 (202 Accepted, then 204 No Content),
+// Register polls the Location, waiting Retry-After, and returns the receipt; a pending
+// registration that outlives ctx is an error wrapping ctx's, even when Retry-After asks
+// for an hour (every wait is capped at MaxPollInterval and cut short by ctx).
+func TestRegisterPolling(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		posted, pending int
+		pendingPolls    int32 // GETs answered pending before the receipt; -1: for ever
+		retryAfter      string
+		wantErr         error
+	}{
+		{"draft -10: 303 then 302", http.StatusSeeOther, http.StatusFound, 2, "0", nil},
+		{"draft -11: 202 then 204", http.StatusAccepted, http.StatusNoContent, 2, "0", nil},
+		{"draft -11: 202 at once done", http.StatusAccepted, http.StatusNoContent, 0, "0", nil},
+		{"an hour's Retry-After, ctx ends first", http.StatusAccepted, http.StatusNoContent, -1, "3600", context.DeadlineExceeded},
+		{"pending for ever, polls capped", http.StatusAccepted, http.StatusNoContent, -1, "0", errTooManyPolls},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer client.SetMaxPolls(3)()
+			var gets atomic.Int32
+			var srv *httptest.Server
+			srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				loc := srv.URL + "/entries/abc"
+				w.Header().Set("Retry-After", tc.retryAfter)
+				switch {
+				case r.Method == http.MethodPost && r.URL.Path == "/entries":
+					w.Header().Set("Location", loc)
+					w.WriteHeader(tc.posted)
+				case r.Method == http.MethodGet && r.URL.Path == "/entries/abc":
+					if n := gets.Add(1); tc.pendingPolls < 0 || n <= tc.pendingPolls {
+						if tc.pending == http.StatusFound {
+							w.Header().Set("Location", loc)
+						}
+						w.WriteHeader(tc.pending)
+						return
+					}
+					w.Header().Set("Location", loc)
+					w.Header().Set("Content-Type", api.MediaCOSE)
+					w.Write([]byte("receipt"))
+				default:
+					t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
+					w.WriteHeader(http.StatusTeapot)
+				}
+			}))
+			defer srv.Close()
+			timeout := 10 * time.Second
+			if tc.wantErr == context.DeadlineExceeded {
+				timeout = 300 * time.Millisecond
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			start := time.Now()
+			reg, err := newClient(t, srv.URL).Register(ctx, []byte("statement"))
+			switch {
+			case tc.wantErr == errTooManyPolls:
+				if err == nil || !strings.Contains(err.Error(), "still pending after 3 polls") || gets.Load() != 3 {
+					t.Fatalf("after %d polls: %v, want the cap of 3", gets.Load(), err)
+				}
+				return
+			case tc.wantErr != nil:
+				if !errors.Is(err, tc.wantErr) || time.Since(start) > 5*time.Second {
+					t.Fatalf("after %v: %v, want %v", time.Since(start), err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(reg.Receipt) != "receipt" || reg.Location != srv.URL+"/entries/abc" || gets.Load() != tc.pendingPolls+1 {
+				t.Fatalf("registration %+v after %d polls, want %d", reg, gets.Load(), tc.pendingPolls+1)
+			}
+		})
+	}
+}
+
+// errTooManyPolls marks a case of TestRegisterPolling that ends at Register's cap on polls.
+var errTooManyPolls = errors.New("too many polls")
 
 // TestRegisterRetries: Register goes through the client's retry policy: a 503 (the log
 // pushed back) is sent again, the same statement each time, and the receipt returned.

@@ -389,7 +389,7 @@ func checkAnswer(t *testing.T, tc hostileCase, status int, header http.Header, b
 		if err != nil {
 			t.Fatalf("concise problem %x: %v", short, err)
 		}
-		if p.Title != http.StatusText(tc.status) || !utf8.ValidString(p.Instance) {
+		if p.Title != server.ConciseTitle(tc.status, tc.code) || !utf8.ValidString(p.Instance) { // draft-ietf-scitt-scrapi-11's titles
 			t.Errorf("problem %+v", p)
 		}
 		code, detail = p.Code, p.Detail

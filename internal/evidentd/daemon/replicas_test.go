@@ -180,12 +180,12 @@ func send(ctx context.Context, method, url, contentType string, body []byte) (an
 
 // registration is what a SCRAPI client got for one statement.
 type registration struct {
-	posted  int    // status of POST /entries: 201, or 303 when the receipt was fetched after
+	posted  int    // status of POST /entries: 201, or 202 when the receipt was fetched after
 	receipt []byte // RFC 9942 receipt
 }
 
 // registerStatement registers statement at base over SCRAPI: the receipt is the 201's
-// body, or after a 303 the body of GET Location once it answers 200.
+// body, or after a 202 the body of GET Location once it answers 200.
 func registerStatement(ctx context.Context, base string, statement []byte) (registration, error) {
 	a, err := send(ctx, http.MethodPost, base+"/entries", server.COSEType, statement)
 	if err != nil {
@@ -194,7 +194,7 @@ func registerStatement(ctx context.Context, base string, statement []byte) (regi
 	switch a.code {
 	case http.StatusCreated:
 		return registration{a.code, a.body}, nil
-	case http.StatusSeeOther:
+	case http.StatusAccepted:
 		rcpt, err := awaitReceipt(ctx, a.header.Get("Location"))
 		return registration{a.code, rcpt}, err
 	}
@@ -211,7 +211,7 @@ func awaitReceipt(ctx context.Context, loc string) ([]byte, error) {
 		switch g.code {
 		case http.StatusOK:
 			return g.body, nil
-		case http.StatusFound:
+		case http.StatusNoContent:
 		default:
 			return nil, fmt.Errorf("GET %s: %d %x", loc, g.code, g.body)
 		}
@@ -224,7 +224,7 @@ func awaitReceipt(ctx context.Context, loc string) ([]byte, error) {
 }
 
 // TestReplicasRegisterOnce: two replicas on one database and one bucket receive the same
-// signed statement at the same instant — one answers 201 with the receipt, the other 303
+// signed statement at the same instant — one answers 201 with the receipt, the other 202
 // and then the receipt at its Location — for several statements at a time, over several
 // rounds, each round also sending again a statement registered before. Every statement is
 // one log entry, both replicas answer with the same receipt, and it verifies at that entry.
@@ -234,7 +234,7 @@ func TestReplicasRegisterOnce(t *testing.T) {
 	is := regpolicytest.NewIssuer(t, "https://build.example", cose.AlgorithmEdDSA)
 	policy := writePolicy(t, t.TempDir(), is)
 	a := dep.open(t, SCITT{RegistrationPolicy: policy, RegistrationWait: 30 * time.Second})
-	b := dep.open(t, SCITT{RegistrationPolicy: policy, RegistrationWait: -1}) // always 303
+	b := dep.open(t, SCITT{RegistrationPolicy: policy, RegistrationWait: -1}) // always 202
 	replicas := []*replica{a, b}
 	keys := serviceKeys(t, a.url)
 
@@ -265,8 +265,8 @@ func TestReplicasRegisterOnce(t *testing.T) {
 		}
 		for i, st := range stmts {
 			entry, _ := receipts.EntryHash(st)
-			if got[i][0].posted != http.StatusCreated || got[i][1].posted != http.StatusSeeOther {
-				t.Errorf("round %d, statement %d: POST answered %d and %d, want 201 and 303", round, i, got[i][0].posted, got[i][1].posted)
+			if got[i][0].posted != http.StatusCreated || got[i][1].posted != http.StatusAccepted {
+				t.Errorf("round %d, statement %d: POST answered %d and %d, want 201 and 202", round, i, got[i][0].posted, got[i][1].posted)
 			}
 			if !bytes.Equal(got[i][0].receipt, got[i][1].receipt) {
 				t.Errorf("round %d, statement %d: the replicas answered different receipts", round, i)

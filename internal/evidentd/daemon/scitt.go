@@ -24,7 +24,7 @@ type SCITT struct {
 	// refuses every statement.
 	RegistrationPolicy string
 	// RegistrationWait bounds how long POST /entries waits for publication before it
-	// answers 303 (EVIDENT_REGISTRATION_WAIT, default server.DefaultRegistrationWait).
+	// answers 202 Accepted (EVIDENT_REGISTRATION_WAIT, default server.DefaultRegistrationWait).
 	RegistrationWait time.Duration
 	// PublicURL is the base URL clients reach the service at (EVIDENT_PUBLIC_URL), for the
 	// absolute Location of a registration; empty: each request's scheme and Host.

@@ -27,7 +27,7 @@ import (
 	"github.com/veraison/go-cose"
 )
 
-// noRedirect is a loopback client that shows 303 answers instead of following them.
+// noRedirect is a loopback client that shows 3xx answers instead of following them.
 var noRedirect = &http.Client{Timeout: 20 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 type answer struct {
@@ -227,8 +227,9 @@ func TestSCRAPITwoIssuers(t *testing.T) {
 }
 
 // TestSCRAPIAsync: with a slow checkpoint (2s) and a short wait (200ms), registration
-// answers 303 See Other with an absolute Location and Retry-After, the status is 302 Found
-// (back to the same Location) while pending, then 200 with a receipt that verifies.
+// answers 202 Accepted with an absolute Location and Retry-After, the Location answers 204 No
+// Content with Retry-After while pending, then 200 with a receipt that verifies
+// (draft-ietf-scitt-scrapi-11 sections 2.3.2 and 2.4).
 func TestSCRAPIAsync(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for 2s checkpoints")
@@ -238,8 +239,8 @@ func TestSCRAPIAsync(t *testing.T) {
 	_, srv := startSCITT(t, dir, 2*time.Second, 200*time.Millisecond, writePolicy(t, dir, is))
 	stmt := is.Sign(t, []byte(`{"spdxVersion":"SPDX-2.3"}`), regpolicytest.Options{Subject: "pkg:x", ContentType: "application/spdx+json", IssuedAt: time.Now().Unix()})
 	a := do(t, "POST", srv.URL+"/entries", server.COSEType, stmt)
-	if a.code != http.StatusSeeOther || len(a.body) != 0 {
-		t.Fatalf("POST: %d, want 303 with no body", a.code)
+	if a.code != http.StatusAccepted || len(a.body) != 0 {
+		t.Fatalf("POST: %d, want 202 with no body", a.code)
 	}
 	loc := a.header.Get("Location")
 	ra, err := strconv.Atoi(a.header.Get("Retry-After"))
@@ -247,8 +248,8 @@ func TestSCRAPIAsync(t *testing.T) {
 		t.Fatalf("Location %q Retry-After %q", loc, a.header.Get("Retry-After"))
 	}
 	first := do(t, "GET", loc, "", nil)
-	if first.code != http.StatusFound || first.header.Get("Location") != loc || first.header.Get("Retry-After") == "" {
-		t.Fatalf("first GET: %d (Location %q), want 302 Found to %q", first.code, first.header.Get("Location"), loc)
+	if first.code != http.StatusNoContent || len(first.body) != 0 || first.header.Get("Retry-After") == "" || first.header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("first GET: %d (Retry-After %q), want 204 No Content", first.code, first.header.Get("Retry-After"))
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -257,7 +258,7 @@ func TestSCRAPIAsync(t *testing.T) {
 			verifyReceipt(t, serviceKeys(t, srv.URL), stmt, g.body)
 			return
 		}
-		if g.code != http.StatusFound || time.Now().After(deadline) {
+		if g.code != http.StatusNoContent || time.Now().After(deadline) {
 			t.Fatalf("GET: %d", g.code)
 		}
 		time.Sleep(250 * time.Millisecond)

@@ -34,6 +34,7 @@ type Registrar struct {
 	policy   *regpolicy.Policy
 	policyID string
 	inflight map[string]chan struct{} // registration id → closed when in the log
+	resigned map[string][]byte        // registration id → its receipt under the current key (Receipt)
 }
 
 // ErrNoRegistration is returned for an id that names no registration.
@@ -46,7 +47,7 @@ func NewRegistrar(ctx context.Context, svc *Service, regs store.Registrations, l
 		logger = slog.Default()
 	}
 	bg, cancel := context.WithCancel(context.Background())
-	r := &Registrar{svc: svc, regs: regs, logger: logger, bg: bg, cancel: cancel, inflight: map[string]chan struct{}{}}
+	r := &Registrar{svc: svc, regs: regs, logger: logger, bg: bg, cancel: cancel, inflight: map[string]chan struct{}{}, resigned: map[string][]byte{}}
 	pols, err := regs.Policies(ctx)
 	if err != nil {
 		cancel()
@@ -282,6 +283,53 @@ func (r *Registrar) Lookup(ctx context.Context, id string) (*store.Registration,
 		return nil, fmt.Errorf("%w: %.80s", ErrNoRegistration, id)
 	}
 	return reg, err
+}
+
+// ErrPending is returned by Receipt for a registration the log does not hold yet.
+var ErrPending = errors.New("scitt: registration pending")
+
+// keptResigned bounds the receipts Receipt keeps: when the cache is full it starts over.
+const keptResigned = 4096
+
+// Receipt returns the receipt to serve for a registration: the one stored when it was
+// registered while the key that signed it is still the service's current key, otherwise
+// (after a rotation, docs/scitt.md) a receipt of the same inclusion — cut from the
+// checkpoint stored with the registration — signed with the current key. The stored
+// receipt is left as it is: it still verifies with the retired key, which the key set and
+// the key history keep. Receipts re-signed here are cached (keptResigned), so that the
+// same bytes are served until the service restarts.
+func (r *Registrar) Receipt(ctx context.Context, reg *store.Registration) ([]byte, error) {
+	if !reg.Registered {
+		return nil, fmt.Errorf("%w: %.80s", ErrPending, reg.ID)
+	}
+	cur := r.svc.Signer().KeyID()
+	stored, err := receipts.ParseReceipt(reg.Receipt)
+	if err != nil || bytes.Equal(stored.KeyID, cur) {
+		// A stored receipt that does not parse is served as it is: re-signing would hide it.
+		return reg.Receipt, nil
+	}
+	r.mu.Lock()
+	b, ok := r.resigned[reg.ID]
+	r.mu.Unlock()
+	if ok {
+		return b, nil
+	}
+	b, err = r.svc.Receipt(ctx, reg.LogIndex, reg.Checkpoint)
+	if errors.Is(err, ErrOneLeafTree) {
+		// A registration of a log created before the genesis rule, alone in its tree:
+		// no receipt RFC 9942 allows can be cut from that checkpoint.
+		return reg.Receipt, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("receipt of registration %.80s under the current key: %w", reg.ID, err)
+	}
+	r.mu.Lock()
+	if len(r.resigned) >= keptResigned {
+		clear(r.resigned)
+	}
+	r.resigned[reg.ID] = b
+	r.mu.Unlock()
+	return b, nil
 }
 
 // Service returns the service the registrar registers into.

@@ -206,6 +206,7 @@ func (s *Service) Receipt(ctx context.Context, idx uint64, cp []byte) ([]byte, e
 	return receipts.NewInclusionReceipt(rs, receipts.InclusionProof{TreeSize: c.Size, LeafIndex: idx, Path: path}, cp)
 }
 
+// keptRootSigs bounds the receipt signatures rootSignature keeps, one per tree size.
 const keptRootSigs = 16
 
 func (s *Service) rootSignature(size uint64, root []byte) (receipts.RootSignature, error) {
@@ -223,6 +224,14 @@ func (s *Service) rootSignature(size uint64, root []byte) (receipts.RootSignatur
 			if k < size {
 				delete(s.rootSigs, k)
 			}
+		}
+		// Asked for an old size (a receipt re-signed after a key rotation, Registrar.Receipt),
+		// none may be smaller: the cache stays bounded all the same.
+		for k := range s.rootSigs {
+			if len(s.rootSigs) < keptRootSigs {
+				break
+			}
+			delete(s.rootSigs, k)
 		}
 	}
 	s.rootSigs[size] = rs

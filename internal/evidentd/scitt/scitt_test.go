@@ -1,6 +1,7 @@
 package scitt
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -192,4 +193,55 @@ func TestGenesisNoEmptyPath(t *testing.T) {
 		}
 		check(t, svc, priv.Public().(ed25519.PublicKey), stmt, 0)
 	})
+}
+
+// TestRootSignatureCacheBounded: the receipt signatures kept per tree size stay at most
+// keptRootSigs, whether the sizes asked for grow (new checkpoints) or shrink (receipts of
+// old registrations re-signed after a key rotation), and a kept signature is reused.
+func TestRootSignatureCacheBounded(t *testing.T) {
+	dir := t.TempDir()
+	signer, _, err := tilelog.LoadOrCreateKey(dir, "test.example/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := tilelog.Open(context.Background(), tilelog.Options{Dir: filepath.Join(dir, "log"), Signer: signer, CheckpointInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	svc, err := New(l, priv, "evident:test", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		sizes func(i int) uint64
+	}{
+		{"growing", func(i int) uint64 { return uint64(2 + i) }},
+		{"shrinking", func(i int) uint64 { return uint64(1000 - i) }},
+		{"alternating", func(i int) uint64 { return uint64(500 + (i%2)*1000 - i) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for i := range 100 {
+				size := tc.sizes(i)
+				root := make([]byte, 32)
+				root[0] = byte(size)
+				a, err := svc.rootSignature(size, root)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := svc.rootSignature(size, root)
+				if err != nil || !bytes.Equal(a.Signature, b.Signature) {
+					t.Fatalf("size %d: the kept signature was not reused (%v)", size, err)
+				}
+				svc.mu.Lock()
+				n := len(svc.rootSigs)
+				svc.mu.Unlock()
+				if n > keptRootSigs {
+					t.Fatalf("after size %d: %d signatures kept, want at most %d", size, n, keptRootSigs)
+				}
+			}
+		})
+	}
 }

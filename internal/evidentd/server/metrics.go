@@ -285,6 +285,9 @@ func methodLabel(m string) string {
 func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, h http.Handler) {
 	rec := &headerRecorder{header: http.Header{}}
 	h.ServeHTTP(rec, r)
+	if scittUnmatched(w, r, rec.status, rec.header.Get("Allow")) {
+		return // a SCRAPI path: a concise problem detail (problemcbor.go)
+	}
 	if rec.status == http.StatusMethodNotAllowed {
 		w.Header().Set("Allow", rec.header.Get("Allow"))
 		problem(w, http.StatusMethodNotAllowed, api.CodeMethodNotAllowed, echo.String(r.Method)+" is not served on "+echo.String(r.URL.Path)+"; allowed: "+rec.header.Get("Allow"), -1)

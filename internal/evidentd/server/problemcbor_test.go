@@ -10,11 +10,18 @@ import (
 
 func TestConciseProblemRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
-		status           int
-		code, detail, in string
+		status                  int
+		code, detail, in, title string
 	}{
-		{http.StatusForbidden, "unknown_issuer", "issuer \"x\" is not in the registration policy", "/entries"},
-		{http.StatusBadRequest, "bad_signature", "the signature does not verify", ""},
+		{http.StatusForbidden, "unknown_issuer", "issuer \"x\" is not in the registration policy", "/entries", TitleRejected},
+		{http.StatusBadRequest, "bad_signature", "the signature does not verify", "", TitleRejected},
+		{http.StatusBadRequest, "malformed_statement", "not a COSE_Sign1", "/entries", TitleMalformed},
+		{http.StatusBadRequest, "algorithm_not_allowed", "ES512 is not allowed", "/entries", TitleBadAlgorithm},
+		{http.StatusBadRequest, "detached_payload", "the payload is detached", "/entries", TitlePayloadMissing},
+		{http.StatusBadRequest, "bad_id", "not 64 hex digits", "/entries/x", TitleInvalidLocator},
+		{http.StatusNotFound, "not_found", "no registration", "/entries/00", TitleNotFound},
+		{http.StatusRequestEntityTooLarge, "statement_too_large", "over 65536 bytes", "/entries", http.StatusText(http.StatusRequestEntityTooLarge)},
+		{http.StatusServiceUnavailable, "pushback", "the log is busy", "/entries", http.StatusText(http.StatusServiceUnavailable)},
 	} {
 		rec := httptest.NewRecorder()
 		conciseProblem(rec, tc.status, api.ProblemCode(tc.code), tc.detail, tc.in)
@@ -22,7 +29,7 @@ func TestConciseProblemRoundTrip(t *testing.T) {
 			t.Fatalf("%d %s", rec.Code, rec.Header().Get("Content-Type"))
 		}
 		p, err := api.ParseConciseProblem(rec.Body.Bytes())
-		if err != nil || p.Code != tc.code || p.Detail != tc.detail || p.Title != http.StatusText(tc.status) || p.Instance != tc.in {
+		if err != nil || p.Code != tc.code || p.Detail != tc.detail || p.Title != tc.title || p.Instance != tc.in {
 			t.Fatalf("%+v, %v", p, err)
 		}
 		// RFC 9290: title is key -1 and detail key -2 (0x20, 0x21 as CBOR negative integers).

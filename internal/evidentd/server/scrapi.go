@@ -26,7 +26,7 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 )
 
-// Media types of the SCRAPI surface (draft-ietf-scitt-scrapi-latest). Signed statements,
+// Media types of the SCRAPI surface (draft-ietf-scitt-scrapi-11). Signed statements,
 // receipts and transparent statements are all application/cose (the draft defines no
 // parameters for it); the service keys, a COSE_KeySet and a COSE_Key (RFC 9052 section 7),
 // are application/cbor.
@@ -38,7 +38,7 @@ const (
 )
 
 // DefaultRegistrationWait is how long POST /entries waits for the log to publish a
-// registration before answering 303 See Other instead of 201 Created.
+// registration before answering 202 Accepted instead of 201 Created.
 const DefaultRegistrationWait = 5 * time.Second
 
 // SCITTConfig configures the SCITT transparency service surface.
@@ -50,8 +50,9 @@ type SCITTConfig struct {
 	// Wait bounds how long POST /entries waits for publication (default
 	// DefaultRegistrationWait); a negative value never waits.
 	Wait time.Duration
-	// RetryAfter is the Retry-After given with the 303 and 302 answers of a pending
-	// registration (default: the log's checkpoint interval rounded up to a second).
+	// RetryAfter is the Retry-After given with the 202 (to POST /entries) and 204 (to GET
+	// /entries/{id}) answers of a pending registration (default: the log's checkpoint
+	// interval rounded up to a second).
 	RetryAfter time.Duration
 	// PublicURL is the service's public base URL (scheme and host, optionally a path
 	// prefix), used to make Location headers absolute; empty: built from each request's
@@ -184,24 +185,33 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 				s.scittFail(w, r, err)
 				return
 			}
-			writeCOSE(w, http.StatusCreated, COSEType, got.Receipt)
+			rcpt, err := s.c.SCITT.Registrar.Receipt(r.Context(), got)
+			if err != nil {
+				s.scittFail(w, r, err)
+				return
+			}
+			writeCOSE(w, http.StatusCreated, COSEType, rcpt)
 			return
 		case <-t.C:
 		case <-r.Context().Done():
 			return
 		}
 	}
-	// SCRAPI "Registration is running": 303 See Other to the registration's locator, no body.
-	pending(w, http.StatusSeeOther, s)
+	// draft-ietf-scitt-scrapi-11 section 2.3.2: 202 Accepted, Location (the registration's
+	// locator, to poll), Retry-After, no body. Not a redirect: a client that follows
+	// redirects stops here instead of looping on the locator.
+	s.pending(w, http.StatusAccepted)
 }
 
-// pending answers a registration that waits for a checkpoint: status (303 to POST, 302 to
-// GET) with Location (set by the caller), Retry-After and an empty application/cose body.
-func pending(w http.ResponseWriter, status int, s *Server) {
+// pending answers a registration that waits for a checkpoint, with Retry-After and no
+// body: 202 Accepted to POST /entries (with the Location its caller set), 204 No Content
+// to GET /entries/{id} (draft-ietf-scitt-scrapi-11 section 2.4.2). Neither is cached.
+func (s *Server) pending(w http.ResponseWriter, status int) {
 	s.retryAfter(w)
 	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Content-Type", COSEType)
-	w.Header().Set("Content-Length", "0")
+	if status != http.StatusNoContent { // a 204 has no Content-Length (RFC 9110 section 8.6)
+		w.Header().Set("Content-Length", "0")
+	}
 	w.WriteHeader(status)
 }
 
@@ -233,38 +243,51 @@ func (s *Server) lookup(w http.ResponseWriter, r *http.Request) (*store.Registra
 		s.scittFail(w, r, err)
 		return nil, false
 	}
-	w.Header().Set("Location", s.entryURL(r, id))
 	if !reg.Registered {
-		// SCRAPI "Registration is running": 302 Found back to the same locator.
-		pending(w, http.StatusFound, s)
+		// draft-ietf-scitt-scrapi-11 section 2.4.2: 204 No Content with Retry-After while
+		// the registration runs (no Location: there is nowhere else to go).
+		s.pending(w, http.StatusNoContent)
 		return nil, false
 	}
+	w.Header().Set("Location", s.entryURL(r, id))
 	return reg, true
 }
 
-// handleRegistration is SCRAPI "Query Registration Status" / "Resolve Receipt": 302 Found
-// while the statement waits for a checkpoint, then 200 with its receipt.
+// handleRegistration is SCRAPI "Resolve Receipt" (draft-ietf-scitt-scrapi-11 section
+// 2.4): 204 No Content while the statement waits for a checkpoint, then 200 with its
+// receipt — under the service's current key (Registrar.Receipt), also after a rotation.
 func (s *Server) handleRegistration(w http.ResponseWriter, r *http.Request) {
 	reg, ok := s.lookup(w, r)
 	if !ok {
 		return
 	}
-	writeCOSE(w, http.StatusOK, COSEType, reg.Receipt)
+	rcpt, err := s.c.SCITT.Registrar.Receipt(r.Context(), reg)
+	if err != nil {
+		s.scittFail(w, r, err)
+		return
+	}
+	writeCOSE(w, http.StatusOK, COSEType, rcpt)
 }
 
 // handleTransparent serves the transparent statement: the registered statement with its
-// receipts in header 394 — the receipt stored at registration and, when the log has grown
-// since, a fresh one cut from the latest checkpoint (several receipts, one statement).
+// receipts in header 394 — the receipt of its registration (under the current key, as GET
+// /entries/{id} serves it) and, when the log has grown since, a fresh one cut from the
+// latest checkpoint (several receipts, one statement).
 func (s *Server) handleTransparent(w http.ResponseWriter, r *http.Request) {
 	reg, ok := s.lookup(w, r)
 	if !ok {
 		return
 	}
-	rcpts := [][]byte{reg.Receipt}
+	cur, err := s.c.SCITT.Registrar.Receipt(r.Context(), reg)
+	if err != nil {
+		s.scittFail(w, r, err)
+		return
+	}
+	rcpts := [][]byte{cur}
 	svc := s.c.SCITT.Registrar.Service()
 	if cp, err := svc.Log().Checkpoint(r.Context()); err == nil {
 		if c, err := tilelog.VerifyCheckpoint(cp, svc.Log().VerifierKey()); err == nil && c.Size > 0 {
-			if old, err := receipts.ParseReceipt(reg.Receipt); err == nil && len(old.Inclusion) == 1 && old.Inclusion[0].TreeSize < c.Size {
+			if old, err := receipts.ParseReceipt(cur); err == nil && len(old.Inclusion) == 1 && old.Inclusion[0].TreeSize < c.Size {
 				if fresh, err := svc.Receipt(r.Context(), reg.LogIndex, cp); err == nil {
 					rcpts = append(rcpts, fresh)
 				}
@@ -303,7 +326,7 @@ func (s *Server) handleKey(w http.ResponseWriter, r *http.Request) {
 	}
 	k, ok := s.c.SCITT.Keys.Key(kid)
 	if !ok {
-		conciseProblem(w, http.StatusNotFound, api.CodeNotFound, "no service key has this kid", r.URL.Path)
+		conciseProblemTitled(w, http.StatusNotFound, TitleNoSuchKey, api.CodeNotFound, "no service key has this kid", r.URL.Path)
 		return
 	}
 	w.Header().Set("Cache-Control", "max-age=3600")

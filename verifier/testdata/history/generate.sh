@@ -179,11 +179,11 @@ generate() {
 			return 1
 		fi
 	}
-	register() { # FILE STATUS: POST /entries with a COSE_Sign1; 303 is followed until registered
+	register() { # FILE STATUS: POST /entries with a COSE_Sign1; a pending answer (202, or 303 before draft -11) is polled until registered
 		local code loc i
 		code=$(curl -sS --max-time 60 -o "$w/resp.cbor" -D "$w/resp.hdr" -w '%{http_code}' -X POST -H 'Content-Type: application/cose' \
 			--data-binary "@$1" "$base_url/entries")
-		if [ "$code" = 303 ] && [ "$2" = 201 ]; then
+		if { [ "$code" = 202 ] || [ "$code" = 303 ]; } && [ "$2" = 201 ]; then
 			loc=$(tr -d '\r' <"$w/resp.hdr" | sed -n 's/^[Ll]ocation: //p' | head -1)
 			case $loc in /*) loc=$base_url$loc ;; esac
 			for ((i = 0; i < 300; i++)); do
