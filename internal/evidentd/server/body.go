@@ -66,17 +66,22 @@ var (
 // the route takes (in the detail and in Accept-Post), before a byte of the body is read.
 func consumes(types []string, h handlerMethod) handlerMethod {
 	return func(s *Server, w http.ResponseWriter, r *http.Request) {
-		err := mediaTypeOf(r.Header.Get("Content-Type"), types)
-		if n := len(r.Header.Values("Content-Type")); n > 1 {
-			err = fmt.Errorf("Content-Type given %d times, once at most; this route takes %s", n, strings.Join(types, ", "))
-		}
-		if err != nil {
+		if err := requestMediaType(r, types); err != nil {
 			w.Header().Set("Accept-Post", strings.Join(types, ", "))
 			problem(w, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType, err.Error(), -1)
 			return
 		}
 		h(s, w, r)
 	}
+}
+
+// requestMediaType checks r's Content-Type header, given once at most, against the types its
+// route takes; its error is the detail of a 415.
+func requestMediaType(r *http.Request, types []string) error {
+	if n := len(r.Header.Values("Content-Type")); n > 1 {
+		return fmt.Errorf("Content-Type given %d times, once at most; this route takes %s", n, strings.Join(types, ", "))
+	}
+	return mediaTypeOf(r.Header.Get("Content-Type"), types)
 }
 
 // mediaTypeOf checks a request's Content-Type against the types its route takes ("" is the
@@ -95,7 +100,7 @@ func mediaTypeOf(contentType string, types []string) error {
 			continue
 		}
 		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-			return fmt.Errorf("Content-Type %s: JSON is UTF-8, not charset %s; this route takes %s", echo.Quote(contentType), echo.Quote(cs), takes)
+			return fmt.Errorf("Content-Type %s: bodies here are UTF-8, not charset %s; this route takes %s", echo.Quote(contentType), echo.Quote(cs), takes)
 		}
 		return nil
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -156,12 +155,15 @@ func (s *Server) scittFail(w http.ResponseWriter, r *http.Request, err error) {
 
 var errBadQuery = errors.New("bad query")
 
+// statementTypes are the media types of a signed statement POST /entries takes: the draft's,
+// then the one clients of earlier drafts send.
+var statementTypes = []string{COSEType, LegacyStatementType}
+
 // handleRegister is SCRAPI "Register Signed Statement": POST /entries with a COSE_Sign1.
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
-	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if ct != "" && ct != COSEType && ct != LegacyStatementType {
-		conciseProblem(w, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType,
-			fmt.Sprintf("send the signed statement as %s, not %s", COSEType, echo.Quote(ct)), r.URL.Path)
+	if err := requestMediaType(r, statementTypes); err != nil {
+		w.Header().Set("Accept-Post", strings.Join(statementTypes, ", "))
+		conciseProblem(w, http.StatusUnsupportedMediaType, api.CodeUnsupportedMediaType, err.Error(), r.URL.Path)
 		return
 	}
 	body, err := readBody(w, r, statementBound(s))

@@ -62,6 +62,8 @@ func TestSCRAPIProblems(t *testing.T) {
 	}{
 		// Register Signed Statement (section 2.3).
 		{"wrong Content-Type", "POST", "/entries", "text/plain", good, 415, "Unsupported Media Type", api.CodeUnsupportedMediaType, ""},
+		{"Content-Type that does not parse", "POST", "/entries", "cose", good, 415, "Unsupported Media Type", api.CodeUnsupportedMediaType, ""},
+		{"statement with a charset", "POST", "/entries", server.COSEType + "; charset=latin1", good, 415, "Unsupported Media Type", api.CodeUnsupportedMediaType, ""},
 		{"not COSE", "POST", "/entries", server.COSEType, []byte("not a COSE_Sign1"), 400, server.TitleMalformed, api.CodeMalformedStatement, ""},
 		{"truncated COSE", "POST", "/entries", server.COSEType, good[:len(good)/2], 400, server.TitleMalformed, api.CodeMalformedStatement, ""},
 		{"algorithm the policy refuses", "POST", "/entries", server.COSEType, es.Sign(t, sbom, opts), 400, server.TitleBadAlgorithm, api.CodeAlgorithmNotAllowed, ""},
