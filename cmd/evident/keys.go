@@ -70,10 +70,7 @@ encrypted with $EVIDENT_SERVICE_KEY_PASSWORD when it is set.`,
 		Args:              exactArgs(),
 		ValidArgsFunction: cobra.NoFileCompletions,
 	}
-	cmd.Flags().StringVar(&typ, "type", servicekey.TypeEd25519, "key type: ed25519 or p256")
-	cmd.Flags().StringVarP(&out, "output", "o", "", "output file (created, mode 0600; never overwritten)")
-	cmd.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"ed25519", "p256"}, cobra.ShellCompDirectiveNoFileComp))
-	markFiles(cmd, "output")
+	newKeyFlags(cmd, &typ, &out, "key type: ed25519 or p256")
 	addFormat(cmd, &format)
 	cmd.RunE = a.action(func(cmd *cobra.Command, _ []string) int {
 		if code, ok := format.check(cmd); !ok {
@@ -269,4 +266,13 @@ func showHistory(cmd *cobra.Command, stdout, stderr io.Writer, path string, b []
 		fmt.Fprintf(stdout, "  checkpoint %s %s  %s .. %s\n", c.Role, c.VKey, c.NotBefore, until)
 	}
 	return 0
+}
+
+// newKeyFlags declares the flags of a command that writes a new private key: its --type
+// (completed) and its -o/--output file.
+func newKeyFlags(cmd *cobra.Command, typ, out *string, typeHelp string) {
+	cmd.Flags().StringVar(typ, "type", servicekey.TypeEd25519, typeHelp)
+	cmd.Flags().StringVarP(out, "output", "o", "", "output file (created, mode 0600; never overwritten)")
+	cmd.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{servicekey.TypeEd25519, servicekey.TypeP256}, cobra.ShellCompDirectiveNoFileComp))
+	markFiles(cmd, "output")
 }

@@ -48,10 +48,7 @@ overwritten (openssl genpkey -algorithm ed25519 makes the same form).`,
 		Args:              exactArgs(),
 		ValidArgsFunction: cobra.NoFileCompletions,
 	}
-	cmd.Flags().StringVar(&typ, "type", servicekey.TypeEd25519, "key type: ed25519 (EdDSA) or p256 (ES256)")
-	cmd.Flags().StringVarP(&out, "output", "o", "", "output file (created, mode 0600; never overwritten)")
-	cmd.RegisterFlagCompletionFunc("type", cobra.FixedCompletions([]string{"ed25519", "p256"}, cobra.ShellCompDirectiveNoFileComp))
-	markFiles(cmd, "output")
+	newKeyFlags(cmd, &typ, &out, "key type: ed25519 (EdDSA) or p256 (ES256)")
 	addFormat(cmd, &format)
 	cmd.RunE = a.action(func(cmd *cobra.Command, _ []string) int {
 		if code, ok := format.check(cmd); !ok {

@@ -17,6 +17,7 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/ingest"
 	"github.com/evident-log/evident/internal/evidentd/scitt"
 	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger/profile"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/regpolicy/regpolicytest"
@@ -106,7 +107,7 @@ func TestReplicasTakeOverKilled(t *testing.T) {
 				_, policyID := live.d.Registrar().Policy()
 				entry, killedAt = killRegistration(t, killed, is.ISS, policyID, stmt, tc.appended)
 				rcpt := finishRegistration(t, dep, live, stmt, tc.restart)
-				finishedAt = verifyReceipt(t, keys, stmt, rcpt).Inclusion[0].LeafIndex
+				finishedAt = testinfra.VerifyReceipt(t, keys, stmt, rcpt).Inclusion[0].LeafIndex
 			}
 			if tc.appended && finishedAt != killedAt {
 				t.Errorf("finished at log index %d, but the killed replica appended it at %d", finishedAt, killedAt)
@@ -280,7 +281,7 @@ func TestRestartFindsKilledAppend(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				finishedAt = verifyReceipt(t, serviceKeys(t, srv.URL), stmt, rcpt).Inclusion[0].LeafIndex
+				finishedAt = testinfra.VerifyReceipt(t, serviceKeys(t, srv.URL), stmt, rcpt).Inclusion[0].LeafIndex
 			}
 			if finishedAt != killedAt {
 				t.Errorf("finished at log index %d, but the killed process appended it at %d", finishedAt, killedAt)

@@ -271,7 +271,7 @@ func TestReplicasRegisterOnce(t *testing.T) {
 			if !bytes.Equal(got[i][0].receipt, got[i][1].receipt) {
 				t.Errorf("round %d, statement %d: the replicas answered different receipts", round, i)
 			}
-			idx := verifyReceipt(t, keys, st, got[i][0].receipt).Inclusion[0].LeafIndex
+			idx := testinfra.VerifyReceipt(t, keys, st, got[i][0].receipt).Inclusion[0].LeafIndex
 			if prev, ok := at[entry]; ok && prev != idx {
 				t.Errorf("round %d, statement %d: registered again at %d, first at %d", round, i, idx, prev)
 			}
@@ -348,7 +348,7 @@ func TestReplicasSealOnce(t *testing.T) {
 		if err != nil || len(rcpts) != 1 {
 			t.Fatalf("round %d: transparent statement: %v (%d receipts)", round, err, len(rcpts))
 		}
-		if idx := verifyReceipt(t, keys, stmt, rcpts[0]).Inclusion[0].LeafIndex; idx != seals[0].LogIndex {
+		if idx := testinfra.VerifyReceipt(t, keys, stmt, rcpts[0]).Inclusion[0].LeafIndex; idx != seals[0].LogIndex {
 			t.Fatalf("round %d: receipt names log index %d, the seal %d", round, idx, seals[0].LogIndex)
 		}
 	}

@@ -18,12 +18,12 @@ import (
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/internal/evidentd/scitt"
 	"github.com/evident-log/evident/internal/evidentd/server"
+	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/regpolicy"
 	"github.com/evident-log/evident/regpolicy/regpolicytest"
-	"github.com/fxamacker/cbor/v2"
 	"github.com/veraison/go-cose"
 )
 
@@ -83,49 +83,14 @@ func startSCITT(t *testing.T, dir string, cpi, wait time.Duration, policyFile st
 	return d, srv
 }
 
-// serviceKeys fetches /.well-known/scitt-keys and indexes the keys by kid.
+// serviceKeys fetches /.well-known/scitt-keys and indexes its keys by RFC 9679 kid.
 func serviceKeys(t *testing.T, base string) map[string]any {
 	t.Helper()
 	a := do(t, "GET", base+"/.well-known/scitt-keys", "", nil)
-	if a.code != 200 || a.header.Get("Content-Type") != server.CBORType {
+	if a.code != http.StatusOK || a.header.Get("Content-Type") != server.CBORType {
 		t.Fatalf("scitt-keys: %d %s", a.code, a.header.Get("Content-Type"))
 	}
-	var raw []cbor.RawMessage
-	if err := cbor.Unmarshal(a.body, &raw); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]any{}
-	for _, k := range raw {
-		pub, err := receipts.ParseCOSEKey(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kid, _ := receipts.KeyThumbprint(pub)
-		out[string(kid)] = pub
-	}
-	return out
-}
-
-// verifyReceipt checks an RFC 9942 receipt for statement with the service's published keys.
-func verifyReceipt(t *testing.T, keys map[string]any, statement, rcpt []byte) *receipts.Receipt {
-	t.Helper()
-	r, err := receipts.ParseReceipt(rcpt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, ok := keys[string(r.KeyID)]
-	if !ok {
-		t.Fatalf("receipt kid %x not in /.well-known/scitt-keys", r.KeyID)
-	}
-	entry, err := receipts.EntryHash(statement)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf := receipts.LeafHash(entry[:])
-	if _, _, err := receipts.VerifyInclusion(rcpt, leaf[:], pub); err != nil {
-		t.Fatalf("receipt does not verify: %v", err)
-	}
-	return r
+	return testinfra.KeySet(t, a.body)
 }
 
 // TestSCRAPITwoIssuers: two external issuers register over HTTP; the one the policy does
@@ -163,7 +128,7 @@ func TestSCRAPITwoIssuers(t *testing.T) {
 	if g := do(t, "GET", wantLoc, "", nil); g.code != 200 || g.header.Get("Content-Type") != "application/cose" || !bytes.Equal(g.body, a.body) || g.header.Get("Location") != wantLoc {
 		t.Fatalf("resolve receipt: %d %s %s", g.code, g.header.Get("Content-Type"), g.header.Get("Location"))
 	}
-	verifyReceipt(t, keys, good, a.body)
+	testinfra.VerifyReceipt(t, keys, good, a.body)
 	reg, err := d.Registrar().Lookup(context.Background(), hexs(entry[:]))
 	if err != nil || reg.PolicyID != policyID || reg.Issuer != builder.ISS {
 		t.Fatalf("registration %+v, %v; want policy %s", reg, err, policyID)
@@ -185,7 +150,7 @@ func TestSCRAPITwoIssuers(t *testing.T) {
 		t.Fatalf("transparent statement: %v, %d receipts", err, len(rcpts))
 	}
 	for _, rc := range rcpts {
-		verifyReceipt(t, keys, stmt, rc)
+		testinfra.VerifyReceipt(t, keys, stmt, rc)
 	}
 
 	refusals := []struct {
@@ -255,7 +220,7 @@ func TestSCRAPIAsync(t *testing.T) {
 	for {
 		g := do(t, "GET", loc, "", nil)
 		if g.code == http.StatusOK {
-			verifyReceipt(t, serviceKeys(t, srv.URL), stmt, g.body)
+			testinfra.VerifyReceipt(t, serviceKeys(t, srv.URL), stmt, g.body)
 			return
 		}
 		if g.code != http.StatusNoContent || time.Now().After(deadline) {

@@ -14,12 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fxamacker/cbor/v2"
-
 	"github.com/evident-log/evident/internal/evidentd/daemon"
 	"github.com/evident-log/evident/internal/evidentd/server"
 	"github.com/evident-log/evident/internal/testinfra"
-	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/regpolicy"
 	"github.com/evident-log/evident/regpolicy/regpolicytest"
 )
@@ -188,48 +185,7 @@ func serviceKeys(t *testing.T, base string) map[string]any {
 	if a.code != http.StatusOK || a.header.Get("Content-Type") != server.CBORType {
 		t.Fatalf("scitt-keys: %d %s", a.code, a.header.Get("Content-Type"))
 	}
-	var raw []cbor.RawMessage
-	if err := cbor.Unmarshal(a.body, &raw); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]any{}
-	for _, k := range raw {
-		pub, err := receipts.ParseCOSEKey(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kid, err := receipts.KeyThumbprint(pub)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[string(kid)] = pub
-	}
-	return out
-}
-
-// verifyReceipt checks an RFC 9942 receipt of statement as `evident receipt verify
-// --statement --receipt --key scitt-keys.cbor` does: the key its kid names among the
-// service's published keys, and the inclusion of the statement's leaf under it. It
-// returns the parsed receipt.
-func verifyReceipt(t *testing.T, keys map[string]any, statement, rcpt []byte) *receipts.Receipt {
-	t.Helper()
-	r, err := receipts.ParseReceipt(rcpt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, ok := keys[string(r.KeyID)]
-	if !ok {
-		t.Fatalf("receipt kid %x is not in /.well-known/scitt-keys", r.KeyID)
-	}
-	entry, err := receipts.EntryHash(statement)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf := receipts.LeafHash(entry[:])
-	if _, _, err := receipts.VerifyInclusion(rcpt, leaf[:], pub); err != nil {
-		t.Fatalf("receipt does not verify: %v", err)
-	}
-	return r
+	return testinfra.KeySet(t, a.body)
 }
 
 // unhex decodes hex or fails the test.

@@ -14,6 +14,7 @@ import (
 	"github.com/veraison/go-cose"
 
 	"github.com/evident-log/evident/internal/evidentd/server"
+	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/regpolicy/regpolicytest"
 )
 
@@ -190,7 +191,7 @@ func TestPendingRegistrationNoLoop(t *testing.T) {
 	if a.status != http.StatusAccepted {
 		t.Fatalf("warm-up POST: %d, want 202", a.status)
 	}
-	verifyReceipt(t, serviceKeys(t, e.base), warm, awaitReceipt(t, a.location, 100*time.Millisecond, 30*time.Second))
+	testinfra.VerifyReceipt(t, serviceKeys(t, e.base), warm, awaitReceipt(t, a.location, 100*time.Millisecond, 30*time.Second))
 
 	type pending struct {
 		c        pollClient
@@ -227,7 +228,7 @@ func TestPendingRegistrationNoLoop(t *testing.T) {
 	keys := serviceKeys(t, e.base)
 	for _, p := range regs {
 		rcpt := awaitReceipt(t, p.location, time.Second, 30*time.Second)
-		verifyReceipt(t, keys, p.stmt, rcpt)
+		testinfra.VerifyReceipt(t, keys, p.stmt, rcpt)
 		for _, c := range clients {
 			g := c.get(t, p.location)
 			if g.status != http.StatusOK || string(g.body) != string(rcpt) || g.location != p.location {

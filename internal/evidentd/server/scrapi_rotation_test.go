@@ -13,6 +13,7 @@ import (
 
 	"github.com/evident-log/evident/internal/evidentd/server"
 	"github.com/evident-log/evident/internal/evidentd/servicekey"
+	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/regpolicy/regpolicytest"
 )
@@ -38,7 +39,7 @@ func TestReceiptAfterRotation(t *testing.T) {
 	}
 	id := strings.TrimPrefix(a.header.Get("Location"), e.base+"/entries/")
 	before := a.body
-	oldReceipt := verifyReceipt(t, serviceKeys(t, e.base), stmt, before)
+	oldReceipt := testinfra.VerifyReceipt(t, serviceKeys(t, e.base), stmt, before)
 	e.stop()
 
 	oldKID, newKID, err := servicekey.Rotate(filepath.Join(data, "keys", "service.key"), nil, servicekey.TypeP256, time.Now())
@@ -59,7 +60,7 @@ func TestReceiptAfterRotation(t *testing.T) {
 		t.Fatalf("/.well-known/scitt-keys holds %d keys after the rotation, want 2", len(keys))
 	}
 	// The receipt handed out before the rotation keeps verifying, with the retired key.
-	verifyReceipt(t, keys, stmt, before)
+	testinfra.VerifyReceipt(t, keys, stmt, before)
 
 	var served [][]byte
 	for _, tc := range []struct {
@@ -100,7 +101,7 @@ func TestReceiptAfterRotation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rcpt := tc.receipt(t)
-			r := verifyReceipt(t, keys, stmt, rcpt)
+			r := testinfra.VerifyReceipt(t, keys, stmt, rcpt)
 			if got := hex.EncodeToString(r.KeyID); got != newKID {
 				t.Fatalf("receipt signed by kid %s, want the current key %s (retired: %s)", got, newKID, oldKID)
 			}
