@@ -65,17 +65,45 @@ type sealTotals struct {
 	CheckpointsVerified                int
 }
 
-// timelineView is one CHAP timeline cut to the rows the page shows.
+// timelineView is one CHAP timeline with what the page shows of it: its rows are not held
+// but written as the events stream by (writeRows), so a page of a million-entry chain needs
+// memory for its tasks and findings only.
 type timelineView struct {
 	*replay.Timeline
+	N           int    // its place on the page, from 1: entry rows are id="c<N>-<seq>"
 	Anchor      string // id of its findings table
-	Rows        []row
-	Shown       int // event rows shown
-	Total       int // event rows in the timeline
+	MaxEntries  int    // the bound in force; negative: none
+	Shown       int    // event rows shown
+	Total       int    // event rows in the timeline
 	EntriesFile string
 	Tasks       []taskView // one table row each
 	Detailed    []taskView // the tasks shown with a section: decisions, whispers, escalations, findings
 	TasksTotal  int
+	TaskPages   []pageLink // folder mode: every task, on pages
+	EntryPages  []pageLink // folder mode: every entry, on pages
+	Dir         bool       // folder mode
+	// broken, finding: the seqs a row past the bound is shown for (with the broken check's detail).
+	broken  map[uint64]string
+	finding map[uint64]bool
+	// ShownTasks are the tasks with a row in the index: links to them resolve.
+	ShownTasks map[string]bool
+	// Folder mode: the first seq of each entry page, and every task's entries and findings.
+	pageSeqs    []uint64
+	spans       map[string]*span
+	taskFinding map[string][]replay.Finding
+}
+
+// span is where a task's entries are in the timeline.
+type span struct {
+	n           int
+	first, last uint64
+}
+
+// pageLink is one page of a folder report and what it holds.
+type pageLink struct {
+	File   string
+	Lo, Hi uint64 // seqs (entry pages) or task numbers from 1 (task pages)
+	Flags  int    // entries flagged (broken, finding, refused) on the page
 }
 
 // row is a timeline row: an event, or a gap standing for the events not shown.
@@ -96,9 +124,12 @@ type taskView struct {
 	FirstSeq  uint64
 	LastSeq   uint64
 	Findings  []replay.Finding
+	Verdict   string // the worst finding's severity, "" when none
+	Detail    bool   // it has a section (decisions, whispers, abstentions, escalations or findings)
+	EntryLink string // folder mode: its first entry on the entry pages
 }
 
-func build(in Input) *page {
+func build(in Input) (*page, error) {
 	rep := in.Report
 	p := &page{Report: rep, MaxEntries: in.MaxEntries}
 	if p.MaxEntries == 0 {
@@ -149,13 +180,17 @@ func build(in Input) *page {
 			p.Seals.CheckpointsVerified++
 		}
 	}
-	for i, tl := range in.Timelines {
-		v := cutTimeline(tl, rep, p.MaxEntries)
+	for i := range in.Timelines {
+		v, err := cutTimeline(in, i, p.MaxEntries)
+		if err != nil {
+			return nil, err
+		}
+		v.N = i + 1
 		v.Anchor = fmt.Sprintf("findings-%d", i+1)
 		p.Timelines = append(p.Timelines, v)
 	}
 	p.story(in)
-	return p
+	return p, nil
 }
 
 // story works out the replay's findings for the banner and the summary: the report's own
@@ -199,40 +234,48 @@ func addTo(list *[]group, index map[string]int, k string, c verifier.Check) {
 	}
 }
 
-// cutTimeline keeps the first max events of tl (all when max < 0) and, past them, every
-// refused event, every event a broken check names and every event with a finding; each run
-// of events left out becomes one gap row. Task sections are bounded by max too (pickTasks).
-func cutTimeline(tl *replay.Timeline, rep *verifier.Report, max int) timelineView {
-	v := timelineView{Timeline: tl, Total: len(tl.Events), EntriesFile: bundle.EntriesFile(bundle.ChainDir(tl.Chain))}
-	broken := map[uint64]string{}
+// cutTimeline works out what the page shows of timeline i: the first max events (all when
+// max < 0) and, past them, every refused event, every event a broken check names and every
+// event with a finding (writeRows writes them, each run of events left out as one gap row);
+// every task with a finding and up to max others (pickTasks). It reads the events once, to
+// count them and each task's.
+func cutTimeline(in Input, i, max int) (timelineView, error) {
+	tl, rep := in.Timelines[i], in.Report
+	v := timelineView{Timeline: tl, MaxEntries: max, EntriesFile: bundle.EntriesFile(bundle.ChainDir(tl.Chain)),
+		broken: map[uint64]string{}, finding: map[uint64]bool{}, ShownTasks: map[string]bool{}}
 	for _, c := range rep.Checks {
 		if c.Status != verifier.Broken || c.Chain != tl.Chain {
 			continue
 		}
 		if s, ok := strings.CutPrefix(c.Where, "seq "); ok {
 			if n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64); err == nil {
-				if _, seen := broken[n]; !seen {
-					broken[n] = string(c.Name) + ": " + c.Detail
+				if _, seen := v.broken[n]; !seen {
+					v.broken[n] = string(c.Name) + ": " + c.Detail
 				}
 			}
 		}
 	}
-	finding := map[uint64]bool{}
 	taskFinding := map[string][]replay.Finding{}
 	for _, f := range tl.Findings {
-		finding[f.Seq] = true
+		v.finding[f.Seq] = true
 		if f.Task != "" {
 			taskFinding[f.Task] = append(taskFinding[f.Task], f)
 		}
 	}
-	type span struct {
-		n           int
-		first, last uint64
-	}
 	perTask := map[string]*span{}
-	gap := row{}
-	for i := range tl.Events {
-		ev := &tl.Events[i]
+	err := in.events(i, func(ev *replay.Event) error {
+		flag := v.flag(ev)
+		if in.dir {
+			if v.Total%entriesPerPage == 0 {
+				v.pageSeqs = append(v.pageSeqs, ev.Seq)
+				v.EntryPages = append(v.EntryPages, pageLink{File: entryPageFile(i+1, len(v.EntryPages)), Lo: ev.Seq})
+			}
+			pl := &v.EntryPages[len(v.EntryPages)-1]
+			pl.Hi = ev.Seq
+			if flag != "" {
+				pl.Flags++
+			}
+		}
 		if ev.Task != "" {
 			s := perTask[ev.Task]
 			if s == nil {
@@ -242,53 +285,80 @@ func cutTimeline(tl *replay.Timeline, rep *verifier.Report, max int) timelineVie
 			s.n++
 			s.last = ev.Seq
 		}
-		r := row{Event: ev, Broken: broken[ev.Seq]}
-		switch {
-		case r.Broken != "":
-			r.Flag = "broken"
-		case finding[ev.Seq]:
-			r.Flag = "finding"
-		case ev.Refusal:
-			r.Flag = "refused"
+		if max < 0 || v.Total < max || flag != "" {
+			v.Shown++
 		}
-		if max >= 0 && i >= max && r.Flag == "" {
-			if gap.Gap == 0 {
-				gap.GapLo = ev.Seq
-			}
-			gap.Gap++
-			gap.GapHi = ev.Seq
-			continue
-		}
-		if gap.Gap > 0 {
-			v.Rows = append(v.Rows, gap)
-			gap = row{}
-		}
-		v.Rows = append(v.Rows, r)
-		v.Shown++
-	}
-	if gap.Gap > 0 {
-		v.Rows = append(v.Rows, gap)
+		v.Total++
+		return nil
+	})
+	if err != nil {
+		return v, err
 	}
 	v.TasksTotal = len(tl.Tasks)
+	if in.dir {
+		v.Dir, v.spans, v.taskFinding = true, perTask, taskFinding
+		for lo := 0; lo < len(tl.Tasks); lo += tasksPerPage {
+			v.TaskPages = append(v.TaskPages, pageLink{File: taskPageFile(i+1, len(v.TaskPages)), Lo: uint64(lo + 1), Hi: uint64(min(lo+tasksPerPage, len(tl.Tasks)))})
+		}
+	}
 	keep := pickTasks(tl.Tasks, taskFinding, max)
-	for i, t := range tl.Tasks {
-		if !keep[i] {
+	for j, t := range tl.Tasks {
+		if !keep[j] {
 			continue
 		}
-		fs := taskFinding[t.ID]
-		tv := taskView{Task: t, Findings: fs}
-		if s := perTask[t.ID]; s != nil {
-			tv.Events, tv.FirstSeq, tv.LastSeq = s.n, s.first, s.last
-		}
-		for _, d := range t.Decisions {
-			tv.Decisions = append(tv.Decisions, newDecision(d))
-		}
+		tv := v.task(t, taskFinding[t.ID], perTask[t.ID])
 		v.Tasks = append(v.Tasks, tv)
-		if len(t.Decisions)+len(t.Whispers)+len(t.Abstentions)+len(t.Escalations)+len(fs) > 0 {
+		v.ShownTasks[t.ID] = true
+		if tv.Detail {
 			v.Detailed = append(v.Detailed, tv)
 		}
 	}
-	return v
+	return v, nil
+}
+
+// task lays out t with its findings and entries for a table row and its section.
+func (v *timelineView) task(t *replay.Task, fs []replay.Finding, s *span) taskView {
+	tv := taskView{Task: t, Findings: fs, Verdict: worst(fs)}
+	if s != nil {
+		tv.Events, tv.FirstSeq, tv.LastSeq = s.n, s.first, s.last
+		if v.Dir {
+			tv.EntryLink = v.seqHref(s.first)
+		}
+	}
+	tv.Detail = len(t.Decisions)+len(t.Whispers)+len(t.Abstentions)+len(t.Escalations)+len(fs) > 0
+	for _, d := range t.Decisions {
+		tv.Decisions = append(tv.Decisions, newDecision(d))
+	}
+	return tv
+}
+
+// flag says why an event is shown past the bound: broken, finding or refused; "" when it is not.
+func (v *timelineView) flag(ev *replay.Event) string {
+	switch {
+	case v.broken[ev.Seq] != "":
+		return "broken"
+	case v.finding[ev.Seq]:
+		return "finding"
+	case ev.Refusal:
+		return "refused"
+	}
+	return ""
+}
+
+// worst is the most severe of fs: impossible, warning or info; "" when there is none.
+func worst(fs []replay.Finding) string {
+	w := ""
+	for _, f := range fs {
+		switch {
+		case f.Severity == replay.Impossible:
+			return string(replay.Impossible)
+		case f.Severity == replay.Warning:
+			w = string(replay.Warning)
+		case w == "":
+			w = string(f.Severity)
+		}
+	}
+	return w
 }
 
 // pickTasks chooses the task sections a page shows: every task with a finding, then up to max

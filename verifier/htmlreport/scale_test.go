@@ -77,9 +77,9 @@ func synthetic(n, perTask int) htmlreport.Input {
 
 // rows returns the timeline rows of a page by their first cell (seq), and the gap rows.
 func rows(page string) (seqs []string, gaps int) {
-	tb := page[strings.Index(page, `id="timeline"`):]
+	tb := page[strings.Index(page, `id="timeline-1"`):]
 	tb = tb[:strings.Index(tb, "</table>")]
-	for _, m := range regexp.MustCompile(`<tr(?: class="f-[a-z]+")?><td class="n">(\d+)</td>`).FindAllStringSubmatch(tb, -1) {
+	for _, m := range regexp.MustCompile(`<tr id="c1-\d+"(?: class="f-[a-z]+")?><td class="n">(\d+)</td>`).FindAllStringSubmatch(tb, -1) {
 		seqs = append(seqs, m[1])
 	}
 	return seqs, strings.Count(tb, `<tr class="gap">`)
@@ -109,7 +109,7 @@ func TestTimelineLimit(t *testing.T) {
 				t.Fatalf("page lacks %q", tc.line)
 			}
 			// The refused entry, the broken one and the one with a finding are shown whatever the bound.
-			for _, want := range []string{`<tr class="f-refused"><td class="n">7000<`, `<tr class="f-broken"><td class="n">8000<`, `<tr class="f-finding"><td class="n">9000<`} {
+			for _, want := range []string{`<tr id="c1-7000" class="f-refused"><td class="n">7000<`, `<tr id="c1-8000" class="f-broken"><td class="n">8000<`, `<tr id="c1-9000" class="f-finding"><td class="n">9000<`} {
 				if !strings.Contains(page, want) {
 					t.Errorf("page lacks the row %s", want)
 				}
@@ -162,7 +162,7 @@ func TestSummaryFirst(t *testing.T) {
 	s := string(render(t, synthetic(500, 10)))
 	last := -1
 	for _, id := range []string{`id="verdict"`, `id="unpinned"`, `id="summary"`, `id="broken"`, `id="not-evaluated"`, `id="verified"`,
-		`id="chains"`, `id="seals"`, `id="keys"`, `id="detail"`, `id="timeline"`, "<footer"} {
+		`id="chains"`, `id="seals"`, `id="keys"`, `id="findings"`, `id="findings-1"`, `id="index"`, `id="tasks-1"`, `id="detail"`, `id="log"`, `id="timeline-1"`, `id="answers-1"`, "<footer"} {
 		i := strings.Index(s, id)
 		if i < 0 {
 			t.Fatalf("page lacks %s", id)

@@ -92,7 +92,7 @@ func TestStoryBanner(t *testing.T) {
 					t.Errorf("the story summary lacks %q:\n%s", w, summary)
 				}
 			}
-			if !strings.Contains(page, `<h3 id="findings-1">`) {
+			if !strings.Contains(page, `<h4 id="findings-1">`) {
 				t.Error("the findings table has no anchor the banner links to")
 			}
 			if c.findings == nil && strings.Contains(summary, "s-warning") {

@@ -36,6 +36,7 @@ type Builder struct {
 	fromGenesis bool            // the chain starts at the workspace's first record
 	noted       map[string]bool // notes already given, by code and object
 	noEvents    bool            // FindingsOnly: the timeline keeps no events
+	sink        func(Event)     // EachEvent: each event is given to it, not kept
 	interned    map[string]string
 }
 
@@ -208,8 +209,18 @@ func provisionalKey(task string) bool { return strings.HasPrefix(task, "(") }
 // and findings, not with the entries (evident verify's story of a long chain).
 func (b *Builder) FindingsOnly() { b.noEvents = true }
 
+// EachEvent makes the builder give each event of the timeline to f as it is made, in chain
+// order, instead of keeping it (Timeline.Events stays empty): a report that writes every entry
+// of a long chain needs no more memory than FindingsOnly. Without a task filter only (New with
+// task ""): a filtered timeline drops events of tasks whose id never became known at the end.
+func (b *Builder) EachEvent(f func(Event)) { b.sink = f }
+
 func (b *Builder) event(ev Event) {
 	if b.scan != nil || b.noEvents {
+		return
+	}
+	if b.sink != nil && b.only == "" {
+		b.sink(ev)
 		return
 	}
 	if b.only != "" && ev.Task != b.only && !provisionalKey(ev.Task) && !b.touches(ev) {
