@@ -36,6 +36,7 @@ func newVerifyCmd(a *app) *cobra.Command {
 		maxAge             time.Duration
 		logKeys            []string
 		limits             recordLimits
+		htmlDir            string
 	)
 	cmd := &cobra.Command{
 		Use:   "verify [flags] BUNDLE",
@@ -56,6 +57,7 @@ without a pin the verdict is at best not evaluated (exit 2).`,
 	f.StringVarP(&output, "output", "o", "", "write the report to this file instead of standard output")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress, even on a terminal")
 	f.Uint64Var(&storyMax, "story-max-entries", defaultStoryMaxEntries, "text and json: replay the story (CHAP replay findings) of chains of at most this many entries; a larger chain's story is reported not evaluated (evident replay and --format html replay every chain; 0: no bound)")
+	f.StringVar(&htmlDir, "html-dir", "", "write the HTML report as a folder: DIR/index.html (the page --format html writes) and every entry and task on linked pages (implies --format html)")
 	f.IntVar(&maxEntries, "max-entries", htmlreport.DefaultMaxEntries, "html: timeline rows (and task sections) shown per chain; refused, broken and flagged entries are always shown (0: all)")
 	f.Var(&extra, "checkpoint", "an extra checkpoint gathered elsewhere to cross-check: a checkpoint as served (a witness's /<hex sha256(origin)>/checkpoint, evidentd's /log/checkpoint), one from another bundle, a tlog-witness add-checkpoint body with its proof, or a proof of misbehaviour, a witness's /<hex sha256(origin)>/forks answer or an evidentd witness refusal (their checkpoints and proofs); repeatable")
 	f.DurationVar(&maxAge, "witness-max-age", 0, "count only witness cosignatures at most this old toward the quorum (0: any age)")
@@ -67,10 +69,11 @@ without a pin the verdict is at best not evaluated (exit 2).`,
 	f.BoolVar(&requirePQ, "require-pq", false, "require post-quantum signatures: checkpoints without the log's ML-DSA-44 signature, and witness quorums not met by ML-DSA-44 cosignatures alone, are not evaluated (an invalid ML-DSA-44 signature is broken either way)")
 	markFiles(cmd, "output", "checkpoint", "trust", "issuer-keys", "log-key")
 	cmd.MarkFlagDirname("misbehaviour-dir")
+	cmd.MarkFlagDirname("html-dir")
 	cmd.RunE = a.action(func(cmd *cobra.Command, args []string) int {
 		return runVerify(a.ctx, cmd, args[0], verifyFlags{format: format.value, output: output, trustFile: trustFile, issuerKeys: issuerKeys,
 			misDir: misDir, quiet: quiet, requirePQ: requirePQ, storyMax: storyMax, maxEntries: maxEntries, extra: extra, maxAge: maxAge,
-			logKeys: logKeys, limits: limits}, a.stdout, a.stderr)
+			logKeys: logKeys, limits: limits, htmlDir: htmlDir}, a.stdout, a.stderr)
 	})
 	return cmd
 }
@@ -85,6 +88,7 @@ type verifyFlags struct {
 	maxAge                                        time.Duration
 	logKeys                                       []string
 	limits                                        recordLimits
+	htmlDir                                       string
 }
 
 // runVerify verifies the bundle at path and writes the report.
@@ -93,6 +97,9 @@ func runVerify(ctx context.Context, cmd *cobra.Command, path string, fl verifyFl
 	trustFile, issuerKeys, misDir := &fl.trustFile, &fl.issuerKeys, &fl.misDir
 	storyMax, maxEntries, maxAge, requirePQ := &fl.storyMax, &fl.maxEntries, &fl.maxAge, &fl.requirePQ
 	extra, logKeys, limits := fl.extra, fl.logKeys, fl.limits
+	if fl.htmlDir != "" {
+		*format = "html"
+	}
 	if *format != "text" && *format != "json" && *format != "html" {
 		return usageErr(cmd, "-format must be text, json or html, not %q", *format)
 	}
@@ -156,7 +163,7 @@ func runVerify(ctx context.Context, cmd *cobra.Command, path string, fl verifyFl
 	}
 	switch *format {
 	case "html":
-		err = writeHTML(ctx, out, rep, r, *maxEntries, lim)
+		err = htmlreport.WriteBundle(ctx, out, rep, r, htmlreport.BundleOptions{MaxEntries: *maxEntries, Dir: fl.htmlDir, Limits: lim})
 	case "json":
 		err = rep.WriteJSON(out)
 	default:
