@@ -185,7 +185,6 @@ func build(in Input) (*page, error) {
 		if err != nil {
 			return nil, err
 		}
-		v.N = i + 1
 		v.Anchor = fmt.Sprintf("findings-%d", i+1)
 		p.Timelines = append(p.Timelines, v)
 	}
@@ -241,7 +240,7 @@ func addTo(list *[]group, index map[string]int, k string, c verifier.Check) {
 // count them and each task's.
 func cutTimeline(in Input, i, max int) (timelineView, error) {
 	tl, rep := in.Timelines[i], in.Report
-	v := timelineView{Timeline: tl, MaxEntries: max, EntriesFile: bundle.EntriesFile(bundle.ChainDir(tl.Chain)),
+	v := timelineView{Timeline: tl, N: i + 1, MaxEntries: max, EntriesFile: bundle.EntriesFile(bundle.ChainDir(tl.Chain)),
 		broken: map[uint64]string{}, finding: map[uint64]bool{}, ShownTasks: map[string]bool{}}
 	for _, c := range rep.Checks {
 		if c.Status != verifier.Broken || c.Chain != tl.Chain {

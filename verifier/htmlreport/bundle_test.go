@@ -1,0 +1,363 @@
+package htmlreport_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"html"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/ledger/profile/chap"
+	"github.com/evident-log/evident/ledger/profile/chap/replay"
+	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/receipts"
+	"github.com/evident-log/evident/verifier"
+	"github.com/evident-log/evident/verifier/htmlreport"
+)
+
+// taskChain writes the signed records of a CHAP workspace of tasks tasks, ten entries each
+// (create, accept, seven updates, complete); the task half way through gets a draft and a
+// human override of it, and every 25th task is completed by a participant it was never
+// assigned to (an impossible history) and updated under a task id never created (a warning).
+func taskChain(t testing.TB, ws string, tasks int) [][]byte {
+	t.Helper()
+	c := scenario.NewCast()
+	b := scenario.NewBuilder(ws, scenario.JourneyStart)
+	b.Step = time.Second
+	for _, p := range []*scenario.Participant{c.Coordinator, c.Alice, c.Bob, c.Bot} {
+		if err := b.Join(p, c.Coordinator.URI); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send := func(p *scenario.Participant, method string, params map[string]any) {
+		if _, err := b.Envelope(p, c.Coordinator.URI, method, params); err != nil {
+			t.Fatal(err)
+		}
+	}
+	draft := map[string]any{"reply": map[string]any{"refund": "partial", "amount": 40, "currency": "EUR"}}
+	for i := range tasks {
+		id := fmt.Sprintf("tsk_%05d", i)
+		send(c.Alice, "task.create", map[string]any{"task_id": id, "kind": "support_reply", "assignee": c.Bot.URI})
+		send(c.Bot, "task.accept", map[string]any{"task_id": id})
+		updates := 7
+		switch {
+		case i == tasks/2:
+			updates = 5
+			send(c.Bot, "artefact.submit", map[string]any{"task_id": id, "artefact": map[string]any{"id": "art_" + id, "logical_id": "lgl_" + id, "kind": "reply", "content": draft}})
+			send(c.Bob, "decide.override", map[string]any{"task_id": id, "logical_id": "lgl_" + id, "rationale": "damaged in transit: full refund",
+				"diff": []any{map[string]any{"op": "replace", "path": "/reply/refund", "value": "full"}, map[string]any{"op": "replace", "path": "/reply/amount", "value": 120}}})
+		case i%25 == 7:
+			updates = 6
+			send(c.Bot, "task.update", map[string]any{"task_id": "tsk_ghost_" + id, "status": "in_progress"})
+		}
+		for u := range updates {
+			send(c.Bot, "task.update", map[string]any{"task_id": id, "status": "in_progress", "progress": u * 10, "note": "checked order history & the carrier's <report>"})
+		}
+		if i%25 == 7 {
+			send(c.Bob, "task.complete", map[string]any{"task_id": "tsk_never_" + id, "outcome": "sent"})
+		} else {
+			send(c.Bot, "task.complete", map[string]any{"task_id": id, "outcome": "sent"})
+		}
+	}
+	return b.Records()
+}
+
+// writeBundle writes records as an unsealed one-chain bundle (zip), links computed by the
+// ledger, with a log key and an issuer key that nothing pins.
+func writeBundle(t testing.TB, dir, ws string, recs [][]byte) string {
+	t.Helper()
+	c, err := ledger.NewChain(ws, chap.Adapter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	bw := bundle.NewWriter(&buf)
+	cdir := bundle.ChainDir(ws)
+	ew, err := bw.Create(bundle.EntriesFile(cdir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := json.NewEncoder(ew)
+	for _, r := range recs {
+		a, err := c.Append(r, scenario.JourneyStart)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := enc.Encode(bundle.EntryLine{Seq: a.Seq, Prev: a.Prev, Link: a.Link, Arrival: ledger.Timestamp(scenario.JourneyStart), Record: a.Admission.Canonical}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, vkey, err := note.GenerateKey(rand.Reader, "evident.test/log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bw.WriteFile(bundle.LogKeyFile, []byte(vkey+"\n")); err != nil {
+		t.Fatal(err)
+	}
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, err := receipts.COSEKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := cbor.Marshal([]cbor.RawMessage{ck})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bw.WriteFile(bundle.IssuersFile, ks); err != nil {
+		t.Fatal(err)
+	}
+	if err := bw.Close(bundle.Manifest{Producer: "htmlreport_test", Scope: bundle.Scope{Chain: ws}, Log: bundle.LogInfo{Origin: "evident.test/log"},
+		Chains: []bundle.ChainRef{{ID: ws, Dir: cdir, Profile: chap.Profile, Size: c.Size, Head: c.Head, Root: ledger.RootString(c.Root())}}}); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "b.zip")
+	if err := os.WriteFile(p, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// verified opens and verifies the bundle at path; the caller closes the reader.
+func verified(t testing.TB, path string) (*verifier.Report, *bundle.Reader) {
+	t.Helper()
+	r, err := bundle.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := verifier.Verify(context.Background(), r, verifier.Options{Now: func() time.Time { return scenario.JourneyStart }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Bundle = "b.zip"
+	return rep, r
+}
+
+// bundleReport is the single page of a verified bundle of a 1,000-entry chain (100 tasks), made
+// by WriteBundle with the given bound, the report (its Story set) and the records.
+func bundleReport(t testing.TB, dir string, tasks, max int) (string, *verifier.Report, *bundle.Reader, [][]byte) {
+	t.Helper()
+	const ws = "wsp_support_emea"
+	recs := taskChain(t, ws, tasks)
+	rep, r := verified(t, writeBundle(t, dir, ws, recs))
+	var buf bytes.Buffer
+	if err := htmlreport.WriteBundle(context.Background(), &buf, rep, r, htmlreport.BundleOptions{MaxEntries: max}); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String(), rep, r, recs
+}
+
+var (
+	hrefRE = regexp.MustCompile(`href="([^"]*)"`)
+	idRE   = regexp.MustCompile(`\sid="([^"]*)"`)
+)
+
+// checkLinks checks that every link of every page in pages (file name → HTML) names a page of
+// pages and an element id on it, and that no id is given twice on a page. It returns the
+// number of links.
+func checkLinks(t *testing.T, pages map[string]string) int {
+	t.Helper()
+	ids := map[string]map[string]bool{}
+	for name, s := range pages {
+		ids[name] = map[string]bool{}
+		for _, m := range idRE.FindAllStringSubmatch(s, -1) {
+			id := html.UnescapeString(m[1])
+			if ids[name][id] {
+				t.Errorf("%s: id %q given twice", name, id)
+			}
+			ids[name][id] = true
+		}
+	}
+	n := 0
+	for name, s := range pages {
+		for _, m := range hrefRE.FindAllStringSubmatch(s, -1) {
+			n++
+			href := html.UnescapeString(m[1])
+			file, frag, _ := strings.Cut(href, "#")
+			if file == "" {
+				file = name
+			}
+			if f, err := url.PathUnescape(frag); err == nil {
+				frag = f
+			}
+			target, ok := ids[file]
+			switch {
+			case !ok:
+				t.Errorf("%s: link %q to a page that does not exist", name, href)
+			case frag != "" && !target[frag]:
+				t.Errorf("%s: link %q to an anchor %s does not hold", name, href, file)
+			}
+		}
+	}
+	return n
+}
+
+// TestBundleReport writes the report of a real bundle as WriteBundle does (the replay's events
+// spooled, never held) and checks it against the page Write makes of the same replay with
+// every event in memory: the two must be the same bytes. It then checks what the page must
+// hold: every finding, every task in the index, links that resolve.
+func TestBundleReport(t *testing.T) {
+	for _, max := range []int{0, 300} {
+		t.Run(fmt.Sprint(max), func(t *testing.T) {
+			page, rep, r, recs := bundleReport(t, t.TempDir(), 100, max)
+			defer r.Close()
+			tl, err := replay.ReplayRaw("wsp_support_emea", "", recs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tl.Answers[7].Answer = []string{fmt.Sprintf("evident verify: %s (%d checks verified, %d not evaluated, %d broken)", rep.Verdict,
+				rep.Count(verifier.Verified), rep.Count(verifier.NotEvaluated), rep.Count(verifier.Broken))}
+			in := htmlreport.Input{Report: rep, Timelines: []*replay.Timeline{tl}, MaxEntries: max}
+			if max == 0 {
+				in.MaxEntries = -1
+			}
+			if want := string(render(t, in)); page != want {
+				t.Fatalf("the streamed page differs from the page of the replay held in memory (%d and %d bytes)", len(page), len(want))
+			}
+			if len(tl.Findings) < 8 || tl.Impossible() < 4 {
+				t.Fatalf("the chain has %d findings, %d impossible: the test needs both kinds", len(tl.Findings), tl.Impossible())
+			}
+			// Every finding, in full, in the summary, with its entry shown and linked.
+			summary := page[strings.Index(page, `id="findings"`):strings.Index(page, `id="index"`)]
+			for _, f := range tl.Findings {
+				row := fmt.Sprintf(`<a href="#c1-%d">%d</a>`, f.Seq, f.Seq)
+				if !strings.Contains(summary, row) || !strings.Contains(summary, html.EscapeString(f.Detail)) {
+					t.Errorf("the findings lack %s at seq %d: %s", f.Code, f.Seq, f.Detail)
+				}
+			}
+			if n := strings.Count(summary, `<tr><td class="s s-`); n != len(tl.Findings) {
+				t.Errorf("%d finding rows, want %d", n, len(tl.Findings))
+			}
+			// The index lists every task (all 100 fit either bound), each with its verdict.
+			index := page[strings.Index(page, `id="index"`):strings.Index(page, `id="detail"`)]
+			if n := strings.Count(index, `<tr id="task-`); n != len(tl.Tasks) {
+				t.Errorf("the index lists %d tasks, want %d", n, len(tl.Tasks))
+			}
+			for _, tk := range tl.Tasks {
+				if !strings.Contains(index, `<tr id="task-`+tk.ID+`">`) {
+					t.Errorf("the index lacks task %s", tk.ID)
+				}
+			}
+			if !strings.Contains(index, `<td><span class="s s-impossible">impossible</span></td>`) || !strings.Contains(index, "<td>no finding</td>") {
+				t.Error("the index does not give the tasks' verdicts")
+			}
+			if n := checkLinks(t, map[string]string{"index.html": page}); n < 2*len(tl.Findings) {
+				t.Errorf("only %d links", n)
+			}
+		})
+	}
+}
+
+// TestDir writes the folder report of a real bundle and checks that every link of every page
+// resolves to a page and an anchor on it, that every entry is on exactly one entry page and
+// every task on exactly one task page, and that the pages are as self-contained as the index.
+func TestDir(t *testing.T) {
+	dir := t.TempDir()
+	const tasks = 1200 // 12,004 entries: three entry pages, two task pages
+	_, rep, r, recs := bundleReport(t, dir, tasks, 0)
+	defer r.Close()
+	out := filepath.Join(dir, "report")
+	if err := htmlreport.WriteBundle(context.Background(), nil, rep, r, htmlreport.BundleOptions{Dir: out, MaxEntries: 300}); err != nil {
+		t.Fatal(err)
+	}
+	pages := readDir(t, out)
+	want := []string{"index.html", "c1-entries-0001.html", "c1-entries-0002.html", "c1-entries-0003.html", "c1-tasks-0001.html", "c1-tasks-0002.html"}
+	if len(pages) != len(want) {
+		t.Fatalf("%d pages, want %v", len(pages), want)
+	}
+	for _, name := range want {
+		if _, ok := pages[name]; !ok {
+			t.Fatalf("no page %s", name)
+		}
+	}
+	if n := checkLinks(t, pages); n < len(recs)/10 {
+		t.Errorf("only %d links", n)
+	}
+	seqs, taskRows := map[string]int{}, map[string]int{}
+	rowRE := regexp.MustCompile(`<tr id="c1-(\d+)"`)
+	for name, s := range pages {
+		assertSelfContained(t, name, s)
+		if strings.HasPrefix(name, "c1-entries-") {
+			for _, m := range rowRE.FindAllStringSubmatch(s, -1) {
+				seqs[m[1]]++
+			}
+		}
+		if strings.HasPrefix(name, "c1-tasks-") {
+			for _, m := range regexp.MustCompile(`<tr id="task-([^"]+)"`).FindAllStringSubmatch(s, -1) {
+				taskRows[m[1]]++
+			}
+		}
+	}
+	if len(seqs) != len(recs) {
+		t.Errorf("the entry pages hold %d entries, want %d", len(seqs), len(recs))
+	}
+	for seq, n := range seqs {
+		if n != 1 {
+			t.Errorf("seq %s on %d entry pages", seq, n)
+		}
+	}
+	if len(taskRows) < tasks {
+		t.Errorf("the task pages hold %d tasks, want at least %d", len(taskRows), tasks)
+	}
+	index := pages["index.html"]
+	for _, s := range []string{" of 12,004 entries shown: the first 300,", `id="pages-1"`, `<a href="c1-entries-0002.html">5000–9999</a>`, `<a href="c1-tasks-0002.html">1001–`, "the entry pages</a>"} {
+		if !strings.Contains(index, s) {
+			t.Errorf("the index lacks %q", s)
+		}
+	}
+	// The override, far past the bound, is in its task's section on a task page.
+	if !strings.Contains(pages["c1-tasks-0001.html"], `<td class="new"><ins>full</ins></td>`) {
+		t.Error("the task page lacks the override's diff")
+	}
+}
+
+func readDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := map[string]string{}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages[e.Name()] = string(b)
+	}
+	return pages
+}
+
+// assertSelfContained fails when a page could load anything or run a script: links within
+// the folder (a page name, a fragment) load nothing; any other is refused.
+func assertSelfContained(t *testing.T, name, s string) {
+	t.Helper()
+	for _, bad := range []*regexp.Regexp{
+		regexp.MustCompile(`(?i)<script`), regexp.MustCompile(`(?i)<img`), regexp.MustCompile(`(?i)<link`),
+		regexp.MustCompile(`(?i)<[^>]*\s(src|action)\s*=`), regexp.MustCompile(`(?i)href="(?:[a-z]+:|//|/|\.\.)`),
+		regexp.MustCompile(`(?i)url\(`), regexp.MustCompile(`(?i)@import`),
+	} {
+		if loc := bad.FindStringIndex(s); loc != nil {
+			t.Fatalf("%s is not self-contained: %q", name, s[loc[0]:min(len(s), loc[1]+40)])
+		}
+	}
+	if !strings.Contains(s, `content="default-src 'none'; style-src 'unsafe-inline'"`) {
+		t.Fatalf("%s has no Content-Security-Policy", name)
+	}
+}
