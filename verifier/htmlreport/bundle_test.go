@@ -361,3 +361,63 @@ func assertSelfContained(t *testing.T, name, s string) {
 		t.Fatalf("%s has no Content-Security-Policy", name)
 	}
 }
+
+// TestChromiumBundle opens the report of a real 1,004-entry bundle in headless Chromium, as
+// one page and as a folder, and reads back the DOM each page built: it must load, show the
+// verdict, the summary with the findings and the index first, and every link of the rendered
+// pages must name a page of the folder and an element on it.
+func TestChromiumBundle(t *testing.T) {
+	bin := chromium(t)
+	dir := t.TempDir()
+	page, rep, r, _ := bundleReport(t, dir, 100, htmlreport.DefaultMaxEntries)
+	defer r.Close()
+	single := filepath.Join(dir, "report.html")
+	if err := os.WriteFile(single, []byte(page), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "report")
+	if err := htmlreport.WriteBundle(context.Background(), nil, rep, r, htmlreport.BundleOptions{Dir: out, MaxEntries: 300}); err != nil {
+		t.Fatal(err)
+	}
+	dom := func(file string) string {
+		return runChromium(t, bin, dir, 60*time.Second, "--dump-dom", "file://"+file)
+	}
+	s := dom(single)
+	last := -1
+	for _, want := range []string{`id="verdict"`, `id="summary"`, `id="findings"`, `id="index"`, `id="task-tsk_00050"`, `id="timeline-1"`, `id="answers-1"`} {
+		i := strings.Index(s, want)
+		if i < 0 {
+			t.Fatalf("the rendered page lacks %q", want)
+		}
+		if i < last {
+			t.Errorf("%q comes before what should precede it", want)
+		}
+		last = i
+	}
+	for _, want := range []string{"NOT_EVALUATED", "completed_unassigned", "all 1,004 entries shown"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the rendered page lacks %q", want)
+		}
+	}
+	checkLinks(t, map[string]string{"report.html": s})
+	pages := map[string]string{}
+	for name := range readDir(t, out) {
+		pages[name] = dom(filepath.Join(out, name))
+	}
+	if len(pages) != 3 {
+		t.Fatalf("%d pages, want index.html, one entry page and one task page", len(pages))
+	}
+	for _, want := range []string{`id="pages-1"`, " of 1,004 entries shown: the first 300,"} {
+		if !strings.Contains(pages["index.html"], want) {
+			t.Errorf("the rendered index lacks %q", want)
+		}
+	}
+	for _, want := range []string{`id="c1-0"`, `id="c1-1003"`, "Entries 0–1003 of wsp_support_emea"} {
+		if !strings.Contains(pages["c1-entries-0001.html"], want) {
+			t.Errorf("the rendered entry page lacks %q", want)
+		}
+	}
+	if n := checkLinks(t, pages); n < 100 {
+		t.Errorf("only %d links in the rendered folder", n)
+	}
+}
