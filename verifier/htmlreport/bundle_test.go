@@ -277,7 +277,7 @@ func TestDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	pages := readDir(t, out)
-	want := []string{"index.html", "c1-entries-0001.html", "c1-entries-0002.html", "c1-entries-0003.html", "c1-tasks-0001.html", "c1-tasks-0002.html"}
+	want := []string{"index.html", "c1-entries-0001.html", "c1-entries-0002.html", "c1-entries-0003.html", "c1-tasks-0001.html", "c1-tasks-0002.html", "c1-answers.html"}
 	if len(pages) != len(want) {
 		t.Fatalf("%d pages, want %v", len(pages), want)
 	}
@@ -316,7 +316,7 @@ func TestDir(t *testing.T) {
 		t.Errorf("the task pages hold %d tasks, want at least %d", len(taskRows), tasks)
 	}
 	index := pages["index.html"]
-	for _, s := range []string{" of 12,004 entries shown: the first 300,", `id="pages-1"`, `<a href="c1-entries-0002.html">5000–9999</a>`, `<a href="c1-tasks-0002.html">1001–`, "the entry pages</a>"} {
+	for _, s := range []string{" of 12,004 entries shown: the first 300,", `id="pages-1"`, `<a href="c1-entries-0002.html">5000–9999</a>`, `<a href="c1-tasks-0002.html">1001–`, "the entry pages</a>", `<a href="c1-answers.html">every answer</a>`} {
 		if !strings.Contains(index, s) {
 			t.Errorf("the index lacks %q", s)
 		}
@@ -404,8 +404,8 @@ func TestChromiumBundle(t *testing.T) {
 	for name := range readDir(t, out) {
 		pages[name] = dom(filepath.Join(out, name))
 	}
-	if len(pages) != 3 {
-		t.Fatalf("%d pages, want index.html, one entry page and one task page", len(pages))
+	if len(pages) != 4 {
+		t.Fatalf("%d pages, want index.html, one entry page, one task page and the answers", len(pages))
 	}
 	for _, want := range []string{`id="pages-1"`, " of 1,004 entries shown: the first 300,"} {
 		if !strings.Contains(pages["index.html"], want) {

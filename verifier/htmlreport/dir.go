@@ -64,6 +64,9 @@ func WriteDir(dir string, in Input) error {
 		if err := tv.writeTaskPages(dir); err != nil {
 			return err
 		}
+		if err := tv.writeAnswersPage(dir); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -188,4 +191,28 @@ func (v *timelineView) writeTaskPages(dir string) error {
 		}
 	}
 	return nil
+}
+
+// writeAnswersPage writes every line of the timeline's §9.3 answers.
+func (v *timelineView) writeAnswersPage(dir string) error {
+	all := answersAll{Answers: make([]answerView, len(v.Timeline.Answers))}
+	for i, a := range v.Timeline.Answers {
+		all.Answers[i] = answerView{N: a.N, Question: a.Question, Lines: a.Answer}
+	}
+	h := pageHead{Title: "CHAP §9.3 questions: every answer for " + v.Chain, Subtitle: "one line per task where the question is about each task"}
+	return writeFile(filepath.Join(dir, v.AnswersPage), func(w *bufio.Writer) error {
+		if err := tmpl.ExecuteTemplate(w, "page", h); err != nil {
+			return err
+		}
+		if err := tmpl.ExecuteTemplate(w, "answers", all); err != nil {
+			return err
+		}
+		return tmpl.ExecuteTemplate(w, "pageEnd", h)
+	})
+}
+
+// answersAll is every answer, uncut, for the answers template.
+type answersAll struct {
+	Answers     []answerView
+	AnswersPage string
 }

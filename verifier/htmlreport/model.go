@@ -79,9 +79,11 @@ type timelineView struct {
 	Tasks       []taskView // one table row each
 	Detailed    []taskView // the tasks shown with a section: decisions, whispers, escalations, findings
 	TasksTotal  int
-	TaskPages   []pageLink // folder mode: every task, on pages
-	EntryPages  []pageLink // folder mode: every entry, on pages
-	Dir         bool       // folder mode
+	Answers     []answerView // the §9.3 answers, each cut to maxAnswerLines
+	AnswersPage string       // folder mode: the page with every answer line
+	TaskPages   []pageLink   // folder mode: every task, on pages
+	EntryPages  []pageLink   // folder mode: every entry, on pages
+	Dir         bool         // folder mode
 	// broken, finding: the seqs a row past the bound is shown for (with the broken check's detail).
 	broken  map[uint64]string
 	finding map[uint64]bool
@@ -97,6 +99,18 @@ type timelineView struct {
 type span struct {
 	n           int
 	first, last uint64
+}
+
+// maxAnswerLines bounds the lines of each §9.3 answer the page shows: several answers have a
+// line per task, 100,000 lines for a chain of 100,000 tasks. Every task's row says as much.
+const maxAnswerLines = 20
+
+// answerView is a §9.3 answer cut to maxAnswerLines, with how many lines were left out.
+type answerView struct {
+	N        int
+	Question string
+	Lines    []string
+	More     int
 }
 
 // pageLink is one page of a folder report and what it holds.
@@ -294,8 +308,16 @@ func cutTimeline(in Input, i, max int) (timelineView, error) {
 		return v, err
 	}
 	v.TasksTotal = len(tl.Tasks)
+	for _, a := range tl.Answers {
+		av := answerView{N: a.N, Question: a.Question, Lines: a.Answer}
+		if len(a.Answer) > maxAnswerLines {
+			av.Lines, av.More = a.Answer[:maxAnswerLines], len(a.Answer)-maxAnswerLines
+		}
+		v.Answers = append(v.Answers, av)
+	}
 	if in.dir {
 		v.Dir, v.spans, v.taskFinding = true, perTask, taskFinding
+		v.AnswersPage = fmt.Sprintf("c%d-answers.html", i+1)
 		for lo := 0; lo < len(tl.Tasks); lo += tasksPerPage {
 			v.TaskPages = append(v.TaskPages, pageLink{File: taskPageFile(i+1, len(v.TaskPages)), Lo: uint64(lo + 1), Hi: uint64(min(lo+tasksPerPage, len(tl.Tasks)))})
 		}
