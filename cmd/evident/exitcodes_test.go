@@ -154,6 +154,7 @@ func TestExitCodes(t *testing.T) {
 		{name: "verify unknown flag", args: []string{"verify", "--nope", f.good}, code: exitUsage,
 			stderr: []string{"evident verify: flag provided but not defined: -nope", "usage: evident verify [flags] BUNDLE", "Run 'evident verify --help'"}, nostd: []string{"-witness-max-age"}},
 		{name: "verify bad format", args: []string{"verify", "-format", "xml", f.good}, code: exitUsage, stderr: []string{"-format must be text, json or html"}},
+		{name: "verify html-dir with -o", args: []string{"verify", "--html-dir", missing, "-o", missing, f.good}, code: exitUsage, stderr: []string{"--html-dir writes DIR/index.html and its pages; -o is not taken with it"}},
 		{name: "verify help", args: []string{"verify", "--help"}, code: 0, stdout: []string{"Usage: evident verify", "-format"}, cleanOE: true},
 
 		// submit, import, seal, export

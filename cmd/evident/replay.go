@@ -17,7 +17,6 @@ import (
 	"github.com/evident-log/evident/ledger/profile/chap/replay"
 	"github.com/evident-log/evident/trustfile"
 	"github.com/evident-log/evident/verifier"
-	"github.com/evident-log/evident/verifier/htmlreport"
 )
 
 // replayOutput is what `evident replay --format json` writes.
@@ -393,25 +392,4 @@ func clean(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// writeHTML writes the self-contained HTML report: the verification report and the
-// timeline of every CHAP chain in the bundle, maxEntries rows of each (0: all).
-// r is the reader the report was made from; nil (a bundle refused at open) shows the report
-// alone.
-func writeHTML(ctx context.Context, w io.Writer, rep *verifier.Report, r *bundle.Reader, maxEntries int, lim canonical.Limits) error {
-	in := htmlreport.Input{Report: rep, MaxEntries: maxEntries}
-	if maxEntries == 0 {
-		in.MaxEntries = -1
-	}
-	if r == nil {
-		return htmlreport.Write(w, in)
-	}
-	// A chain the verifier found broken may not replay; its story says why.
-	tls, err := replayStories(ctx, rep, r, storyOptions{lim: lim})
-	if err != nil {
-		return err
-	}
-	in.Timelines = tls
-	return htmlreport.Write(w, in)
 }

@@ -98,6 +98,9 @@ func runVerify(ctx context.Context, cmd *cobra.Command, path string, fl verifyFl
 	storyMax, maxEntries, maxAge, requirePQ := &fl.storyMax, &fl.maxEntries, &fl.maxAge, &fl.requirePQ
 	extra, logKeys, limits := fl.extra, fl.logKeys, fl.limits
 	if fl.htmlDir != "" {
+		if *output != "" {
+			return usageErr(cmd, "--html-dir writes DIR/index.html and its pages; -o is not taken with it")
+		}
 		*format = "html"
 	}
 	if *format != "text" && *format != "json" && *format != "html" {
