@@ -78,7 +78,9 @@ func checkEndState(t *testing.T, c *cluster, a *answers) {
 func sealAll(ctx context.Context, c *cluster, a *answers, chains []string, first int, query string) error {
 	return inParallel(len(chains), 100, func(k int) error {
 		ans, _, err := c.failover(ctx, (first+k)%2, http.MethodPost, "/v1/chains/"+chains[k]+"/seal"+query, "", nil)
-		if err == nil && ans.status != http.StatusCreated {
+		// A chain a scenario already sealed at its size has its seal answered again (200);
+		// closing always makes a new seal (201).
+		if err == nil && ans.status != http.StatusCreated && (query != "" || ans.status != http.StatusOK) {
 			err = errors.New(ans.String())
 		}
 		if err != nil {
