@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -511,5 +512,35 @@ func TestEveryUnservedPathIsAProblem(t *testing.T) {
 	wantProblem(t, resp, body, http.StatusNotFound, api.CodeNoSuchRoute)
 	if h, ok := chainHead(t, srv.URL, "wsp_x"); ok {
 		t.Fatalf("a write to a path not served made a chain: %+v", h)
+	}
+}
+
+// TestMetricsLint: /metrics, after a batch, a resent batch, a refusal and a seal, passes the
+// checks of `promtool check metrics` (client_golang's promlint, which promtool runs): names,
+// units, help texts and counter suffixes as Prometheus' conventions ask.
+func TestMetricsLint(t *testing.T) {
+	_, srv := start(t, t.TempDir())
+	const ws = "wsp_lint"
+	recs := triage(t, ws)
+	entries := srv.URL + "/v1/chains/" + ws + "/entries"
+	for _, body := range [][]byte{bytes.Join(recs[:3], []byte("\n")), bytes.Join(recs[:3], []byte("\n")), []byte(`{"jsonrpc":`)} {
+		roundTrip(t, "POST", entries, api.MediaJSONLines, body)
+	}
+	if a := postSeal(t, srv.URL, ws, ""); a.status != http.StatusCreated {
+		t.Fatalf("seal: %d", a.status)
+	}
+	resp, body := roundTrip(t, "GET", srv.URL+"/metrics", "", nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("metrics: %d %s", resp.StatusCode, body)
+	}
+	problems, err := promlint.New(bytes.NewReader(body)).Lint()
+	if err != nil {
+		t.Fatalf("metrics do not parse: %v", err)
+	}
+	for _, p := range problems {
+		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+	if !bytes.Contains(body, []byte("evident_records_duplicate_total 3")) {
+		t.Errorf("the resent batch is not counted as 3 duplicates:\n%s", body)
 	}
 }
