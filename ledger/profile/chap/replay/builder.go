@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sort"
@@ -38,7 +39,8 @@ type Builder struct {
 	noEvents    bool            // FindingsOnly: the timeline keeps no events
 	sink        func(Event)     // EachEvent: each event is given to it, not kept
 	interned    map[string]string
-	ones        map[string][]string // b.appendOnce's lists of one string, by that string
+	lists       map[string][]string // the lists b.appendOnce keeps, by their strings
+	key         []byte              // b.appendOnce's key, reused
 }
 
 // call is one record being replayed: its seq, the record, its params and the event it makes.
@@ -60,7 +62,7 @@ func New(chain, task string, ids *Bindings) *Builder {
 		only: task, roles: map[string]string{}, left: map[string]string{}, lastTS: map[string]time.Time{}, tasks: map[string]*Task{},
 		byID: map[string]*artefact{}, byLogical: map[string]*artefact{}, taskLatest: map[string]*artefact{},
 		delibs: map[string]*Deliberation{}, whispers: map[string]*Whisper{}, lastWhisp: map[string]*Whisper{},
-		handoffIDs: map[string]*Handoff{}, ids: ids, at: -1, prevAt: -1, noted: map[string]bool{}, interned: map[string]string{}, ones: map[string][]string{}}
+		handoffIDs: map[string]*Handoff{}, ids: ids, at: -1, prevAt: -1, noted: map[string]bool{}, interned: map[string]string{}, lists: map[string][]string{}}
 }
 
 // Replay replays recs, the records of chain from its first (seq 0) in order, in both passes.
@@ -143,24 +145,36 @@ func (b *Builder) share(s string) string {
 	return b.intern(s)
 }
 
-// appendOnce is appendOnce, except that a list of one string is one the builder keeps for
-// every task it is the list of (its length and capacity 1, so that an append to it makes a new
-// one): most tasks have one assigner, assignee, acceptor or producer, among a chain's few
-// members. Nothing in the replay, nor any reader of a Timeline, writes an element of a list
-// in place.
+// appendOnce is appendOnce, except that the list it returns is one the builder keeps for
+// every task with that list (its length and capacity equal, so that an append to it makes a
+// new one), while it keeps fewer than maxShared: most tasks have one or two assigners,
+// assignees, acceptors or producers, among a chain's few members. Nothing in the replay, nor
+// any reader of a Timeline, writes an element of a list in place.
 func (b *Builder) appendOnce(l []string, s string) []string {
-	if len(l) > 0 || s == "" {
-		return appendOnce(l, s)
+	if s == "" || slices.Contains(l, s) {
+		return l
 	}
-	if one, ok := b.ones[s]; ok {
-		return one
+	// The key: each string, then s, as a uvarint length and its bytes.
+	b.key = b.key[:0]
+	for _, x := range l {
+		b.key = binary.AppendUvarint(b.key, uint64(len(x)))
+		b.key = append(b.key, x...)
 	}
-	if len(b.ones) >= maxShared {
-		return appendOnce(l, s)
+	b.key = binary.AppendUvarint(b.key, uint64(len(s)))
+	b.key = append(b.key, s...)
+	if shared, ok := b.lists[string(b.key)]; ok {
+		return shared
 	}
-	one := []string{b.share(s)}
-	b.ones[one[0]] = one
-	return one
+	if len(b.lists) >= maxShared {
+		return append(l, s)
+	}
+	shared := make([]string, len(l)+1)
+	for i, x := range l {
+		shared[i] = b.share(x)
+	}
+	shared[len(l)] = b.share(s)
+	b.lists[string(b.key)] = shared
+	return shared
 }
 
 func (b *Builder) task(id string) *Task {
