@@ -275,7 +275,18 @@ func cutTimeline(in Input, i, max int) (timelineView, error) {
 			taskFinding[f.Task] = append(taskFinding[f.Task], f)
 		}
 	}
+	// Which tasks the page shows does not depend on the events: the spans of the others are
+	// not kept, unless the folder's task pages list every task (a span for each of a hundred
+	// thousand tasks is several MiB).
+	keep := pickTasks(tl.Tasks, taskFinding, max)
 	perTask := map[string]*span{}
+	if !in.dir {
+		for j, t := range tl.Tasks {
+			if keep[j] {
+				perTask[t.ID] = &span{}
+			}
+		}
+	}
 	err := in.events(i, func(ev *replay.Event) error {
 		flag := v.flag(ev)
 		if in.dir {
@@ -291,12 +302,17 @@ func cutTimeline(in Input, i, max int) (timelineView, error) {
 		}
 		if ev.Task != "" {
 			s := perTask[ev.Task]
-			if s == nil {
-				s = &span{first: ev.Seq}
+			if s == nil && in.dir {
+				s = &span{}
 				perTask[ev.Task] = s
 			}
-			s.n++
-			s.last = ev.Seq
+			if s != nil {
+				if s.n == 0 {
+					s.first = ev.Seq
+				}
+				s.n++
+				s.last = ev.Seq
+			}
 		}
 		if max < 0 || v.Total < max || flag != "" {
 			v.Shown++
@@ -322,12 +338,15 @@ func cutTimeline(in Input, i, max int) (timelineView, error) {
 			v.TaskPages = append(v.TaskPages, pageLink{File: taskPageFile(i+1, len(v.TaskPages)), Lo: uint64(lo + 1), Hi: uint64(min(lo+tasksPerPage, len(tl.Tasks)))})
 		}
 	}
-	keep := pickTasks(tl.Tasks, taskFinding, max)
 	for j, t := range tl.Tasks {
 		if !keep[j] {
 			continue
 		}
-		tv := v.task(t, taskFinding[t.ID], perTask[t.ID])
+		s := perTask[t.ID]
+		if s != nil && s.n == 0 {
+			s = nil // a task shown that no event names
+		}
+		tv := v.task(t, taskFinding[t.ID], s)
 		v.Tasks = append(v.Tasks, tv)
 		v.ShownTasks[t.ID] = true
 		if tv.Detail {

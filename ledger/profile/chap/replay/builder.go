@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sort"
@@ -38,6 +39,8 @@ type Builder struct {
 	noEvents    bool            // FindingsOnly: the timeline keeps no events
 	sink        func(Event)     // EachEvent: each event is given to it, not kept
 	interned    map[string]string
+	lists       map[string][]string // the lists b.appendOnce keeps, by their strings
+	key         []byte              // b.appendOnce's key, reused
 }
 
 // call is one record being replayed: its seq, the record, its params and the event it makes.
@@ -59,7 +62,7 @@ func New(chain, task string, ids *Bindings) *Builder {
 		only: task, roles: map[string]string{}, left: map[string]string{}, lastTS: map[string]time.Time{}, tasks: map[string]*Task{},
 		byID: map[string]*artefact{}, byLogical: map[string]*artefact{}, taskLatest: map[string]*artefact{},
 		delibs: map[string]*Deliberation{}, whispers: map[string]*Whisper{}, lastWhisp: map[string]*Whisper{},
-		handoffIDs: map[string]*Handoff{}, ids: ids, at: -1, prevAt: -1, noted: map[string]bool{}, interned: map[string]string{}}
+		handoffIDs: map[string]*Handoff{}, ids: ids, at: -1, prevAt: -1, noted: map[string]bool{}, interned: map[string]string{}, lists: map[string][]string{}}
 }
 
 // Replay replays recs, the records of chain from its first (seq 0) in order, in both passes.
@@ -122,6 +125,56 @@ func (b *Builder) intern(s string) string {
 	s = strings.Clone(s)
 	b.interned[s] = s
 	return s
+}
+
+// maxShared bounds how many strings share (and lists of one string appendOnce) keep: a chain's
+// few kinds, statuses, modes and members are kept once each, and a chain whose values never
+// repeat costs no more than one entry each up to the bound.
+const maxShared = 1 << 14
+
+// share returns the one copy of s the builder keeps, as intern does, while it keeps fewer
+// than maxShared; past that, s itself. For values that repeat across tasks (kinds, statuses,
+// modes, assignees): a hundred thousand tasks then hold a few strings between them.
+func (b *Builder) share(s string) string {
+	if v, ok := b.interned[s]; ok {
+		return v
+	}
+	if len(b.interned) >= maxShared {
+		return s
+	}
+	return b.intern(s)
+}
+
+// appendOnce is appendOnce, except that the list it returns is one the builder keeps for
+// every task with that list (its length and capacity equal, so that an append to it makes a
+// new one), while it keeps fewer than maxShared: most tasks have one or two assigners,
+// assignees, acceptors or producers, among a chain's few members. Nothing in the replay, nor
+// any reader of a Timeline, writes an element of a list in place.
+func (b *Builder) appendOnce(l []string, s string) []string {
+	if s == "" || slices.Contains(l, s) {
+		return l
+	}
+	// The key: each string, then s, as a uvarint length and its bytes.
+	b.key = b.key[:0]
+	for _, x := range l {
+		b.key = binary.AppendUvarint(b.key, uint64(len(x)))
+		b.key = append(b.key, x...)
+	}
+	b.key = binary.AppendUvarint(b.key, uint64(len(s)))
+	b.key = append(b.key, s...)
+	if shared, ok := b.lists[string(b.key)]; ok {
+		return shared
+	}
+	if len(b.lists) >= maxShared {
+		return append(l, s)
+	}
+	shared := make([]string, len(l)+1)
+	for i, x := range l {
+		shared[i] = b.share(x)
+	}
+	shared[len(l)] = b.share(s)
+	b.lists[string(b.key)] = shared
+	return shared
 }
 
 func (b *Builder) task(id string) *Task {
@@ -254,7 +307,8 @@ func (b *Builder) refusal(seq uint64, r *chap.Record) {
 }
 
 // Timeline finishes the replay: whispers nobody answered take their default, deliberations
-// are checked against their recorded outcome, and the §9.3 questions are answered.
+// are checked against their recorded outcome, and the §9.3 questions are answered. The
+// timeline it returns does not keep the builder alive.
 func (b *Builder) Timeline() *Timeline {
 	ids := make([]string, 0, len(b.tasks))
 	for id := range b.tasks {
@@ -299,5 +353,8 @@ func (b *Builder) Timeline() *Timeline {
 	sort.SliceStable(b.t.Findings, func(i, j int) bool { return b.t.Findings[i].Seq < b.t.Findings[j].Seq })
 	sort.SliceStable(b.t.NotEvaluated, func(i, j int) bool { return b.t.NotEvaluated[i].Seq < b.t.NotEvaluated[j].Seq })
 	b.t.Answers = b.answers()
-	return &b.t
+	// A copy: a pointer into b would keep the whole builder (its maps of tasks, artefacts,
+	// whispers, interned strings) alive as long as the timeline is.
+	tl := b.t
+	return &tl
 }

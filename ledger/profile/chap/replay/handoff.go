@@ -56,8 +56,8 @@ func (b *Builder) handoffAccept(c *call) string {
 		if h != nil {
 			by = h.From + " (handoff)"
 		}
-		t.AssignedBy = appendOnce(t.AssignedBy, by)
-		t.Assignees = appendOnce(t.Assignees, c.r.From)
+		t.AssignedBy = b.appendOnce(t.AssignedBy, by)
+		t.Assignees = b.appendOnce(t.Assignees, c.r.From)
 		t.assigned = true
 	}
 	return fmt.Sprintf("%s accepted %s (%s)", c.r.From, from, strings.Join(accepted, ", "))

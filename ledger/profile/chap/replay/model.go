@@ -159,7 +159,12 @@ type Handoff struct {
 type Task struct {
 	ID         string `json:"id"`
 	IDInferred bool   `json:"id_inferred,omitempty"` // the Coordinator assigned the id; the log binds it to its create
-	IDBasis    string `json:"id_basis,omitempty"`    // what in the log binds it
+	// The replay's own flags sit in IDInferred's padding (a Task of at most 512 bytes takes one
+	// size class less: a million-entry chain has a hundred thousand of them).
+	assigned bool
+	checked  bool   // its naming was looked up (known)
+	never    bool   // the chain, from its first record, cannot have created it
+	IDBasis  string `json:"id_basis,omitempty"` // what in the log binds it
 	// CreatedAtOneOf lists the seqs of the creations that may have made this task when the log
 	// does not determine which (its id is named, its creation not bound); its status is unknown.
 	CreatedAtOneOf []uint64   `json:"created_at_one_of,omitempty"`
@@ -184,12 +189,44 @@ type Task struct {
 	Controls       []string   `json:"controls,omitempty"` // pause, rollback, supersede … with who
 	Routes         []string   `json:"routes,omitempty"`   // task.route, review.depth, escalate.auto: decisions the Coordinator's policy took
 	Supersedes     string     `json:"supersedes,omitempty"`
-	reviewDigest   string
-	reviewSeq      uint64 // the record what reviewDigest digests comes from
-	assigned       bool
-	checked        bool   // its naming was looked up (known)
-	never          bool   // the chain, from its first record, cannot have created it
-	openWhy        string // why its creation is not known, when it is not
+	more           *taskMore  // what only some tasks have; nil for the rest
+}
+
+// taskMore is what the replay keeps of a task only when it has it: a digest sent for review,
+// or why its creation is not known.
+type taskMore struct {
+	reviewDigest string
+	reviewSeq    uint64 // the record what reviewDigest digests comes from
+	openWhy      string // why its creation is not known, when it is not
+}
+
+// x returns t's taskMore, made on first use.
+func (t *Task) x() *taskMore {
+	if t.more == nil {
+		t.more = &taskMore{}
+	}
+	return t.more
+}
+
+// review returns the digest sent for review of t and the record it comes from ("" none).
+func (t *Task) review() (string, uint64) {
+	if t.more == nil {
+		return "", 0
+	}
+	return t.more.reviewDigest, t.more.reviewSeq
+}
+
+// setReview records the digest sent for review of t and the record it comes from.
+func (t *Task) setReview(digest string, seq uint64) {
+	t.x().reviewDigest, t.x().reviewSeq = digest, seq
+}
+
+// openWhy says why t's creation is not known ("" when it is).
+func (t *Task) openWhy() string {
+	if t.more == nil {
+		return ""
+	}
+	return t.more.openWhy
 }
 
 // ModeChange is a workspace (or agent) mode transition.

@@ -36,10 +36,10 @@ func (b *Builder) reviewRequest(c *call) string {
 		revs = append(firstList(p, "reviewer"), strs(p, "reviewers")...)
 	}
 	for _, rv := range revs {
-		t.Reviewers = appendOnce(t.Reviewers, rv)
+		t.Reviewers = b.appendOnce(t.Reviewers, rv)
 	}
 	if a := b.base(taskID, p); a != nil {
-		t.reviewDigest, t.reviewSeq = a.digest, a.seq
+		t.setReview(a.digest, a.seq)
 	}
 	if av, ok := p.Get("artefact"); ok && str(p, "artefact_id") == "" {
 		// The reference Coordinator's form: params.artefact is the content under review.
@@ -51,12 +51,12 @@ func (b *Builder) reviewRequest(c *call) string {
 		}
 		if taskID != "" {
 			b.taskLatest[taskID] = v
-			t.Producers = appendOnce(t.Producers, c.r.From)
+			t.Producers = b.appendOnce(t.Producers, c.r.From)
 		}
-		t.reviewDigest, t.reviewSeq = v.digest, c.seq
+		t.setReview(v.digest, c.seq)
 	}
 	if h := str(p, "content_hash"); h != "" {
-		t.reviewDigest, t.reviewSeq = normDigest(h), c.seq
+		t.setReview(normDigest(h), c.seq)
 	}
 	t.Status = "in_review"
 	return fmt.Sprintf("%s requested review of %s by %s", c.r.From, orDash(firstNonEmpty(str(p, "artefact_id"), taskID)), orDash(strings.Join(revs, ", ")))
@@ -95,7 +95,7 @@ func (b *Builder) decide(c *call, kind string) string {
 		d.Diff = show2(diff)
 		switch {
 		case (base == nil || base.content == nil) && t.CreatedSeq == nil && !t.never && taskID != "":
-			b.note(seq, taskID, NoteCheck, fmt.Sprintf("base/%d", seq), "decide.%s at seq %d carries a diff whose base may be the artefact task %s's creation carried, which is not determined (%s); the result is not reconstructed", kind, seq, taskID, t.openWhy)
+			b.note(seq, taskID, NoteCheck, fmt.Sprintf("base/%d", seq), "decide.%s at seq %d carries a diff whose base may be the artefact task %s's creation carried, which is not determined (%s); the result is not reconstructed", kind, seq, taskID, t.openWhy())
 		case base == nil || base.content == nil:
 			b.find(Warning, CodeNoBase, seq, taskID, "decide.%s carries a diff but its base artefact's content is not in the chain; the result is not reconstructed", kind)
 		default:
@@ -120,8 +120,8 @@ func (b *Builder) decide(c *call, kind string) string {
 			if taskID != "" {
 				b.taskLatest[taskID] = nv
 			}
-			if t.reviewDigest != "" {
-				t.reviewDigest, t.reviewSeq = nv.digest, seq
+			if d, _ := t.review(); d != "" {
+				t.setReview(nv.digest, seq)
 			}
 		}
 	}
@@ -132,7 +132,7 @@ func (b *Builder) decide(c *call, kind string) string {
 		named := normDigest(firstNonEmpty(str(p, "content_hash"), str(p, "approved_artefact_digest")))
 		if named != "" {
 			d.Digest = named
-			want, from := t.reviewDigest, t.reviewSeq
+			want, from := t.review()
 			if want == "" && base != nil {
 				want, from = base.digest, base.seq
 			}
@@ -222,10 +222,10 @@ func (b *Builder) artefact(seq uint64, taskID string, r *chap.Record, a *canonic
 		if mv := firstNonEmpty(str(a, "model_id"), str(a, "agent_version")); mv != "" {
 			by += " (" + mv + ")"
 		}
-		t.Producers = appendOnce(t.Producers, by)
+		t.Producers = b.appendOnce(t.Producers, by)
 		for _, k := range []string{"citations", "tools", "sources", "peers"} {
 			for _, c := range strs(a, k) {
-				t.Citations = appendOnce(t.Citations, k+": "+c)
+				t.Citations = b.appendOnce(t.Citations, k+": "+c)
 			}
 		}
 	}

@@ -22,12 +22,12 @@ func (b *Builder) taskCreate(c *call) string {
 	if basis != "" {
 		t.IDInferred, t.IDBasis = true, basis
 	}
-	t.Kind, t.CreatedBy, t.Status, t.Mode = str(p, "kind"), r.From, "created", firstNonEmpty(str(p, "mode"), b.mode)
+	t.Kind, t.CreatedBy, t.Status, t.Mode = b.share(str(p, "kind")), r.From, "created", b.share(firstNonEmpty(str(p, "mode"), b.mode))
 	t.PolicyRefs = append(t.PolicyRefs, strs(p, "policy_refs")...)
 	// The reference Coordinator assigns at creation: params.assignee, else params.to.
 	if who := firstNonEmpty(str(p, "assignee"), str(p, "to")); who != "" && who != "service:coordinator" {
-		t.AssignedBy = appendOnce(t.AssignedBy, r.From)
-		t.Assignees = appendOnce(t.Assignees, who)
+		t.AssignedBy = b.appendOnce(t.AssignedBy, r.From)
+		t.Assignees = b.appendOnce(t.Assignees, who)
 		t.assigned = true
 	}
 	if a, ok := p.Object("artefact"); ok && b.scan == nil { // the first pass wants the creation alone
@@ -40,8 +40,8 @@ func (b *Builder) taskCreate(c *call) string {
 func (b *Builder) taskAssign(c *call) string {
 	t := b.known(c.seq, c.ev.Task, c.r.Method)
 	who := firstNonEmpty(str(c.p, "assignee"), strings.Join(strs(c.p, "assignees"), ", "), str(c.p, "to"))
-	t.AssignedBy = appendOnce(t.AssignedBy, c.r.From)
-	t.Assignees = appendOnce(t.Assignees, who)
+	t.AssignedBy = b.appendOnce(t.AssignedBy, c.r.From)
+	t.Assignees = b.appendOnce(t.Assignees, who)
 	t.assigned, t.Status = true, "assigned"
 	return fmt.Sprintf("%s assigned %s to %s", c.r.From, c.ev.Task, orDash(who))
 }
@@ -70,7 +70,7 @@ func (b *Builder) escalateAuto(c *call) string {
 
 func (b *Builder) taskAccept(c *call) string {
 	t := b.known(c.seq, c.ev.Task, c.r.Method)
-	t.AcceptedBy = appendOnce(t.AcceptedBy, c.r.From)
+	t.AcceptedBy = b.appendOnce(t.AcceptedBy, c.r.From)
 	t.Status = "in_progress"
 	return fmt.Sprintf("%s accepted %s", c.r.From, c.ev.Task)
 }
@@ -85,9 +85,9 @@ func (b *Builder) taskUpdate(c *call) string {
 	t := b.known(c.seq, c.ev.Task, c.r.Method)
 	st := firstNonEmpty(str(c.p, "state"), str(c.p, "status")) // state: the reference Coordinator's name
 	if st != "" {
-		t.Status = st
+		t.Status = b.share(st)
 		if st == "in_progress" && t.assigned {
-			t.AcceptedBy = appendOnce(t.AcceptedBy, c.r.From)
+			t.AcceptedBy = b.appendOnce(t.AcceptedBy, c.r.From)
 		}
 	}
 	return fmt.Sprintf("%s updated %s: %s", c.r.From, c.ev.Task, orDash(firstNonEmpty(st, str(c.p, "progress_note"))))
@@ -101,9 +101,9 @@ func (b *Builder) taskComplete(c *call) string {
 		case t.CreatedSeq != nil:
 			b.findOn(Impossible, CodeCompletedUnassigned, c.seq, id, unassignedBasis(t, c.seq), "%s completed task %s, which was never assigned", c.r.From, id)
 		case t.never:
-			b.findOn(Impossible, CodeCompletedUnassigned, c.seq, id, t.openWhy, "%s completed task %s, which this chain never created, so never assigned", c.r.From, id)
+			b.findOn(Impossible, CodeCompletedUnassigned, c.seq, id, t.openWhy(), "%s completed task %s, which this chain never created, so never assigned", c.r.From, id)
 		default:
-			b.note(c.seq, id, NoteCheck, "assigned/"+id, "whether task %s was assigned before its completion at seq %d is not evaluated: %s", id, c.seq, t.openWhy)
+			b.note(c.seq, id, NoteCheck, "assigned/"+id, "whether task %s was assigned before its completion at seq %d is not evaluated: %s", id, c.seq, t.openWhy())
 		}
 	}
 	t.CompletedBy, t.Status = c.r.From, "completed"
@@ -150,13 +150,13 @@ func (b *Builder) known(seq uint64, id, method string) *Task {
 	st := b.ids.lookup("task", id)
 	switch {
 	case st.open:
-		t.CreatedAtOneOf, t.openWhy = st.cands, st.why
+		t.CreatedAtOneOf, t.x().openWhy = st.cands, st.why
 		b.note(seq, id, st.code, "task/"+id, "task %s, first named by %s at seq %d: %s", id, method, seq, st.why)
 	case !b.fromGenesis:
-		t.openWhy = "the chain does not start at the workspace's first record, so the task may have been created before it"
-		b.note(seq, id, NoteNotFromGenesis, "task/"+id, "task %s, first named by %s at seq %d, is not created in this chain: %s", id, method, seq, t.openWhy)
+		t.x().openWhy = "the chain does not start at the workspace's first record, so the task may have been created before it"
+		b.note(seq, id, NoteNotFromGenesis, "task/"+id, "task %s, first named by %s at seq %d, is not created in this chain: %s", id, method, seq, t.openWhy())
 	default:
-		t.never, t.openWhy = true, st.why
+		t.never, t.x().openWhy = true, st.why
 		b.findOn(Warning, CodeUnknownTask, seq, id, st.why, "%s names task %s, which this chain never created", method, id)
 	}
 	return t
