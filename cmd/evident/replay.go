@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -212,7 +211,7 @@ func summary(rep *verifier.Report) string {
 // in memory that grows with the tasks, not the entries.
 func replayChain(ctx context.Context, r *bundle.Reader, ref bundle.ChainRef, task string, findingsOnly bool, lim canonical.Limits, progress func(string, uint64, uint64)) (*replay.Timeline, error) {
 	ix := replay.NewIndex()
-	if err := eachRecord(ctx, r, ref, lim, func(n uint64) {
+	if err := verifier.EachCHAPRecord(ctx, r, ref, lim, func(n uint64) {
 		if progress != nil {
 			progress("replay "+ref.ID+" (ids)", n, ref.Size)
 		}
@@ -223,7 +222,7 @@ func replayChain(ctx context.Context, r *bundle.Reader, ref bundle.ChainRef, tas
 	if findingsOnly {
 		b.FindingsOnly()
 	}
-	if err := eachRecord(ctx, r, ref, lim, func(n uint64) {
+	if err := verifier.EachCHAPRecord(ctx, r, ref, lim, func(n uint64) {
 		if progress != nil {
 			progress("replay "+ref.ID, n, ref.Size)
 		}
@@ -231,55 +230,6 @@ func replayChain(ctx context.Context, r *bundle.Reader, ref bundle.ChainRef, tas
 		return nil, err
 	}
 	return b.Timeline(), nil
-}
-
-// eachRecord reads a chain's entries in order and gives each record, with the metadata its
-// submitter sent beside it (a Coordinator's arrival time), to add; tick is told the count read
-// every 4,096 entries.
-func eachRecord(ctx context.Context, r *bundle.Reader, ref bundle.ChainRef, lim canonical.Limits, tick func(uint64), add func(uint64, *chap.Record)) error {
-	f, err := r.OpenFile(bundle.EntriesFile(ref.Dir))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	br := verifier.NewLines(f, verifier.MaxLineSize(lim))
-	var n uint64
-	for {
-		line, tooLong, err := br.Next()
-		if tooLong {
-			return fmt.Errorf("%s: line %d: %s", ref.ID, n+1, br.TooLong())
-		}
-		if line = bytes.TrimSpace(line); len(line) > 0 {
-			seq, record, meta, lerr := verifier.EntryRecord(line)
-			if lerr != nil {
-				return fmt.Errorf("%s: line %d: %w", ref.ID, n+1, lerr)
-			}
-			var rec *chap.Record
-			var perr error
-			if meta != nil { // a Coordinator's audit entry: its seq and arrival time beside the record
-				rec, perr = chap.ParseStored(record, meta)
-			} else {
-				rec, perr = chap.Parse(record)
-			}
-			if perr != nil {
-				return fmt.Errorf("%s: seq %d: %w", ref.ID, seq, perr)
-			}
-			add(seq, rec)
-			n++
-			if n%4096 == 0 {
-				tick(n)
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
 }
 
 func writeReplayText(w io.Writer, out *replayOutput) error {

@@ -2,7 +2,6 @@ package htmlreport
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -104,62 +103,15 @@ func WriteBundle(ctx context.Context, w io.Writer, rep *verifier.Report, r *bund
 // verifier for integrity and only reads the records: a malformed line is an error.
 func replayChain(ctx context.Context, r *bundle.Reader, ref bundle.ChainRef, lim canonical.Limits, sp *spool) (*replay.Timeline, error) {
 	ix := replay.NewIndex()
-	if err := eachRecord(ctx, r, ref, lim, ix.Add); err != nil {
+	if err := verifier.EachCHAPRecord(ctx, r, ref, lim, nil, ix.Add); err != nil {
 		return nil, err
 	}
 	b := replay.New(ref.ID, "", ix.Bind())
 	b.EachEvent(sp.add)
-	if err := eachRecord(ctx, r, ref, lim, b.Add); err != nil {
+	if err := verifier.EachCHAPRecord(ctx, r, ref, lim, nil, b.Add); err != nil {
 		return nil, err
 	}
 	return b.Timeline(), nil
-}
-
-// eachRecord reads a chain's entries in order and gives each record, with the metadata its
-// submitter sent beside it (a Coordinator's arrival time), to add.
-func eachRecord(ctx context.Context, r *bundle.Reader, ref bundle.ChainRef, lim canonical.Limits, add func(uint64, *chap.Record)) error {
-	f, err := r.OpenFile(bundle.EntriesFile(ref.Dir))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	br := verifier.NewLines(f, verifier.MaxLineSize(lim))
-	var n uint64
-	for {
-		line, tooLong, err := br.Next()
-		if tooLong {
-			return fmt.Errorf("%s: line %d: %s", ref.ID, n+1, br.TooLong())
-		}
-		if line = bytes.TrimSpace(line); len(line) > 0 {
-			seq, record, meta, lerr := verifier.EntryRecord(line)
-			if lerr != nil {
-				return fmt.Errorf("%s: line %d: %w", ref.ID, n+1, lerr)
-			}
-			var rec *chap.Record
-			var perr error
-			if meta != nil { // a Coordinator's audit entry: its seq and arrival time beside the record
-				rec, perr = chap.ParseStored(record, meta)
-			} else {
-				rec, perr = chap.Parse(record)
-			}
-			if perr != nil {
-				return fmt.Errorf("%s: seq %d: %w", ref.ID, seq, perr)
-			}
-			add(seq, rec)
-			n++
-			if n%4096 == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
 }
 
 // errSpool marks a failure of the temporary file, not of the chain.
