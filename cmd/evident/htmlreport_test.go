@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,46 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/internal/chaptest"
 )
-
-// taskChain writes the signed records of a CHAP workspace with tasks tasks of ten entries
-// each (create, accept, seven updates, complete); the task half way through gets a draft and
-// a human override of it instead of two of its updates.
-func taskChain(t *testing.T, ws string, tasks int) [][]byte {
-	t.Helper()
-	c := scenario.NewCast()
-	b := scenario.NewBuilder(ws, scenario.JourneyStart)
-	b.Step = time.Second
-	for _, p := range []*scenario.Participant{c.Coordinator, c.Alice, c.Bob, c.Bot} {
-		if err := b.Join(p, c.Coordinator.URI); err != nil {
-			t.Fatal(err)
-		}
-	}
-	send := func(p *scenario.Participant, method string, params map[string]any) {
-		if _, err := b.Envelope(p, c.Coordinator.URI, method, params); err != nil {
-			t.Fatal(err)
-		}
-	}
-	draft := map[string]any{"reply": map[string]any{"refund": "partial", "amount": 40, "currency": "EUR"}}
-	for i := range tasks {
-		id := fmt.Sprintf("tsk_%05d", i)
-		send(c.Alice, "task.create", map[string]any{"task_id": id, "kind": "support_reply", "assignee": c.Bot.URI})
-		send(c.Bot, "task.accept", map[string]any{"task_id": id})
-		updates := 7
-		if i == tasks/2 {
-			updates = 5
-			send(c.Bot, "artefact.submit", map[string]any{"task_id": id, "artefact": map[string]any{"id": "art_" + id, "logical_id": "lgl_" + id, "kind": "reply", "content": draft}})
-			send(c.Bob, "decide.override", map[string]any{"task_id": id, "logical_id": "lgl_" + id, "rationale": "damaged in transit: full refund",
-				"diff": []any{map[string]any{"op": "replace", "path": "/reply/refund", "value": "full"}, map[string]any{"op": "replace", "path": "/reply/amount", "value": 120}}})
-		}
-		for u := range updates {
-			send(c.Bot, "task.update", map[string]any{"task_id": id, "status": "in_progress", "progress": u * 10, "note": "checked order history and carrier report"})
-		}
-		send(c.Bot, "task.complete", map[string]any{"task_id": id, "outcome": "sent"})
-	}
-	return b.Records()
-}
 
 // TestVerifyHTMLBoundAsUser builds the evident binary, verifies a real bundle of a
 // 20,004-entry CHAP chain with 2,000 tasks as a user would (--format html, then
@@ -62,7 +23,7 @@ func TestVerifyHTMLBoundAsUser(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(buildTools(t), "evident")
 	const ws, tasks = "wsp_support_emea", 2000
-	path := writeBundle(t, ws, taskChain(t, ws, tasks))
+	path := writeBundle(t, ws, chaptest.TaskChain(t, ws, tasks, chaptest.TaskOptions{}))
 	verify := func(args ...string) string {
 		t.Helper()
 		out := filepath.Join(dir, "report.html")

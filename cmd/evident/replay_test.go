@@ -3,80 +3,22 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/fxamacker/cbor/v2"
-	"golang.org/x/mod/sumdb/note"
-
-	"github.com/evident-log/evident/bundle"
-	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/internal/chaptest"
 	"github.com/evident-log/evident/ledger/profile/chap"
 	"github.com/evident-log/evident/ledger/profile/chap/replay"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
-	"github.com/evident-log/evident/receipts"
 )
 
 // writeBundle writes records as an unsealed one-chain bundle (zip), links computed by the ledger.
 func writeBundle(t *testing.T, ws string, recs [][]byte) string {
 	t.Helper()
-	c, err := ledger.NewChain(ws, chap.Adapter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	bw := bundle.NewWriter(&buf)
-	dir := bundle.ChainDir(ws)
-	ew, err := bw.Create(bundle.EntriesFile(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc := json.NewEncoder(ew)
-	for _, r := range recs {
-		a, err := c.Append(r, scenario.JourneyStart)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := enc.Encode(bundle.EntryLine{Seq: a.Seq, Prev: a.Prev, Link: a.Link, Arrival: ledger.Timestamp(scenario.JourneyStart), Record: a.Admission.Canonical}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_, vkey, err := note.GenerateKey(rand.Reader, "evident.test/log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bw.WriteFile(bundle.LogKeyFile, []byte(vkey+"\n")); err != nil {
-		t.Fatal(err)
-	}
-	pub, _, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ck, err := receipts.COSEKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks, err := cbor.Marshal([]cbor.RawMessage{ck})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bw.WriteFile(bundle.IssuersFile, ks); err != nil {
-		t.Fatal(err)
-	}
-	if err := bw.Close(bundle.Manifest{Producer: "replay_test", Scope: bundle.Scope{Chain: ws}, Log: bundle.LogInfo{Origin: "evident.test/log"},
-		Chains: []bundle.ChainRef{{ID: ws, Dir: dir, Profile: chap.Profile, Size: c.Size, Head: c.Head, Root: ledger.RootString(c.Root())}}}); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "b.zip")
-	if err := os.WriteFile(p, buf.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return chaptest.UnsealedBundle(t, t.TempDir(), ws, "replay_test", recs)
 }
 
 func TestReplayJourney(t *testing.T) {

@@ -3,9 +3,6 @@ package htmlreport_test
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/json"
 	"fmt"
 	"html"
 	"net/url"
@@ -16,123 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fxamacker/cbor/v2"
-	"golang.org/x/mod/sumdb/note"
-
 	"github.com/evident-log/evident/bundle"
-	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/profile/chap"
+	"github.com/evident-log/evident/internal/chaptest"
 	"github.com/evident-log/evident/ledger/profile/chap/replay"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
-	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/verifier"
 	"github.com/evident-log/evident/verifier/htmlreport"
 )
-
-// taskChain writes the signed records of a CHAP workspace of tasks tasks, ten entries each
-// (create, accept, seven updates, complete); the task half way through gets a draft and a
-// human override of it, and every 25th task is completed by a participant it was never
-// assigned to (an impossible history) and updated under a task id never created (a warning).
-func taskChain(t testing.TB, ws string, tasks int) [][]byte {
-	t.Helper()
-	c := scenario.NewCast()
-	b := scenario.NewBuilder(ws, scenario.JourneyStart)
-	b.Step = time.Second
-	for _, p := range []*scenario.Participant{c.Coordinator, c.Alice, c.Bob, c.Bot} {
-		if err := b.Join(p, c.Coordinator.URI); err != nil {
-			t.Fatal(err)
-		}
-	}
-	send := func(p *scenario.Participant, method string, params map[string]any) {
-		if _, err := b.Envelope(p, c.Coordinator.URI, method, params); err != nil {
-			t.Fatal(err)
-		}
-	}
-	draft := map[string]any{"reply": map[string]any{"refund": "partial", "amount": 40, "currency": "EUR"}}
-	for i := range tasks {
-		id := fmt.Sprintf("tsk_%05d", i)
-		send(c.Alice, "task.create", map[string]any{"task_id": id, "kind": "support_reply", "assignee": c.Bot.URI})
-		send(c.Bot, "task.accept", map[string]any{"task_id": id})
-		updates := 7
-		switch {
-		case i == tasks/2:
-			updates = 5
-			send(c.Bot, "artefact.submit", map[string]any{"task_id": id, "artefact": map[string]any{"id": "art_" + id, "logical_id": "lgl_" + id, "kind": "reply", "content": draft}})
-			send(c.Bob, "decide.override", map[string]any{"task_id": id, "logical_id": "lgl_" + id, "rationale": "damaged in transit: full refund",
-				"diff": []any{map[string]any{"op": "replace", "path": "/reply/refund", "value": "full"}, map[string]any{"op": "replace", "path": "/reply/amount", "value": 120}}})
-		case i%25 == 7:
-			updates = 6
-			send(c.Bot, "task.update", map[string]any{"task_id": "tsk_ghost_" + id, "status": "in_progress"})
-		}
-		for u := range updates {
-			send(c.Bot, "task.update", map[string]any{"task_id": id, "status": "in_progress", "progress": u * 10, "note": "checked order history & the carrier's <report>"})
-		}
-		if i%25 == 7 {
-			send(c.Bob, "task.complete", map[string]any{"task_id": "tsk_never_" + id, "outcome": "sent"})
-		} else {
-			send(c.Bot, "task.complete", map[string]any{"task_id": id, "outcome": "sent"})
-		}
-	}
-	return b.Records()
-}
-
-// writeBundle writes records as an unsealed one-chain bundle (zip), links computed by the
-// ledger, with a log key and an issuer key that nothing pins.
-func writeBundle(t testing.TB, dir, ws string, recs [][]byte) string {
-	t.Helper()
-	c, err := ledger.NewChain(ws, chap.Adapter{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	bw := bundle.NewWriter(&buf)
-	cdir := bundle.ChainDir(ws)
-	ew, err := bw.Create(bundle.EntriesFile(cdir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc := json.NewEncoder(ew)
-	for _, r := range recs {
-		a, err := c.Append(r, scenario.JourneyStart)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := enc.Encode(bundle.EntryLine{Seq: a.Seq, Prev: a.Prev, Link: a.Link, Arrival: ledger.Timestamp(scenario.JourneyStart), Record: a.Admission.Canonical}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_, vkey, err := note.GenerateKey(rand.Reader, "evident.test/log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bw.WriteFile(bundle.LogKeyFile, []byte(vkey+"\n")); err != nil {
-		t.Fatal(err)
-	}
-	pub, _, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ck, err := receipts.COSEKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks, err := cbor.Marshal([]cbor.RawMessage{ck})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bw.WriteFile(bundle.IssuersFile, ks); err != nil {
-		t.Fatal(err)
-	}
-	if err := bw.Close(bundle.Manifest{Producer: "htmlreport_test", Scope: bundle.Scope{Chain: ws}, Log: bundle.LogInfo{Origin: "evident.test/log"},
-		Chains: []bundle.ChainRef{{ID: ws, Dir: cdir, Profile: chap.Profile, Size: c.Size, Head: c.Head, Root: ledger.RootString(c.Root())}}}); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "b.zip")
-	if err := os.WriteFile(p, buf.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // verified opens and verifies the bundle at path; the caller closes the reader.
 func verified(t testing.TB, path string) (*verifier.Report, *bundle.Reader) {
@@ -154,8 +41,8 @@ func verified(t testing.TB, path string) (*verifier.Report, *bundle.Reader) {
 func bundleReport(t testing.TB, dir string, tasks, max int) (string, *verifier.Report, *bundle.Reader, [][]byte) {
 	t.Helper()
 	const ws = "wsp_support_emea"
-	recs := taskChain(t, ws, tasks)
-	rep, r := verified(t, writeBundle(t, dir, ws, recs))
+	recs := chaptest.TaskChain(t, ws, tasks, chaptest.TaskOptions{Note: "checked order history & the carrier's <report>", Anomalies: true})
+	rep, r := verified(t, chaptest.UnsealedBundle(t, dir, ws, "htmlreport_test", recs))
 	var buf bytes.Buffer
 	if err := htmlreport.WriteBundle(context.Background(), &buf, rep, r, htmlreport.BundleOptions{MaxEntries: max}); err != nil {
 		t.Fatal(err)
