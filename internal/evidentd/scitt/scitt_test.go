@@ -72,9 +72,11 @@ func TestLoadOrCreateKey(t *testing.T) {
 	}
 }
 
-// TestSealRegisterReceipt registers seal statements in a real Tessera log and checks that
-// every receipt verifies against the service key and the checkpoint's root.
-func TestSealRegisterReceipt(t *testing.T) {
+// openService opens a real Tessera log in a temporary directory (closed when the test ends)
+// and a Service on it with a new Ed25519 key; it returns the log, the service, the key and the
+// log's verifier key.
+func openService(t *testing.T) (*tilelog.Log, *Service, ed25519.PrivateKey, string) {
+	t.Helper()
 	dir := t.TempDir()
 	signer, vkey, err := tilelog.LoadOrCreateKey(dir, "test.example/log")
 	if err != nil {
@@ -84,12 +86,19 @@ func TestSealRegisterReceipt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close(context.Background())
+	t.Cleanup(func() { l.Close(context.Background()) })
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	svc, err := New(l, priv, "evident:test", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return l, svc, priv, vkey
+}
+
+// TestSealRegisterReceipt registers seal statements in a real Tessera log and checks that
+// every receipt verifies against the service key and the checkpoint's root.
+func TestSealRegisterReceipt(t *testing.T) {
+	_, svc, priv, vkey := openService(t)
 	for i := range 3 {
 		seal := ledger.Seal{Chain: "wsp", Profile: "chap/0.3", Size: uint64(i + 1), Head: ledger.NextLink([]byte{byte(i)}, ledger.Genesis),
 			Root: ledger.RootString([32]byte{byte(i)}), SealedAt: ledger.Timestamp(time.Now())}
@@ -133,21 +142,7 @@ func TestSealRegisterReceipt(t *testing.T) {
 // when that entry is registered again.
 func TestGenesisNoEmptyPath(t *testing.T) {
 	open := func(t *testing.T) (*tilelog.Log, *Service, ed25519.PrivateKey) {
-		dir := t.TempDir()
-		signer, _, err := tilelog.LoadOrCreateKey(dir, "test.example/log")
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := tilelog.Open(context.Background(), tilelog.Options{Dir: filepath.Join(dir, "log"), Signer: signer, CheckpointInterval: 100 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close(context.Background()) })
-		_, priv, _ := ed25519.GenerateKey(rand.Reader)
-		svc, err := New(l, priv, "evident:test", Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l, svc, priv, _ := openService(t)
 		return l, svc, priv
 	}
 	seal := ledger.Seal{Chain: "wsp", Profile: "chap/0.3", Size: 1, Head: ledger.NextLink([]byte{1}, ledger.Genesis),
@@ -199,21 +194,7 @@ func TestGenesisNoEmptyPath(t *testing.T) {
 // keptRootSigs, whether the sizes asked for grow (new checkpoints) or shrink (receipts of
 // old registrations re-signed after a key rotation), and a kept signature is reused.
 func TestRootSignatureCacheBounded(t *testing.T) {
-	dir := t.TempDir()
-	signer, _, err := tilelog.LoadOrCreateKey(dir, "test.example/log")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := tilelog.Open(context.Background(), tilelog.Options{Dir: filepath.Join(dir, "log"), Signer: signer, CheckpointInterval: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close(context.Background())
-	_, priv, _ := ed25519.GenerateKey(rand.Reader)
-	svc, err := New(l, priv, "evident:test", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, svc, _, _ := openService(t)
 	for _, tc := range []struct {
 		name  string
 		sizes func(i int) uint64
