@@ -15,10 +15,13 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/evident-log/evident/receipts"
+	"github.com/evident-log/evident/regpolicy"
 	"github.com/veraison/go-cose"
 )
 
@@ -134,4 +137,25 @@ func (is *Issuer) Sign(t testing.TB, payload []byte, o Options) []byte {
 		t.Fatal(err)
 	}
 	return raw
+}
+
+// WritePolicy writes p, with each of issuers added under its key, as dir/policy.json (what
+// evidentd's --registration-policy reads) and returns its path.
+func WritePolicy(t testing.TB, dir string, p regpolicy.Policy, issuers ...*Issuer) string {
+	t.Helper()
+	if p.Format == "" {
+		p.Format = regpolicy.Format
+	}
+	for _, is := range issuers {
+		p.Issuers = append(p.Issuers, regpolicy.Issuer{ISS: is.ISS, Keys: []regpolicy.Key{{PEM: is.PEM(t)}}})
+	}
+	b, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "policy.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,19 +54,7 @@ func do(t *testing.T, method, url, contentType string, body []byte) answer {
 
 func writePolicy(t *testing.T, dir string, issuers ...*regpolicytest.Issuer) string {
 	t.Helper()
-	p := regpolicy.Policy{Format: regpolicy.Format, ContentTypes: []string{"application/spdx+json"}, RequiredClaims: []string{"iat"}}
-	for _, is := range issuers {
-		p.Issuers = append(p.Issuers, regpolicy.Issuer{ISS: is.ISS, Keys: []regpolicy.Key{{PEM: is.PEM(t)}}})
-	}
-	b, err := p.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "policy.json")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return regpolicytest.WritePolicy(t, dir, regpolicy.Policy{ContentTypes: []string{"application/spdx+json"}, RequiredClaims: []string{"iat"}}, issuers...)
 }
 
 func startSCITT(t *testing.T, dir string, cpi, wait time.Duration, policyFile string) (*Daemon, *httptest.Server) {

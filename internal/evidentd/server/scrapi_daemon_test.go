@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -80,19 +78,7 @@ func (l *accessLog) count(method, path string) int {
 // type application/spdx+json and returns its path.
 func writePolicy(t *testing.T, dir string, issuers ...*regpolicytest.Issuer) string {
 	t.Helper()
-	p := regpolicy.Policy{Format: regpolicy.Format, ContentTypes: []string{"application/spdx+json"}}
-	for _, is := range issuers {
-		p.Issuers = append(p.Issuers, regpolicy.Issuer{ISS: is.ISS, Keys: []regpolicy.Key{{PEM: is.PEM(t)}}})
-	}
-	b, err := p.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "policy.json")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return regpolicytest.WritePolicy(t, dir, regpolicy.Policy{ContentTypes: []string{"application/spdx+json"}}, issuers...)
 }
 
 // evidentd is a running daemon.

@@ -3,8 +3,6 @@ package server_test
 import (
 	"encoding/base64"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,18 +28,7 @@ func TestSCRAPIProblems(t *testing.T) {
 	ed := regpolicytest.NewIssuer(t, "https://ed.example", cose.AlgorithmEdDSA)
 	es := regpolicytest.NewIssuer(t, "https://es.example", cose.AlgorithmES256)
 	stranger := regpolicytest.NewIssuer(t, "https://stranger.example", cose.AlgorithmEdDSA)
-	p := regpolicy.Policy{Format: regpolicy.Format, Algorithms: []string{"EdDSA"}, ContentTypes: []string{"application/spdx+json"}}
-	for _, is := range []*regpolicytest.Issuer{ed, es} {
-		p.Issuers = append(p.Issuers, regpolicy.Issuer{ISS: is.ISS, Keys: []regpolicy.Key{{PEM: is.PEM(t)}}})
-	}
-	b, err := p.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy := filepath.Join(dir, "policy.json")
-	if err := os.WriteFile(policy, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	policy := regpolicytest.WritePolicy(t, dir, regpolicy.Policy{Algorithms: []string{"EdDSA"}, ContentTypes: []string{"application/spdx+json"}}, ed, es)
 	e := startEvidentd(t, newData(t), 100*time.Millisecond, 5*time.Second, policy)
 
 	sbom := []byte(`{"spdxVersion":"SPDX-2.3"}`)
