@@ -29,7 +29,7 @@ import (
 // path and method evidentd does not serve answers a problem detail.
 
 // roundTrip sends method url with body under contentType ("": no Content-Type header) and extra
-// headers, and returns the answer and its body.
+// headers (name, value, …), and returns the answer, not followed if a redirect, and its body.
 func roundTrip(t *testing.T, method, url, contentType string, body []byte, header ...string) (*http.Response, []byte) {
 	t.Helper()
 	var rd io.Reader
@@ -46,7 +46,7 @@ func roundTrip(t *testing.T, method, url, contentType string, body []byte, heade
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := noRedirect.Do(req) // the answer itself, never one a redirect leads to
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestBodyMediaTypes(t *testing.T) {
 	}
 	req.Header.Add("Content-Type", api.MediaJSON)
 	req.Header.Add("Content-Type", api.MediaJSONLines)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := noRedirect.Do(req) // the answer itself, never one a redirect leads to
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,19 +36,7 @@ type answer struct {
 
 func do(t *testing.T, method, url, contentType string, body []byte) answer {
 	t.Helper()
-	req, err := http.NewRequest(method, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	resp, err := noRedirect.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	resp, b := roundTrip(t, method, url, contentType, body)
 	return answer{resp.StatusCode, resp.Header, b}
 }
 

@@ -203,10 +203,9 @@ func (s *Server) observe(mux *http.ServeMux) http.Handler {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, progress: s.c.WriteTimeout}
 		route := unmatchedRoute
-		if h, pattern := mux.Handler(r); !canonicalPath(r.URL.Path) || strings.HasPrefix(pattern, "/") {
+		if h, pattern := mux.Handler(r); !canonicalPath(r.URL.Path) || slashRedirect(pattern, r.URL.Path) {
 			// The mux would answer a redirect in HTML: to the cleaned path, or from /log to
-			// /log/, when it names as pattern the path it redirects to (every route's pattern
-			// starts with its method).
+			// /log/.
 			s.notCanonical(sw, r)
 		} else if pattern == "" {
 			s.unmatched(sw, r, h)
@@ -307,6 +306,19 @@ func canonicalPath(p string) bool {
 		c += "/"
 	}
 	return c == p
+}
+
+// slashRedirect reports whether the mux, having matched p to pattern, would redirect p to the
+// subtree pattern's path with its trailing slash (/log to /log/): the pattern the mux names is
+// the one it redirects to, its path one slash longer than p.
+func slashRedirect(pattern, p string) bool {
+	if _, pp, ok := strings.Cut(pattern, " "); ok {
+		pattern = pp // the pattern without its method
+	}
+	if i := strings.IndexByte(pattern, '/'); i > 0 {
+		pattern = pattern[i:] // without its host
+	}
+	return strings.HasSuffix(pattern, "/") && pattern == p+"/"
 }
 
 // notCanonical answers a path that is no route's as written, though the mux would redirect it
