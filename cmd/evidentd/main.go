@@ -144,9 +144,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 	fs.StringVar(&cfg.COPNodeID, "cop-node-id", env("EVIDENT_COP_NODE_ID", ""), "nodeId of the COP Ledger records evidentd signs with keys/cop-node.key (default urn:cop:node:<origin>) (env EVIDENT_COP_NODE_ID)")
 	fs.StringVar(&cfg.Issuer, "issuer", env("EVIDENT_ISSUER", ""), "CWT issuer of the service's statements (env EVIDENT_ISSUER; default evident:<origin>)")
 	fs.StringVar(&cfg.ServiceKey, "service-key", env("EVIDENT_SERVICE_KEY", ""), "PEM private key signing statements and receipts, created if missing (env EVIDENT_SERVICE_KEY; default <data>/keys/service.key; password from EVIDENT_SERVICE_KEY_PASSWORD)")
-	cpi := fs.String("checkpoint-interval", env("EVIDENT_CHECKPOINT_INTERVAL", "1s"), "how often the log publishes a checkpoint, >= 100ms (env EVIDENT_CHECKPOINT_INTERVAL)")
-	sealEvery := fs.String("seal-every", env("EVIDENT_SEAL_EVERY", strconv.Itoa(daemon.DefaultSealEvery)), "seal a chain after this many new entries, 0 = never (env EVIDENT_SEAL_EVERY)")
-	sealInterval := fs.String("seal-interval", env("EVIDENT_SEAL_INTERVAL", daemon.DefaultSealInterval.String()), "seal chains that grew this often, 0 = never (env EVIDENT_SEAL_INTERVAL)")
+	cpi := textFlag(fs, "checkpoint-interval", "duration", env("EVIDENT_CHECKPOINT_INTERVAL", "1s"), "how often the log publishes a checkpoint, >= 100ms (env EVIDENT_CHECKPOINT_INTERVAL)")
+	sealEvery := textFlag(fs, "seal-every", "count", env("EVIDENT_SEAL_EVERY", strconv.Itoa(daemon.DefaultSealEvery)), "seal a chain after this many new entries, 0 = never (env EVIDENT_SEAL_EVERY)")
+	sealInterval := textFlag(fs, "seal-interval", "duration", env("EVIDENT_SEAL_INTERVAL", daemon.DefaultSealInterval.String()), "seal chains that grew this often, 0 = never (env EVIDENT_SEAL_INTERVAL)")
 	tokens := fs.String("tokens", env("EVIDENT_TOKENS", ""), "write tokens, comma-separated SECRET[=CHAIN_PREFIX[=OPERATOR]] (OPERATOR: the identity recorded in ChiefLab records) (env EVIDENT_TOKENS); none: writes from loopback only")
 	maxBody := fs.Int64("max-body", envInt("EVIDENT_MAX_BODY", server.DefaultMaxBody), "largest ingest request body in bytes; raised to --max-record-bytes plus 1 MiB when below it and not set (env EVIDENT_MAX_BODY)")
 	maxDepth := fs.Int64("max-depth", envInt("EVIDENT_MAX_DEPTH", canonical.DefaultMaxDepth), "most nested arrays and objects in one record, 1 to "+strconv.Itoa(canonical.MaxDepthCap)+" (env EVIDENT_MAX_DEPTH)")
@@ -154,27 +154,27 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 	fs.IntVar(&cfg.MaxBatch, "max-batch", int(envInt("EVIDENT_MAX_BATCH", server.DefaultMaxBatch)), "most records per ingest request (env EVIDENT_MAX_BATCH)")
 	maxInFlight := fs.Int64("max-inflight-bytes", envInt("EVIDENT_MAX_INFLIGHT_BYTES", 0), "request body bytes held at once across all requests, at least --max-body; a request with no room is answered 503 overloaded with Retry-After, its body unread (default "+strconv.Itoa(server.DefaultInFlightBodies)+" × --max-body) (env EVIDENT_MAX_INFLIGHT_BYTES)")
 	maxConns := fs.Int64("max-conns", envInt("EVIDENT_MAX_CONNS", daemon.DefaultMaxConns), "most HTTP connections open at once; the ones past it wait in the kernel's accept queue (env EVIDENT_MAX_CONNS)")
-	readHeaderTimeout := fs.String("read-header-timeout", env("EVIDENT_READ_HEADER_TIMEOUT", daemon.DefaultReadHeaderTimeout.String()), "how long a connection may take to send a request's headers (env EVIDENT_READ_HEADER_TIMEOUT)")
-	readTimeout := fs.String("read-timeout", env("EVIDENT_READ_TIMEOUT", daemon.DefaultReadTimeout.String()), "how long a connection may take to send a whole request, body included (env EVIDENT_READ_TIMEOUT)")
-	writeTimeout := fs.String("write-timeout", env("EVIDENT_WRITE_TIMEOUT", daemon.DefaultWriteTimeout.String()), "how long a response may wait for its client to read; each write moves the deadline, so a long export is not cut while it is read (env EVIDENT_WRITE_TIMEOUT)")
-	idleTimeout := fs.String("idle-timeout", env("EVIDENT_IDLE_TIMEOUT", daemon.DefaultIdleTimeout.String()), "how long a keep-alive connection is kept waiting for its next request (env EVIDENT_IDLE_TIMEOUT)")
+	readHeaderTimeout := textFlag(fs, "read-header-timeout", "duration", env("EVIDENT_READ_HEADER_TIMEOUT", daemon.DefaultReadHeaderTimeout.String()), "how long a connection may take to send a request's headers (env EVIDENT_READ_HEADER_TIMEOUT)")
+	readTimeout := textFlag(fs, "read-timeout", "duration", env("EVIDENT_READ_TIMEOUT", daemon.DefaultReadTimeout.String()), "how long a connection may take to send a whole request, body included (env EVIDENT_READ_TIMEOUT)")
+	writeTimeout := textFlag(fs, "write-timeout", "duration", env("EVIDENT_WRITE_TIMEOUT", daemon.DefaultWriteTimeout.String()), "how long a response may wait for its client to read; each write moves the deadline, so a long export is not cut while it is read (env EVIDENT_WRITE_TIMEOUT)")
+	idleTimeout := textFlag(fs, "idle-timeout", "duration", env("EVIDENT_IDLE_TIMEOUT", daemon.DefaultIdleTimeout.String()), "how long a keep-alive connection is kept waiting for its next request (env EVIDENT_IDLE_TIMEOUT)")
 	fs.StringVar(&cfg.TLSCert, "tls-cert", env("EVIDENT_TLS_CERT", ""), "serve HTTPS with this PEM certificate (env EVIDENT_TLS_CERT)")
 	fs.StringVar(&cfg.TLSKey, "tls-key", env("EVIDENT_TLS_KEY", ""), "PEM private key of --tls-cert (env EVIDENT_TLS_KEY)")
 	fs.StringVar(&cfg.ClientCA, "client-ca", env("EVIDENT_CLIENT_CA", ""), "mTLS: PEM CA whose client certificates authorize writes, scoped by urn:evident:chains:<prefix> URI SANs (env EVIDENT_CLIENT_CA)")
 	logFormat := fs.String("log-format", env("EVIDENT_LOG_FORMAT", "text"), "log format: text or json (env EVIDENT_LOG_FORMAT)")
 	fs.StringVar(&cfg.SCITT.RegistrationPolicy, "registration-policy", env("EVIDENT_REGISTRATION_POLICY", ""), "SCRAPI registration policy file (JSON, docs/scitt.md), signed and registered in the log when it changes; none: POST /entries refuses every statement (env EVIDENT_REGISTRATION_POLICY)")
-	regWait := fs.String("registration-wait", env("EVIDENT_REGISTRATION_WAIT", server.DefaultRegistrationWait.String()), "how long POST /entries waits for publication before answering 202 Accepted (env EVIDENT_REGISTRATION_WAIT)")
+	regWait := textFlag(fs, "registration-wait", "duration", env("EVIDENT_REGISTRATION_WAIT", server.DefaultRegistrationWait.String()), "how long POST /entries waits for publication before answering 202 Accepted (env EVIDENT_REGISTRATION_WAIT)")
 	fs.StringVar(&cfg.SCITT.PublicURL, "public-url", env("EVIDENT_PUBLIC_URL", ""), "base URL clients reach evidentd at (http[s]://host[:port][/prefix]), for absolute SCRAPI Location headers; default: each request's scheme and Host (env EVIDENT_PUBLIC_URL)")
 	distributed := distributedFlags(fs, getenv, envBool)
 	witnessPolicy := fs.String("witness-policy", env("EVIDENT_WITNESS_POLICY", ""), "tlog-policy file of the witnesses that cosign every checkpoint (witness vkeys, URLs, k-of-n quorum); a witness refusing a checkpoint as contradicting one it cosigned is kept in <data>/misbehaviour and logged at ERROR; empty: no witnesses (env EVIDENT_WITNESS_POLICY)")
 	witnessFailOpen := fs.Bool("witness-fail-open", envBool("EVIDENT_WITNESS_FAIL_OPEN", false), "publish checkpoints whose witness quorum is not met (default fail-closed: publication stops until the quorum cosigns) (env EVIDENT_WITNESS_FAIL_OPEN=true)")
 	fs.BoolVar(&cfg.PostQuantum, "log-mldsa", envBool("EVIDENT_LOG_MLDSA", false), "also sign every checkpoint with ML-DSA-44 (post-quantum), key created on first start in <data>/keys/log-mldsa.key; bundles then carry trust/log-mldsa.vkey (env EVIDENT_LOG_MLDSA=true)")
-	witnessTimeout := fs.String("witness-timeout", env("EVIDENT_WITNESS_TIMEOUT", "5s"), "how long a checkpoint waits for its witness quorum (env EVIDENT_WITNESS_TIMEOUT)")
+	witnessTimeout := textFlag(fs, "witness-timeout", "duration", env("EVIDENT_WITNESS_TIMEOUT", "5s"), "how long a checkpoint waits for its witness quorum (env EVIDENT_WITNESS_TIMEOUT)")
 	accessLog := fs.Bool("access-log", envBool("EVIDENT_ACCESS_LOG", true), "log one line per HTTP request: method, path, status, bytes, duration, remote (env EVIDENT_ACCESS_LOG=false turns it off)")
 	version := fs.Bool("version", false, "print the build (module version, VCS revision and time, Go version) and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: evidentd [flags]\n\nRuns the Evident service. With no flags: data in ./%s, listening on %s.\n\nFlags:\n", daemon.DefaultData, daemon.DefaultListen)
-		printFlags(stderr, fs, textFlagKinds)
+		printFlags(stderr, fs)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -397,23 +397,38 @@ func parseTokens(s string) ([]server.Token, error) {
 	return out, nil
 }
 
-// textFlagKinds names the type of the flags read as text and parsed after the environment
-// and the config file are merged, so that a bad value names where it came from; help shows
-// the type, not "string".
-var textFlagKinds = map[string]string{
-	"checkpoint-interval": "duration", "seal-interval": "duration", "registration-wait": "duration",
-	"witness-timeout": "duration", "read-header-timeout": "duration", "read-timeout": "duration",
-	"write-timeout": "duration", "idle-timeout": "duration", "seal-every": "count",
+// kindedText is a flag read as text, parsed only after the environment and the config file
+// are merged so that a bad value names where it came from; kind is the type help shows
+// (duration, count) instead of "string".
+type kindedText struct {
+	v    *string
+	kind string
 }
 
-// printFlags is flag.PrintDefaults with each flag's value type as help shows it: the kind
-// from kinds when the flag is read as text, else the flag package's own name (int, string;
-// nothing for a boolean), and the default unquoted unless it is text.
-func printFlags(w io.Writer, fs *flag.FlagSet, kinds map[string]string) {
+func (t kindedText) String() string {
+	if t.v == nil {
+		return ""
+	}
+	return *t.v
+}
+
+func (t kindedText) Set(s string) error { *t.v = s; return nil }
+
+// textFlag defines a flag read as text whose help names kind as its type.
+func textFlag(fs *flag.FlagSet, name, kind, def, usage string) *string {
+	v := def
+	fs.Var(kindedText{v: &v, kind: kind}, name, usage)
+	return &v
+}
+
+// printFlags is flag.PrintDefaults with each flag's value type as help shows it: a
+// textFlag's kind, else the flag package's own name (int, string; nothing for a boolean),
+// and the default unquoted unless it is a string.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
 	fs.VisitAll(func(f *flag.Flag) {
 		kind, usage := flag.UnquoteUsage(f)
-		if k, ok := kinds[f.Name]; ok {
-			kind = k
+		if t, ok := f.Value.(kindedText); ok {
+			kind = t.kind
 		}
 		line := "  --" + f.Name
 		if kind != "" {
