@@ -79,6 +79,6 @@ func BenchmarkIngestHTTPMaxRecord(b *testing.B) {
 	b.StopTimer()
 	close(stop)
 	<-done
-	foldJournal(b, base)
+	listChains(b, base)
 	b.ReportMetric(float64(most)/(1<<20), "peak-MiB")
 }

@@ -64,7 +64,7 @@ func BenchmarkIngestHTTPSingle(b *testing.B) {
 		mustPost(b, c, url, "application/json", recs[i])
 	}
 	b.StopTimer()
-	foldJournal(b, base)
+	listChains(b, base)
 	cpu.Report(b, b.N, "envelope")
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "envelopes/s")
 }
@@ -87,7 +87,7 @@ func BenchmarkIngestHTTPBatch(b *testing.B) {
 		mustPost(b, c, url, "application/jsonl", bodies[i])
 	}
 	b.StopTimer()
-	foldJournal(b, base)
+	listChains(b, base)
 	cpu.Report(b, n, "envelope")
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "envelopes/s")
 }
@@ -104,7 +104,7 @@ func BenchmarkIngestHTTPBatchParallel(b *testing.B) {
 	}
 	cpu := benchutil.StartCPU()
 	_, elapsed := runClients(b, base+"/v1/chains/wsp_bench_%d/entries", "application/jsonl", bodies)
-	foldJournal(b, base)
+	listChains(b, base)
 	cpu.Report(b, per*chains*batch, "envelope")
 	b.ReportMetric(float64(per*chains*batch)/elapsed.Seconds(), "envelopes/s")
 }
@@ -118,7 +118,7 @@ func BenchmarkIngestHTTPSingleConcurrent(b *testing.B) {
 	bodies := singleBodies(b, singleClients, per)
 	cpu := benchutil.StartCPU()
 	perSec, p50, p99 := concurrentSingles(b, base+singleChainsPath, bodies)
-	foldJournal(b, base)
+	listChains(b, base)
 	cpu.Report(b, per*singleClients, "envelope")
 	b.ReportMetric(perSec, "envelopes/s")
 	b.ReportMetric(p50, "p50-ms")

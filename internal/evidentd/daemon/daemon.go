@@ -24,9 +24,7 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/scitt"
 	"github.com/evident-log/evident/internal/evidentd/server"
 	"github.com/evident-log/evident/internal/evidentd/store"
-	"github.com/evident-log/evident/internal/evidentd/store/journal"
 	"github.com/evident-log/evident/internal/evidentd/store/mysql"
-	"github.com/evident-log/evident/internal/evidentd/store/sqlite"
 	"github.com/evident-log/evident/internal/netlimit"
 	"github.com/evident-log/evident/ledger/canonical"
 	"github.com/evident-log/evident/ledger/profile"
@@ -220,7 +218,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 			}
 		}
 	} else {
-		st, err = sqlite.OpenJournaled(ctx, filepath.Join(cfg.Data, "ledger.db"), filepath.Join(cfg.Data, "journal"), journal.Options{Logger: cfg.Logger})
+		st, err = openEmbedded(ctx, cfg.Data, cfg.Logger) // embedded.go
 	}
 	if err != nil {
 		l.Close(context.Background())
@@ -262,7 +260,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	d.handler = server.New(server.Config{Pipeline: p, Store: st, Service: svc, Tokens: cfg.Tokens, ClientCerts: cfg.ClientCA != "", MaxBody: cfg.MaxBody, MaxBatch: cfg.MaxBatch, Limits: limits, PacketBound: packetBound,
 		MaxInFlight: cfg.HTTP.MaxInFlight, WriteTimeout: cfg.HTTP.WriteTimeout,
 		Producer: buildinfo.Read().Program("evidentd"), Logger: cfg.Logger, SCITT: sc, COPNode: copNode, AccessLog: cfg.AccessLog,
-		Metrics: append([]prometheus.Collector{refused.Collector(), d.connMetric()}, journalMetrics(st)...)})
+		Metrics: append([]prometheus.Collector{refused.Collector(), d.connMetric()}, storeMetrics(st)...)})
 	bg, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel
 	go func() {
@@ -287,18 +285,6 @@ func openClaims(ctx context.Context, st store.Store, single bool) (store.Claims,
 		}
 	}
 	return claims, nil
-}
-
-// journalMetrics returns the metrics of the store's entry journal, when it has one.
-func journalMetrics(st store.Store) []prometheus.Collector {
-	j, ok := st.(interface{ Pending() int })
-	if !ok {
-		return nil
-	}
-	return []prometheus.Collector{prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "evident_journal_pending_entries",
-		Help: "Entries durable in the journal and not yet folded into the ledger database.",
-	}, func() float64 { return float64(j.Pending()) })}
 }
 
 // Handler returns the HTTP API.
