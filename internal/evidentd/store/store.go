@@ -1,8 +1,8 @@
 // Package store defines the ledger store: where evidentd keeps chains, their entries and
-// their seals. Implementations (the embedded SQLite default in store/sqlite, a
-// MySQL-compatible one for several replicas, both the shared SQL of store/sqlstore in
-// their own dialect, and the SQLite one behind the entry journal of store/journal, which
-// evidentd runs on) are interchangeable below this interface; the ingest pipeline never
+// their seals. Implementations (the embedded SQLite default in store/sqlite, on the SQL of
+// store/sqlstore, the SQLite one behind the entry journal of store/journal, which evidentd
+// runs on, and the MySQL-compatible one of store/mysql for several replicas, with SQL of
+// its own) are interchangeable below this interface; the ingest pipeline never
 // asks which one it runs on. Every implementation passes the conformance suite of
 // store/storetest.
 //
