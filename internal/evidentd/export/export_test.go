@@ -17,7 +17,7 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/ingest"
 	"github.com/evident-log/evident/internal/evidentd/scitt"
 	"github.com/evident-log/evident/internal/evidentd/store"
-	"github.com/evident-log/evident/internal/evidentd/store/sqlite"
+	"github.com/evident-log/evident/internal/evidentd/store/embedded"
 	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/profile"
@@ -54,7 +54,7 @@ func newFixture(t testing.TB) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close(context.Background()) })
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"))
+	st, err := embedded.Open(ctx, filepath.Join(dir, embedded.Dir), embedded.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
-	"github.com/evident-log/evident/internal/evidentd/store/sqlite"
+	"github.com/evident-log/evident/internal/evidentd/store/embedded"
 	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger"
 )
@@ -69,10 +69,10 @@ func TestGroupCommitManyChains(t *testing.T) {
 	t.Logf("%d group commits held %d batches", groups, batches)
 }
 
-// heldStore is the real SQLite store, whose first group commit waits until release is
+// heldStore is the real embedded store, whose first group commit waits until release is
 // closed: what lets a test queue batches behind a group in progress.
 type heldStore struct {
-	*sqlite.Journaled
+	*embedded.Store
 	entered chan struct{}
 	release chan struct{}
 	once    sync.Once
@@ -83,7 +83,7 @@ func (h *heldStore) CommitGroup(ctx context.Context, bs []store.Batch) []error {
 		close(h.entered)
 		<-h.release
 	})
-	return h.Journaled.CommitGroup(ctx, bs)
+	return h.Store.CommitGroup(ctx, bs)
 }
 
 // TestGroupCommitCanceledWhileQueued: a caller that gives up while its batch waits behind
@@ -91,7 +91,7 @@ func (h *heldStore) CommitGroup(ctx context.Context, bs []store.Batch) []error {
 // written; the batch queued beside it is committed.
 func TestGroupCommitCanceledWhileQueued(t *testing.T) {
 	ctx := context.Background()
-	hs := &heldStore{Journaled: openStore(t, t.TempDir()), entered: make(chan struct{}), release: make(chan struct{})}
+	hs := &heldStore{Store: openStore(t, t.TempDir()), entered: make(chan struct{}), release: make(chan struct{})}
 	p := newPipeline(t, hs, nil)
 	a, b, c := newMember("agent:a"), newMember("agent:b"), newMember("agent:c")
 	first := make(chan error, 1)
@@ -143,22 +143,22 @@ func waitQueued(t *testing.T, p *Pipeline, n int) {
 	t.Fatalf("fewer than %d batches queued", n)
 }
 
-// panickyStore is the real SQLite store whose first group commit panics.
+// panickyStore is the real embedded store whose first group commit panics.
 type panickyStore struct {
-	*sqlite.Journaled
+	*embedded.Store
 	once sync.Once
 }
 
 func (s *panickyStore) CommitGroup(ctx context.Context, bs []store.Batch) []error {
 	s.once.Do(func() { panic("driver bug") })
-	return s.Journaled.CommitGroup(ctx, bs)
+	return s.Store.CommitGroup(ctx, bs)
 }
 
 // TestGroupCommitStorePanics: a store that panics fails its group with an error instead of
 // leaving its callers waiting for ever, writes nothing of it, and the next commit works.
 func TestGroupCommitStorePanics(t *testing.T) {
 	ctx := context.Background()
-	ps := &panickyStore{Journaled: openStore(t, t.TempDir())}
+	ps := &panickyStore{Store: openStore(t, t.TempDir())}
 	p := newPipeline(t, ps, nil)
 	a := newMember("agent:a")
 	done := make(chan error, 1)

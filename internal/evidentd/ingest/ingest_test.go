@@ -16,8 +16,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
-	"github.com/evident-log/evident/internal/evidentd/store/journal"
-	"github.com/evident-log/evident/internal/evidentd/store/sqlite"
+	"github.com/evident-log/evident/internal/evidentd/store/embedded"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/profile/chap"
 )
@@ -75,10 +74,10 @@ func (m *member) msg(tb testing.TB, ws string, prev *ledger.Link) []byte {
 	return m.sign(tb, m.env(ws, "task.update", map[string]any{"status": "working", "note": "lorem ipsum dolor sit amet"}, prev))
 }
 
-// openStore opens the store evidentd runs on: the SQLite database with its journal.
-func openStore(tb testing.TB, dir string) *sqlite.Journaled {
+// openStore opens the store evidentd runs on: the embedded store.
+func openStore(tb testing.TB, dir string) *embedded.Store {
 	tb.Helper()
-	s, err := sqlite.OpenJournaled(context.Background(), filepath.Join(dir, "ledger.db"), filepath.Join(dir, "journal"), journal.Options{})
+	s, err := embedded.Open(context.Background(), filepath.Join(dir, embedded.Dir), embedded.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/internal/evidentd/store/embedded"
 	"github.com/evident-log/evident/internal/evidentd/store/mysql"
-	"github.com/evident-log/evident/internal/evidentd/store/sqlite"
 	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/tilelog"
@@ -54,11 +54,11 @@ func BenchmarkRegister(b *testing.B) {
 }
 
 // BenchmarkClaimEntry measures the claim operations of one append alone: ClaimEntry of a
-// new entry, then EntryAppended, on SQLite (synchronous=FULL) and, when the test MariaDB
+// new entry, then EntryAppended, on the embedded store (Pebble, synced) and, when the test MariaDB
 // is configured, on MySQL (the distributed mode's store).
 func BenchmarkClaimEntry(b *testing.B) {
-	b.Run("sqlite", func(b *testing.B) {
-		st, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "ledger.db"))
+	b.Run("embedded", func(b *testing.B) {
+		st, err := embedded.Open(b.Context(), filepath.Join(b.TempDir(), embedded.Dir), embedded.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -109,7 +109,7 @@ func benchService(b *testing.B, claims bool) *Service {
 	b.Cleanup(func() { l.Close(context.Background()) })
 	var o Options
 	if claims {
-		st, err := sqlite.Open(b.Context(), filepath.Join(dir, "ledger.db"))
+		st, err := embedded.Open(b.Context(), filepath.Join(dir, embedded.Dir), embedded.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}

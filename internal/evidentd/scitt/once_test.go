@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evident-log/evident/internal/evidentd/store/sqlite"
+	"github.com/evident-log/evident/internal/evidentd/store/embedded"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/tilelog"
 )
@@ -26,7 +26,7 @@ func TestRegisterOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"))
+	st, err := embedded.Open(ctx, filepath.Join(dir, embedded.Dir), embedded.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package embedded
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -35,7 +36,11 @@ func (s *Store) CommitGroup(ctx context.Context, batches []store.Batch) []error 
 			errs[i] = err
 			continue
 		}
-		if errs[i] = s.addBatch(wb, &batches[i]); errs[i] != nil {
+		created, err := s.checkBatch(&batches[i])
+		if err == nil {
+			err = putBatch(wb, &batches[i], created)
+		}
+		if errs[i] = err; errs[i] != nil {
 			errs[i] = fmt.Errorf("commit chain %q: %w", batches[i].Chain.ID, errs[i])
 			continue
 		}
@@ -54,66 +59,139 @@ func (s *Store) CommitGroup(ctx context.Context, batches []store.Batch) []error 
 	return errs
 }
 
-// addBatch checks b against the database, under its chain's lock, and adds its writes to
-// wb, or returns why b is refused (store.ErrConflict when the chain moved or a record id or
-// link is taken) and adds nothing.
-func (s *Store) addBatch(wb *pebble.Batch, b *store.Batch) error {
+// checkBatch checks b against the database, under its chain's lock, and returns the
+// chain's creation time to keep, or why b is refused: store.ErrConflict when the chain
+// moved or a record id is taken.
+func (s *Store) checkBatch(b *store.Batch) (time.Time, error) {
 	c := b.Chain
 	created := c.Created
+	head := ledger.Genesis
 	stored, found, err := s.get(chainKey(c.ID))
 	switch {
 	case err != nil:
-		return fmt.Errorf("load chain: %w", err)
+		return created, fmt.Errorf("load chain: %w", err)
 	case !found && b.PrevSize != 0:
-		return fmt.Errorf("chain %q absent, expected at size %d: %w", c.ID, b.PrevSize, store.ErrConflict)
+		return created, fmt.Errorf("chain %q absent, expected at size %d: %w", c.ID, b.PrevSize, store.ErrConflict)
 	case found:
 		cur, err := decodeChain(c.ID, stored)
 		if err != nil {
-			return err
+			return created, err
 		}
 		if cur.Size != b.PrevSize {
-			return fmt.Errorf("chain %q at size %d, expected %d: %w", c.ID, cur.Size, b.PrevSize, store.ErrConflict)
+			return created, fmt.Errorf("chain %q at size %d, expected %d: %w", c.ID, cur.Size, b.PrevSize, store.ErrConflict)
 		}
-		created = cur.Created
+		created, head = cur.Created, cur.Head
 	case created.IsZero():
 		created = time.Now()
 	}
-	// The batch's own record ids and links, then those the chain holds: the one check of
-	// their uniqueness.
-	ids := make(map[string]uint64, len(b.Entries))
-	links := make(map[ledger.Link]uint64, len(b.Entries))
+	if err := checkLinks(b, head); err != nil {
+		var bad *badLinkError
+		if errors.As(err, &bad) { // a link the chain holds is a conflict, like a record id
+			if seq, used, lerr := s.getUint(linkKey(c.ID, bad.link)); lerr == nil && used {
+				return created, fmt.Errorf("link %s already at seq %d: %w", bad.link, seq, store.ErrConflict)
+			}
+		}
+		return created, err
+	}
+	return created, s.checkRecordIDs(b)
+}
+
+// checkLinks checks that b's entries continue the chain whose head is head: each entry's
+// link hashes its record after its predecessor's link (ledger.NextLink), the first one's
+// predecessor being head, each entry's seq the next, and the chain's new head and size
+// those of the last entry. A link the chain holds cannot come again without a SHA-256
+// collision, so links need no look-up; an entry that does not continue the head is
+// store.ErrConflict, as another writer moved the chain.
+func checkLinks(b *store.Batch, head ledger.Link) error {
+	c := b.Chain
+	prev, seq := head, b.PrevSize
 	for i := range b.Entries {
 		e := &b.Entries[i]
-		if e.Chain != c.ID {
+		switch {
+		case e.Chain != c.ID:
 			return fmt.Errorf("entry %d names chain %q, not %q", e.Seq, e.Chain, c.ID)
+		case e.Seq != seq:
+			return fmt.Errorf("entry seq %d where the chain's next is %d: %w", e.Seq, seq, store.ErrConflict)
+		case e.Prev != prev:
+			return fmt.Errorf("entry %d names predecessor %s, not the chain's %s: %w", e.Seq, e.Prev, prev, store.ErrConflict)
+		case ledger.NextLink(e.Record, e.Prev) != e.Link:
+			return &badLinkError{seq: e.Seq, link: e.Link, prev: e.Prev}
 		}
-		if e.Seq < b.PrevSize {
-			return fmt.Errorf("entry seq %d is below the chain's size %d: %w", e.Seq, b.PrevSize, store.ErrConflict)
+		prev, seq = e.Link, seq+1
+	}
+	if len(b.Entries) > 0 && (c.Head != prev || c.Size != seq) {
+		return fmt.Errorf("chain %q: new head %s at size %d, but its entries end in %s at %d", c.ID, c.Head, c.Size, prev, seq)
+	}
+	return nil
+}
+
+// badLinkError is an entry whose link is not the hash of its record after its
+// predecessor's.
+type badLinkError struct {
+	seq        uint64
+	link, prev ledger.Link
+}
+
+func (e *badLinkError) Error() string {
+	return fmt.Sprintf("entry %d: link %s is not the hash of its record after %s", e.seq, e.link, e.prev)
+}
+
+// checkRecordIDs refuses with store.ErrConflict a batch that uses a record id twice or one
+// its chain holds: the one check of record ids' uniqueness. The look-ups share one
+// iterator, which Pebble's Bloom filters answer for ids not there without reading blocks.
+func (s *Store) checkRecordIDs(b *store.Batch) error {
+	chain := b.Chain.ID
+	ids := make(map[string]uint64, len(b.Entries))
+	for i := range b.Entries {
+		e := &b.Entries[i]
+		if e.RecordID == "" {
+			continue
 		}
-		if i > 0 && e.Seq <= b.Entries[i-1].Seq {
-			return fmt.Errorf("entry seq %d after seq %d", e.Seq, b.Entries[i-1].Seq)
+		if seq, dup := ids[e.RecordID]; dup {
+			return fmt.Errorf("record id %q at seq %d and %d: %w", e.RecordID, seq, e.Seq, store.ErrConflict)
 		}
-		if e.RecordID != "" {
-			if seq, dup := ids[e.RecordID]; dup {
-				return fmt.Errorf("record id %q at seq %d and %d: %w", e.RecordID, seq, e.Seq, store.ErrConflict)
+		ids[e.RecordID] = e.Seq
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	done, err := s.open()
+	if err != nil {
+		return err
+	}
+	defer done()
+	prefix := ck(tagRecordID, chain, 0)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: upperBound(prefix)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	key := prefix
+	for i := range b.Entries {
+		e := &b.Entries[i]
+		if e.RecordID == "" {
+			continue
+		}
+		key = append(key[:len(prefix)], e.RecordID...)
+		if it.SeekPrefixGE(key) && bytes.Equal(it.Key(), key) {
+			v, err := it.ValueAndErr()
+			if err != nil {
+				return err
 			}
-			ids[e.RecordID] = e.Seq
-			if seq, used, err := s.getUint(recordIDKey(c.ID, e.RecordID)); err != nil {
-				return fmt.Errorf("record id %q: %w", e.RecordID, err)
-			} else if used {
-				return fmt.Errorf("record id %q already used at seq %d: %w", e.RecordID, seq, store.ErrConflict)
-			}
+			seq, _ := decodeUint(v)
+			return fmt.Errorf("record id %q already used at seq %d: %w", e.RecordID, seq, store.ErrConflict)
 		}
-		if seq, dup := links[e.Link]; dup {
-			return fmt.Errorf("link %s at seq %d and %d: %w", e.Link, seq, e.Seq, store.ErrConflict)
-		}
-		links[e.Link] = e.Seq
-		if seq, used, err := s.getUint(linkKey(c.ID, e.Link)); err != nil {
-			return fmt.Errorf("link %s: %w", e.Link, err)
-		} else if used {
-			return fmt.Errorf("link %s already at seq %d: %w", e.Link, seq, store.ErrConflict)
+		if err := it.Error(); err != nil {
+			return fmt.Errorf("record id %q: %w", e.RecordID, err)
 		}
 	}
+	return nil
+}
+
+// putBatch adds b's writes to wb: the chain's new state, keeping its creation time, and its
+// entries with their indexes.
+func putBatch(wb *pebble.Batch, b *store.Batch, created time.Time) error {
+	c := b.Chain
 	next := *c
 	next.Created = created
 	if err := wb.Set(chainKey(c.ID), encodeChain(&next), nil); err != nil {
