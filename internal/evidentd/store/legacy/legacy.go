@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/internal/evidentd/store/legacy/internal/oldfmt"
 	"github.com/evident-log/evident/ledger"
 
 	_ "modernc.org/sqlite" // the "sqlite" driver
@@ -55,7 +56,7 @@ var (
 	// does not check (other than a torn tail), a payload that does not decode, a record
 	// outside the record file or not the one its link hashes, a journal that does not
 	// continue the database.
-	ErrCorrupt = errors.New("embedded store of an earlier evidentd is corrupt")
+	ErrCorrupt = oldfmt.ErrCorrupt
 )
 
 // recordsMagic begins the record file; places count from after it.
@@ -159,7 +160,7 @@ func (r *Reader) openRecords() error {
 // chain's size in the database says which of its batches it holds, since a fold wrote
 // batches whole and in order.
 func (r *Reader) readJournal(ctx context.Context) error {
-	payloads, err := readJournal(filepath.Join(r.dir, JournalDir))
+	payloads, err := oldfmt.ReadJournal(filepath.Join(r.dir, JournalDir))
 	if err != nil {
 		return err
 	}
@@ -168,7 +169,7 @@ func (r *Reader) readJournal(ctx context.Context) error {
 	sizes := map[string]uint64{}
 	created := map[string]time.Time{}
 	for i, p := range payloads {
-		batches, err := decodePayload(p)
+		batches, err := oldfmt.Decode(p)
 		if err != nil {
 			return fmt.Errorf("journal frame %d: %w", i+1, err)
 		}
@@ -395,7 +396,7 @@ type place struct {
 	len int
 }
 
-func (p place) end() int64 { return p.off + frameHeader + int64(p.len) }
+func (p place) end() int64 { return p.off + oldfmt.FrameHeader + int64(p.len) }
 
 func (r *Reader) dbEntries(ctx context.Context, chain string, from uint64, n int) ([]store.Entry, error) {
 	rows, err := r.db.QueryContext(ctx, `SELECT seq, prev, link, arrival, inline_record, record_id, method, sender, ts, signed, meta, attrs, rec_off, rec_len
@@ -465,7 +466,7 @@ func (r *Reader) dbEntries(ctx context.Context, chain string, from uint64, n int
 func (r *Reader) readRecords(places []place) ([][]byte, error) {
 	path := filepath.Join(r.dir, RecordsFile)
 	for _, p := range places {
-		if r.recs == nil || p.off < 0 || p.len < 1 || p.len > frameMaxPayload || p.off > r.kept-frameHeader-int64(p.len) {
+		if r.recs == nil || p.off < 0 || p.len < 1 || p.len > oldfmt.FrameMaxPayload || p.off > r.kept-oldfmt.FrameHeader-int64(p.len) {
 			return nil, fmt.Errorf("record file %s: a record of %d bytes at %d is outside the %d bytes the database holds: %w", path, p.len, p.off, r.kept, ErrCorrupt)
 		}
 	}
@@ -484,7 +485,7 @@ func (r *Reader) readRecords(places []place) ([][]byte, error) {
 			return nil, fmt.Errorf("record file %s: reading %d bytes at %d: %w", path, len(buf), places[i].off, err)
 		}
 		for k := i; k < j; k++ {
-			p, ok := parseFrame(buf[places[k].off-places[i].off:])
+			p, ok := oldfmt.ParseFrame(buf[places[k].off-places[i].off:])
 			if !ok || len(p) != places[k].len {
 				return nil, fmt.Errorf("record file %s: the record at %d (%d bytes) does not check: %w", path, places[k].off, places[k].len, ErrCorrupt)
 			}

@@ -1,4 +1,4 @@
-package legacy
+package oldfmt
 
 import (
 	"encoding/binary"
@@ -11,33 +11,34 @@ import (
 
 // A journal frame's payload is one group commit: a format byte (1), then the group's
 // batches, each the chain's new state, the size it was committed from and its entries
-// (their chain is the batch's). Integers are unsigned varints, times a presence byte and
+// (their chain is the Batch's). Integers are unsigned varints, times a presence byte and
 // Unix nanoseconds as a signed varint, byte strings a varint length and the bytes; an
 // entry's Meta is behind a presence byte. This is the old package journal's codec.go,
 // decoding only.
-const payloadFormat = 1
+// PayloadFormat is the first byte of every payload.
+const PayloadFormat = 1
 
-// batch is one chain's part of a journaled group commit.
-type batch struct {
+// Batch is one chain's part of a journaled group commit.
+type Batch struct {
 	Chain    store.ChainRecord
 	PrevSize uint64
 	Entries  []store.Entry
 }
 
-// decodePayload returns the batches of a journal frame's payload; every error wraps
+// Decode returns the batches of a journal frame's payload; every error wraps
 // ErrCorrupt. The byte slices of the result alias p.
-func decodePayload(p []byte) ([]batch, error) {
+func Decode(p []byte) ([]Batch, error) {
 	d := decoder{p: p}
-	if f := d.byte(); d.err == nil && f != payloadFormat {
-		return nil, fmt.Errorf("%w: payload format %d, want %d", ErrCorrupt, f, payloadFormat)
+	if f := d.byte(); d.err == nil && f != PayloadFormat {
+		return nil, fmt.Errorf("%w: payload format %d, want %d", ErrCorrupt, f, PayloadFormat)
 	}
-	n := d.count(40) // a batch takes at least 43 bytes
-	batches := make([]batch, 0, n)
+	n := d.count(40) // a Batch takes at least 43 bytes
+	batches := make([]Batch, 0, n)
 	for range n {
 		if d.err != nil {
 			break
 		}
-		var b batch
+		var b Batch
 		c := &b.Chain
 		c.ID = d.string()
 		c.Profile = d.string()
@@ -61,7 +62,7 @@ func decodePayload(p []byte) ([]batch, error) {
 		batches = append(batches, b)
 	}
 	if d.err == nil && len(d.p) != 0 {
-		d.fail("%d bytes after the last batch", len(d.p))
+		d.fail("%d bytes after the last Batch", len(d.p))
 	}
 	if d.err != nil {
 		return nil, d.err

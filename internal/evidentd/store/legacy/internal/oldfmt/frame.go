@@ -1,4 +1,4 @@
-package legacy
+package oldfmt
 
 import (
 	"bytes"
@@ -16,31 +16,31 @@ import (
 // payload's length, the CRC-32C of those 4 bytes, the CRC-32C of the payload, all little
 // endian — then the payload, never empty.
 const (
-	frameHeader     = 12
-	frameMaxPayload = 1 << 30
+	FrameHeader     = 12      // the size of a frame's header
+	FrameMaxPayload = 1 << 30 // bounds a payload's length
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// parseFrame returns the payload of the frame b begins with, if a whole frame that checks
+// ParseFrame returns the payload of the frame b begins with, if a whole frame that checks
 // is there.
-func parseFrame(b []byte) ([]byte, bool) {
-	if len(b) < frameHeader {
+func ParseFrame(b []byte) ([]byte, bool) {
+	if len(b) < FrameHeader {
 		return nil, false
 	}
 	n := binary.LittleEndian.Uint32(b)
-	if crc32.Checksum(b[:4], castagnoli) != binary.LittleEndian.Uint32(b[4:]) || n == 0 || n > frameMaxPayload || uint64(n) > uint64(len(b)-frameHeader) {
+	if crc32.Checksum(b[:4], castagnoli) != binary.LittleEndian.Uint32(b[4:]) || n == 0 || n > FrameMaxPayload || uint64(n) > uint64(len(b)-FrameHeader) {
 		return nil, false
 	}
-	p := b[frameHeader : frameHeader+int(n)]
+	p := b[FrameHeader : FrameHeader+int(n)]
 	if crc32.Checksum(p, castagnoli) != binary.LittleEndian.Uint32(b[8:]) {
 		return nil, false
 	}
 	return p[:n:n], true
 }
 
-// appendFrame appends the frame of payload to dst (tests build journals with it).
-func appendFrame(dst, payload []byte) []byte {
+// AppendFrame appends the frame of payload to dst (tests build journals with it).
+func AppendFrame(dst, payload []byte) []byte {
 	start := len(dst)
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(payload)))
 	dst = binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:start+4], castagnoli))
@@ -49,17 +49,18 @@ func appendFrame(dst, payload []byte) []byte {
 }
 
 // The journal's segments: files named %016d.seg in the journal directory, each beginning
-// with segmentMagic, then frames, one group commit each.
-const segmentMagic = "EVJRNL1\n"
+// with SegmentMagic, then frames, one group commit each.
+// SegmentMagic begins every segment.
+const SegmentMagic = "EVJRNL1\n"
 
 func segmentName(n uint64) string { return fmt.Sprintf("%016d.seg", n) }
 
-// readJournal returns the payloads of the frames of the journal in dir, in order. An
+// ReadJournal returns the payloads of the frames of the journal in dir, in order. An
 // absent directory is an empty journal. Only the last segment may end in a torn frame (a
 // frame that does not check, after which none does: an append a crash cut short, never
 // acknowledged), which is left out as the old store cut it off; any other frame that does
 // not check is an error wrapping ErrCorrupt. Nothing is written.
-func readJournal(dir string) ([][]byte, error) {
+func ReadJournal(dir string) ([][]byte, error) {
 	ents, err := os.ReadDir(dir)
 	if os.IsNotExist(err) {
 		return nil, nil
@@ -86,7 +87,7 @@ func readJournal(dir string) ([][]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("journal segment: %w", err)
 		}
-		ps, err := readSegment(data, i == len(nums)-1)
+		ps, err := ReadSegment(data, i == len(nums)-1)
 		if err != nil {
 			return nil, fmt.Errorf("journal segment %s: %w", segmentName(n), err)
 		}
@@ -95,19 +96,19 @@ func readJournal(dir string) ([][]byte, error) {
 	return payloads, nil
 }
 
-// readSegment returns the payloads of a segment's frames; last says whether it is the
+// ReadSegment returns the payloads of a segment's frames; last says whether it is the
 // journal's last segment, the only one that may end in a torn frame.
-func readSegment(data []byte, last bool) ([][]byte, error) {
-	if len(data) < len(segmentMagic) || string(data[:len(segmentMagic)]) != segmentMagic {
-		if last && (bytes.HasPrefix([]byte(segmentMagic), data) || len(bytes.Trim(data, "\x00")) == 0) {
+func ReadSegment(data []byte, last bool) ([][]byte, error) {
+	if len(data) < len(SegmentMagic) || string(data[:len(SegmentMagic)]) != SegmentMagic {
+		if last && (bytes.HasPrefix([]byte(SegmentMagic), data) || len(bytes.Trim(data, "\x00")) == 0) {
 			return nil, nil // created, its first write lost in a crash
 		}
 		return nil, fmt.Errorf("not a journal segment: %w", ErrCorrupt)
 	}
 	var payloads [][]byte
-	off := len(segmentMagic)
+	off := len(SegmentMagic)
 	for off < len(data) {
-		p, ok := parseFrame(data[off:])
+		p, ok := ParseFrame(data[off:])
 		if !ok {
 			if last && !anyFrameAfter(data, off+1) {
 				return payloads, nil // torn tail
@@ -115,7 +116,7 @@ func readSegment(data []byte, last bool) ([][]byte, error) {
 			return nil, fmt.Errorf("bad frame at byte %d: %w", off, ErrCorrupt)
 		}
 		payloads = append(payloads, p)
-		off += frameHeader + len(p)
+		off += FrameHeader + len(p)
 	}
 	return payloads, nil
 }
@@ -124,8 +125,8 @@ func readSegment(data []byte, last bool) ([][]byte, error) {
 // on: if so, a bad frame before it is not a torn tail, since frames were fsynced one after
 // the other.
 func anyFrameAfter(data []byte, from int) bool {
-	for i := from; i+frameHeader <= len(data); i++ {
-		if _, ok := parseFrame(data[i:]); ok {
+	for i := from; i+FrameHeader <= len(data); i++ {
+		if _, ok := ParseFrame(data[i:]); ok {
 			return true
 		}
 	}
