@@ -27,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
@@ -91,7 +92,10 @@ func Open(ctx context.Context, dir string) (*Reader, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("old ledger store %s is not a file", path)
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)&_pragma=query_only(1)")
+	// A URI filename: mode=ro opens it read-only (a read-only connection neither checkpoints
+	// nor deletes the WAL); the path's own '%', '?' and '#' are escaped.
+	uri := "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
+	db, err := sql.Open("sqlite", uri+"?mode=ro&_pragma=busy_timeout(10000)&_pragma=query_only(1)")
 	if err != nil {
 		return nil, fmt.Errorf("old ledger store %s: %w", path, err)
 	}

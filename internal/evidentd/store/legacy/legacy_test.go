@@ -496,3 +496,17 @@ func TestJournalHeldTwice(t *testing.T) {
 		}
 	}
 }
+
+// TestOddPath: a data directory whose path holds what a URI filename escapes.
+func TestOddPath(t *testing.T) {
+	src := copyFixture(t)
+	dir := filepath.Join(t.TempDir(), "a?b#c%20d")
+	if err := os.Rename(src, dir); err != nil {
+		t.Fatal(err)
+	}
+	r := open(t, dir)
+	chains, err := r.Chains(context.Background())
+	if err != nil || len(chains) != 3 {
+		t.Fatalf("%d chains, %v", len(chains), err)
+	}
+}
