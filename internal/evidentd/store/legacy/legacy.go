@@ -262,9 +262,11 @@ func (r *Reader) Close() error {
 	var errs []error
 	if r.db != nil {
 		errs = append(errs, r.db.Close())
+		r.db = nil
 	}
 	if r.recs != nil {
 		errs = append(errs, r.recs.Close())
+		r.recs = nil
 	}
 	return errors.Join(errs...)
 }
