@@ -368,8 +368,18 @@ func serve(ctx context.Context, o *options) error {
 	if len(cfg.Tokens) == 0 && cfg.ClientCA == "" {
 		logger.Warn("no write token configured: writes are accepted from loopback clients only (set --tokens)")
 	}
+	sig, stopSignals := backupSignals()
+	defer stopSignals()
+	backupsDone := make(chan struct{})
+	backupCtx, stopBackups := context.WithCancel(ctx)
+	go func() {
+		defer close(backupsDone)
+		takeBackups(backupCtx, d, cfg.Data, sig, logger)
+	}()
 	err = d.Serve(ctx, ln)
 	logger.Info("evidentd stopping")
+	stopBackups()
+	<-backupsDone // before the store closes
 	return err
 }
 
