@@ -61,6 +61,7 @@ func migrateLegacy(ctx context.Context, data, dir string, log *slog.Logger) erro
 		err = cerr
 	}
 	if err != nil {
+		os.RemoveAll(tmp)
 		return fmt.Errorf("migrating the ledger store of an earlier release (nothing changed; the old files are as they were): %w", err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {

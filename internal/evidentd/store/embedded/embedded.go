@@ -26,15 +26,22 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 
+	"github.com/evident-log/evident/internal/durable"
 	"github.com/evident-log/evident/internal/evidentd/store"
 )
 
 // Dir is the folder of the data directory that holds the database.
 const Dir = "ledger"
 
+// lockFile is the file in the database's folder that the process using it locks.
+const lockFile = "evident.lock"
+
 // formatVersion is the version of the key layout and value encoding (keys.go, codec.go),
 // kept under keyFormat; Open refuses a database of another version.
 const formatVersion = 1
+
+// ErrInUse is returned by Open when another process has the database open.
+var ErrInUse = errors.New("embedded ledger store: in use by another process")
 
 // ErrFormat is returned by Open for a database whose layout version this build does not
 // read.
@@ -67,6 +74,8 @@ type Store struct {
 	brokenMu sync.Mutex
 	broken   error // the first failed write: Err
 
+	unlock func() error // releases lockFile
+
 	// closeMu is held for reading by every use of db, and for writing by Close: Pebble
 	// panics on a closed database, where a call after Close gets ErrClosed.
 	closeMu sync.RWMutex
@@ -98,7 +107,16 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open ledger store: %w", err)
+	}
+	// One process per database: Pebble's own lock says so in terms of its files; this one
+	// names the cause.
+	unlock, err := durable.Lock(filepath.Join(dir, lockFile), 0o600)
+	if errors.Is(err, durable.ErrLocked) {
+		return nil, fmt.Errorf("%s: %w", dir, ErrInUse)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("open ledger store: %w", err)
 	}
 	cache := pebble.NewCache(o.CacheBytes)
@@ -116,15 +134,16 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	db, err := pebble.Open(dir, opts)
 	cache.Unref() // the database holds its own reference
 	if err != nil {
+		unlock()
 		return nil, fmt.Errorf("open ledger store: %w", err)
 	}
-	s := &Store{db: db, log: o.Logger, seed: maphash.MakeSeed()}
-	if err := s.checkFormat(); err != nil {
-		db.Close()
-		return nil, err
+	s := &Store{db: db, log: o.Logger, seed: maphash.MakeSeed(), unlock: unlock}
+	err = s.checkFormat()
+	if err == nil {
+		err = s.loadRegistrationSeq() // registrations.go
 	}
-	if err := s.loadRegistrationSeq(); err != nil { // registrations.go
-		db.Close()
+	if err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -156,7 +175,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	return s.db.Close()
+	return errors.Join(s.db.Close(), s.unlock())
 }
 
 // open takes the read side of closeMu, or returns ErrClosed; the caller calls the

@@ -2,9 +2,11 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/internal/evidentd/store/storetest"
 )
@@ -62,4 +64,37 @@ func (h *handle) Close() error {
 		}
 	})
 	return err
+}
+
+// TestOpenRefuses: a database another handle holds is refused with ErrInUse, and one of an
+// unknown format version with ErrFormat; neither changes anything.
+func TestOpenRefuses(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(ctx, dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, dir, Options{}); !errors.Is(err, ErrInUse) {
+		t.Fatalf("a second Open: %v, want ErrInUse", err)
+	}
+	if err := s.apply(func(b *pebble.Batch) error { return b.Set(keyFormat, encodeUint(formatVersion+1), nil) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("a second Close: %v", err)
+	}
+	if _, err := s.LoadChain(ctx, "c"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("LoadChain after Close: %v, want ErrClosed", err)
+	}
+	if _, err := Open(ctx, dir, Options{}); !errors.Is(err, ErrFormat) {
+		t.Fatalf("Open of format %d: %v, want ErrFormat", formatVersion+1, err)
+	}
+	// The refused Open released the database: the next one gets as far as the format.
+	if _, err := Open(ctx, dir, Options{}); !errors.Is(err, ErrFormat) {
+		t.Fatalf("Open again: %v, want ErrFormat", err)
+	}
 }
