@@ -41,7 +41,7 @@ const maxRecordCap = 1 << 30
 const maxConnsCap = 1 << 20
 
 // ownFiles is what evidentd keeps of its file descriptor limit for its own files (the ledger
-// database, the journal's segments, the log's tiles, keys) besides --max-conns connections.
+// store's tables and write-ahead log, the log's tiles, keys) besides --max-conns connections.
 const ownFiles = 1024
 
 func main() {

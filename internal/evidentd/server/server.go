@@ -430,8 +430,8 @@ func (s *Server) handleHead(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
-	// A store that can take no more commits (the embedded store's journal after a failed
-	// write or fsync) is not ready, whatever the log says.
+	// A store that can take no more commits (the embedded store after a failed write or
+	// fsync of its log) is not ready, whatever the log says.
 	if st, ok := s.c.Store.(interface{ Err() error }); ok {
 		if err := st.Err(); err != nil {
 			problem(w, http.StatusServiceUnavailable, api.CodeNotReady, "ledger store: "+err.Error(), -1)

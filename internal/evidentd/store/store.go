@@ -1,8 +1,7 @@
 // Package store defines the ledger store: where evidentd keeps chains, their entries and
-// their seals. Implementations (the embedded SQLite default in store/sqlite, on the SQL of
-// store/sqlstore, the SQLite one behind the entry journal of store/journal, which evidentd
-// runs on, and the MySQL-compatible one of store/mysql for several replicas, with SQL of
-// its own) are interchangeable below this interface; the ingest pipeline never
+// their seals. Implementations (the embedded default on Pebble in store/embedded, and the
+// MySQL-compatible one of store/mysql for several replicas) are interchangeable below this
+// interface; the ingest pipeline never
 // asks which one it runs on. Every implementation passes the conformance suite of
 // store/storetest.
 //
@@ -161,8 +160,8 @@ type Batch struct {
 }
 
 // GroupCommitter is a Store that commits several chains' batches in one durable write, so
-// that concurrent writers share one fsync instead of paying one each (the embedded store's
-// entry journal, store/journal).
+// that concurrent writers share one fsync instead of paying one each (the embedded store,
+// store/embedded).
 type GroupCommitter interface {
 	// CommitGroup commits each batch as Commit would, all in one write, and returns
 	// each batch's outcome (errs[i] for batches[i]). A batch refused on its own (ErrConflict

@@ -1,6 +1,6 @@
 // Package mysql is the ledger store on a MySQL-compatible database (MariaDB, MySQL,
 // Aurora MySQL) for running several evidentd replicas on one set of chains. It implements
-// store.Store with the same behaviour as the embedded SQLite store (both pass the
+// store.Store with the same behaviour as the embedded store (both pass the
 // storetest conformance suite).
 //
 // One writer per chain is enforced by the database, not by the process: Commit and

@@ -1,6 +1,6 @@
 // Package storetest is the conformance suite of the ledger store (package store): the
 // behaviour every implementation must show, run by each implementation's tests against a
-// real instance (a SQLite file, a MariaDB database).
+// real instance (a Pebble database, a MariaDB database).
 //
 // It checks the store.Store contract: Commit is atomic (a refused batch leaves nothing),
 // refuses with store.ErrConflict when the chain moved since prevSize, when a record id or a
