@@ -1,6 +1,11 @@
 package embedded
 
 import (
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -70,4 +75,52 @@ func FuzzDecodeValues(f *testing.F) {
 			t.Fatalf("re-encoded entry differs: %+v, was %+v", again, e)
 		}
 	})
+}
+
+// TestValuesReadByAnotherDecoder: a value the store writes is plain CBOR that an independent
+// decoder (Python's cbor2, as Debian packages it) reads field by field, as docs/operations.md
+// says: here an entry with a non-ASCII record, a timestamp, metadata and attributes.
+func TestValuesReadByAnotherDecoder(t *testing.T) {
+	const py = "/usr/bin/python3" // Debian's, with its python3-* packages
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	if out, err := exec.Command(py, "-c", "import cbor2").CombinedOutput(); err != nil {
+		t.Skipf("python3 has no cbor2 (Debian python3-cbor2): %s", out)
+	}
+	at := time.Date(2026, 3, 4, 5, 6, 7, 8_000_000, time.UTC)
+	e := store.Entry{Chain: "c", Seq: 3, Prev: ledger.Link{3}, Link: ledger.Link{4}, Arrival: at, Record: []byte(`{"who":"爱丽丝"}`), RecordID: "id-3",
+		Method: "task.update", Sender: "human:алиса", TS: at.Add(time.Second), Signed: true, Meta: []byte(`{"seq":3}`),
+		Attrs: map[string][]string{"task_id": {"t2", "t1"}}}
+	file := filepath.Join(t.TempDir(), "entry.cbor")
+	if err := os.WriteFile(file, encodeEntry(&e, indexedAttrs(e.Attrs)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const script = `
+import cbor2, json, sys
+v = cbor2.load(open(sys.argv[1], "rb"))
+prev, link, arrival, record, rid, method, sender, ts, signed, meta, attrs = v
+print(json.dumps({"prev": prev.hex(), "link": link.hex(), "arrival": arrival, "record": record.decode("utf-8"), "rid": rid,
+	"method": method, "sender": sender, "ts": ts, "signed": signed, "meta": meta.decode(), "attrs": attrs}, ensure_ascii=False))
+`
+	out, err := exec.Command(py, "-c", script, file).Output()
+	if err != nil {
+		t.Fatalf("cbor2: %v", err)
+	}
+	var got struct {
+		Prev, Link           string
+		Arrival, TS          int64
+		Record, RID          string
+		Method, Sender, Meta string
+		Signed               bool
+		Attrs                map[string][]string
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got.Prev != hex.EncodeToString(e.Prev[:]) || got.Link != hex.EncodeToString(e.Link[:]) || got.Arrival != at.UnixMilli() ||
+		got.Record != string(e.Record) || got.RID != e.RecordID || got.Method != e.Method || got.Sender != e.Sender ||
+		got.TS != e.TS.UnixMilli() || !got.Signed || got.Meta != string(e.Meta) || !reflect.DeepEqual(got.Attrs, map[string][]string{"task_id": {"t1", "t2"}}) {
+		t.Fatalf("cbor2 read %+v from %+v", got, e)
+	}
 }
