@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -29,10 +28,7 @@ func TestBackupWhileServing(t *testing.T) {
 		t.Skip("builds and runs a real evidentd")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "evidentd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t, dir, ".", "evidentd")
 	data := filepath.Join(dir, "data")
 	addr := freeAddr(t)
 	cmd := startEvidentd(t, bin, data, addr)

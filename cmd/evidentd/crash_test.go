@@ -15,9 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
-	"github.com/evident-log/evident/verifier"
 )
 
 func freeAddr(t *testing.T) string {
@@ -65,10 +63,7 @@ func TestKillNineLosesNothing(t *testing.T) {
 		t.Skip("builds and kills a real evidentd")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "evidentd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t, dir, ".", "evidentd")
 	data := filepath.Join(dir, "data")
 	addr := freeAddr(t)
 	cmd := startEvidentd(t, bin, data, addr)
@@ -253,20 +248,16 @@ func TestKillNineLosesNothing(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("seal after restart: %s", resp.Status)
 	}
-	resp, err = testClient.Get(fmt.Sprintf("http://%s/v1/export?chain=%s", addr, ws))
-	if err != nil {
-		t.Fatal(err)
+	verifyExport(t, "http://"+addr, ws, false)
+}
+
+// buildBinary builds the command in package dir pkg (relative to this one) into dir and
+// returns its path.
+func buildBinary(t *testing.T, dir, pkg, name string) string {
+	t.Helper()
+	bin := filepath.Join(dir, name)
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", pkg, err, out)
 	}
-	zipBytes, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	r, err := bundle.OpenZipBytes(zipBytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := verifier.Verify(t.Context(), r, verifier.Options{Trust: fetchTrust(t, "http://"+addr)})
-	if err != nil || rep.Verdict != verifier.Verified {
-		var buf bytes.Buffer
-		rep.WriteText(&buf)
-		t.Fatalf("after restart: %v\n%s", err, buf.String())
-	}
+	return bin
 }

@@ -36,14 +36,7 @@ func TestMigrateFromRelease(t *testing.T) {
 		t.Skip("builds and runs real evidentd and evident binaries")
 	}
 	var want struct {
-		Seals map[string]struct {
-			Seals []struct {
-				N          uint64 `json:"n"`
-				Size       uint64 `json:"size"`
-				Registered bool   `json:"registered"`
-				LogIndex   uint64 `json:"log_index"`
-			} `json:"seals"`
-		} `json:"seals"`
+		Seals   map[string]sealList `json:"seals"`
 		Summary struct {
 			Chains map[string]struct {
 				Size uint64 `json:"size"`
@@ -67,12 +60,7 @@ func TestMigrateFromRelease(t *testing.T) {
 		t.Fatalf("the fixture names %d chains", len(want.Summary.Chains))
 	}
 	dir := t.TempDir()
-	bin, cli := filepath.Join(dir, "evidentd"), filepath.Join(dir, "evident")
-	for out, pkg := range map[string]string{bin: ".", cli: "../evident"} {
-		if o, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", pkg, err, o)
-		}
-	}
+	bin, cli := buildBinary(t, dir, ".", "evidentd"), buildBinary(t, dir, "../evident", "evident")
 	data := filepath.Join(dir, "data")
 	if err := os.CopyFS(data, os.DirFS(filepath.Join(fixtureDir, "v8"))); err != nil {
 		t.Fatal(err)
@@ -112,14 +100,7 @@ func TestMigrateFromRelease(t *testing.T) {
 			if got.Size != c.Size || got.Head.String() != c.Head {
 				t.Errorf("%s: chain %s at %d %s, the old binary acknowledged %d %s", when, id, got.Size, got.Head, c.Size, c.Head)
 			}
-			var seals struct {
-				Seals []struct {
-					N          uint64 `json:"n"`
-					Size       uint64 `json:"size"`
-					Registered bool   `json:"registered"`
-					LogIndex   uint64 `json:"log_index"`
-				} `json:"seals"`
-			}
+			var seals sealList
 			getJSON(t, base+"/v1/chains/"+id+"/seals", &seals)
 			if len(seals.Seals) < len(want.Seals[id].Seals) || fmt.Sprint(seals.Seals[:len(want.Seals[id].Seals)]) != fmt.Sprint(want.Seals[id].Seals) {
 				t.Errorf("%s: seals of %s: %v, the old binary had %v", when, id, seals.Seals, want.Seals[id].Seals)
@@ -196,6 +177,17 @@ func TestMigrateFromRelease(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(out), "VERDICT: VERIFIED") {
 		t.Fatalf("evident verify of the old release's bundle: %v\n%s", err, out)
 	}
+}
+
+// sealList is what the tests compare of a chain's seals (GET …/seals, and the fixture's
+// record of it).
+type sealList struct {
+	Seals []struct {
+		N          uint64 `json:"n"`
+		Size       uint64 `json:"size"`
+		Registered bool   `json:"registered"`
+		LogIndex   uint64 `json:"log_index"`
+	} `json:"seals"`
 }
 
 // verifyExport exports chain from the evidentd at base and verifies the bundle; with head,
