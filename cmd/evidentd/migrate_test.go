@@ -1,6 +1,7 @@
 package main
 
 import (
+	"archive/zip"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -163,6 +164,47 @@ func TestMigrateFromRelease(t *testing.T) {
 	}
 	verifyExport(t, base, "wsp_support_triage", false)
 	verifyExport(t, base, "wsp_chapref_deep", false)
+	// The SCITT registrations the old binary made (its policy and one statement) are
+	// exported with their log positions and verify.
+	resp, err := testClient.Get(base + "/v1/export?registrations=all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zipBytes, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("export of registrations: %s %s", resp.Status, zipBytes)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(zipBytes), int64(len(zipBytes)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var regs struct {
+		Policies []struct {
+			LogIndex uint64 `json:"log_index"`
+		} `json:"policies"`
+		Statements []struct {
+			LogIndex uint64 `json:"log_index"`
+		} `json:"statements"`
+	}
+	f, err := zr.Open("scitt/registrations.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(f).Decode(&regs)
+	f.Close()
+	if err != nil || len(regs.Policies) != 1 || len(regs.Statements) != 1 {
+		t.Fatalf("registrations exported after the migration: %+v %v, want the policy and the statement", regs, err)
+	}
+	r, err := bundle.OpenZipBytes(zipBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := verifier.Verify(t.Context(), r, verifier.Options{Trust: fetchTrust(t, base)}); err != nil || rep.Verdict != verifier.Verified {
+		var buf bytes.Buffer
+		rep.WriteText(&buf)
+		t.Fatalf("the migrated registrations: %v\n%s", err, buf.String())
+	}
 	// A second start finds nothing to migrate and the same chains.
 	stop()
 	cmd = startEvidentd(t, bin, data, addr)
