@@ -4,6 +4,16 @@
 //
 //	go run ./internal/cmd/evident-load -url http://127.0.0.1:8080 -n 1000000 -batch 5000 -export big.zip
 //
+// With -rate R it runs open loop instead (single envelopes, -batch 1): it signs every envelope
+// first, then schedules request k at k/R seconds after the start, on chain k mod -chains
+// (round robin), and reports the achieved rate, the latency percentiles (p50, p90, p99, p99.9,
+// max), each measured from the request's scheduled start to its answer, and how many requests
+// started more than 1 ms late. A chain has at most one request in flight (its envelopes are
+// hash-chained), so a chain whose answer comes late starts its next request late, and that
+// wait counts in the next request's latency: there is no coordinated omission.
+//
+//	go run ./internal/cmd/evident-load -url http://127.0.0.1:8080 -batch 1 -chains 64 -n 2000 -rate 4000
+//
 // Given several -url values (replicas of one distributed deployment), it sends each request
 // to the next replica in turn and on to the others when one does not answer. Given -db-dsn
 // and -cpu, it also reports what the run cost per envelope and per request: the database
@@ -39,6 +49,7 @@ type config struct {
 	prefix  string   // chain id prefix
 	export  string   // seal the first chain and export its bundle here ("": no)
 	prepare bool     // sign every envelope before the clock starts
+	rate    float64  // envelopes offered a second, open loop (0: closed loop)
 	dbDSN   string   // database whose global status counters are reported ("": none)
 	procs   []proc   // processes whose CPU time is reported
 
@@ -62,6 +73,7 @@ func main() {
 	flag.StringVar(&cfg.prefix, "chain", "wsp_load", "chain id prefix")
 	flag.StringVar(&cfg.export, "export", "", "seal the first chain and export its bundle to this file")
 	flag.BoolVar(&cfg.prepare, "prepare", false, "sign every envelope before the clock starts, so the rate is the service's alone (holds the whole load in memory)")
+	flag.Float64Var(&cfg.rate, "rate", 0, "open loop: offer this many envelopes a second, round robin over the chains, and report the latency from each request's scheduled start (needs -batch 1; signs before the clock, as -prepare)")
 	flag.StringVar(&cfg.dbDSN, "db-dsn", "", "MySQL-compatible server (go-sql-driver DSN) whose SHOW GLOBAL STATUS counters are reported per envelope")
 	flag.Func("cpu", "NAME=PID: report the CPU time of process PID per envelope under NAME; repeat (one name may sum several processes)", func(s string) error {
 		p, err := parseProc(s)
@@ -98,14 +110,17 @@ func run(ctx context.Context, cfg config) error {
 	if cfg.n <= 0 || cfg.batch <= 0 || cfg.chains <= 0 || len(cfg.urls) == 0 {
 		return errors.New("-n, -batch and -chains must be positive and at least one -url given")
 	}
-	rs := newReplicas(cfg.urls)
+	if cfg.rate < 0 || cfg.rate > 0 && cfg.batch != 1 {
+		return errors.New("-rate must be positive and needs -batch 1")
+	}
+	rs := newReplicas(cfg.urls, cfg.chains)
 	pr, err := openProbe(cfg.dbDSN, cfg.procs)
 	if err != nil {
 		return err
 	}
 	defer pr.close()
 	var work []*chainLoad
-	if cfg.prepare {
+	if cfg.prepare || cfg.rate > 0 {
 		if work, err = prepareAll(cfg); err != nil {
 			return err
 		}
@@ -115,7 +130,14 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	start := time.Now()
-	sent, err := send(ctx, cfg, rs, work)
+	var sent int64
+	var open openLoop
+	if cfg.rate > 0 {
+		open, err = sendOpen(ctx, cfg, rs, work)
+		sent = int64(open.requests)
+	} else {
+		sent, err = send(ctx, cfg, rs, work)
+	}
 	elapsed := time.Since(start)
 	if err != nil {
 		return err
@@ -124,8 +146,12 @@ func run(ctx context.Context, cfg config) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(cfg.out, "ingested %d envelopes in %d chain(s), batch %d, %d replica(s), %d requests: %.2fs, %.0f envelopes/s\n",
-		sent, cfg.chains, cfg.batch, len(cfg.urls), rs.requests.Load(), elapsed.Seconds(), float64(sent)/elapsed.Seconds())
+	if cfg.rate > 0 {
+		open.report(cfg.out, cfg.rate, cfg.chains)
+	}
+	fmt.Fprintf(cfg.out, "ingested %d envelopes in %d chain(s), batch %d, %d replica(s), %d requests: %.2fs, %.0f envelopes/s; %d bytes of request bodies, %.0f an envelope\n",
+		sent, cfg.chains, cfg.batch, len(cfg.urls), rs.requests.Load(), elapsed.Seconds(), float64(sent)/elapsed.Seconds(),
+		rs.bytes.Load(), float64(rs.bytes.Load())/float64(max(sent, 1)))
 	if f := rs.failovers.Load(); f > 0 {
 		fmt.Fprintf(cfg.out, "failovers: %d attempts went on to another replica or were retried\n", f)
 	}

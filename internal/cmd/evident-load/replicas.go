@@ -30,11 +30,16 @@ type replicas struct {
 	next   atomic.Uint64
 
 	requests  atomic.Int64 // requests answered 200 or 201
+	bytes     atomic.Int64 // the bodies of those requests
 	failovers atomic.Int64 // attempts after the first, over all requests
 }
 
-func newReplicas(urls []string) *replicas {
-	return &replicas{urls: urls, client: &http.Client{Timeout: 2 * time.Minute}}
+// newReplicas keeps up to conns idle connections to each replica (one a concurrent chain), so
+// that connections are reused rather than opened for most requests.
+func newReplicas(urls []string, conns int) *replicas {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = max(conns, 2)
+	return &replicas{urls: urls, client: &http.Client{Timeout: 2 * time.Minute, Transport: tr}}
 }
 
 // retryable is an attempt's failure that another attempt may overcome, after pause.
@@ -57,6 +62,9 @@ func (rs *replicas) post(ctx context.Context, path, ct string, body []byte) erro
 		}
 		base := rs.urls[(first+attempt)%uint64(len(rs.urls))]
 		err = rs.try(ctx, base+path, ct, body)
+		if err == nil {
+			rs.bytes.Add(int64(len(body)))
+		}
 		var rt *retryable
 		if err == nil || !errors.As(err, &rt) {
 			return err
