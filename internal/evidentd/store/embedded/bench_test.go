@@ -142,6 +142,7 @@ func BenchmarkAtScale(b *testing.B) {
 	st := s.Stats()
 	// A benchmark with sub-benchmarks prints no result line of its own, so these figures are
 	// logged rather than reported as metrics.
+	b.Logf("store after the load:\n%s", s.db.Metrics())
 	b.Logf("loaded %d entries in %v: disk %.1f B/entry, records %.1f B/entry, heap in use %.1f MiB, store memory %.1f MiB",
 		total, took.Round(time.Millisecond), float64(st.DiskBytes)/float64(total), float64(recBytes)/float64(total),
 		float64(ms.HeapInuse)/(1<<20), float64(st.MemBytes+uint64(st.CacheBytes))/(1<<20))

@@ -49,7 +49,8 @@ var ErrFormat = errors.New("embedded ledger store: unknown format version")
 
 // Options tune the store; the zero value is the default.
 type Options struct {
-	// CacheBytes is the block cache shared by reads (default 64 MiB).
+	// CacheBytes is the block cache shared by reads (default 64 MiB), besides the
+	// memtables.
 	CacheBytes int64
 	// MemTableBytes is the size of a memtable (default 32 MiB; Pebble keeps up to two
 	// while one is flushed).
@@ -119,7 +120,10 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open ledger store: %w", err)
 	}
-	cache := pebble.NewCache(o.CacheBytes)
+	// Pebble takes its memtables' memory out of the block cache: the cache holds both, the
+	// blocks' share being what the two memtables leave. (A cache of CacheBytes alone,
+	// with memtables of 32 MiB, held no block at all: BENCHMARKS.md, "Issue 35".)
+	cache := pebble.NewCache(o.CacheBytes + 2*int64(o.MemTableBytes))
 	opts := &pebble.Options{
 		Cache:              cache,
 		MemTableSize:       o.MemTableBytes,
@@ -132,12 +136,12 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	db, err := pebble.Open(dir, opts)
-	cache.Unref() // the database holds its own reference
 	if err != nil {
+		cache.Unref()
 		unlock()
 		return nil, fmt.Errorf("open ledger store: %w", err)
 	}
-	s := &Store{db: db, log: o.Logger, seed: maphash.MakeSeed(), unlock: unlock}
+	s := &Store{db: db, cache: cache, log: o.Logger, seed: maphash.MakeSeed(), unlock: unlock}
 	err = s.checkFormat()
 	if err == nil {
 		err = s.loadRegistrationSeq() // registrations.go
@@ -175,7 +179,9 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	return errors.Join(s.db.Close(), s.unlock())
+	err := s.db.Close()
+	s.cache.Unref()
+	return errors.Join(err, s.unlock())
 }
 
 // open takes the read side of closeMu, or returns ErrClosed; the caller calls the
