@@ -169,7 +169,10 @@ func TestOpenLoop(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no open-loop line for 400 requests:\n%s", report)
 	}
-	if achieved, _ := strconv.ParseFloat(m[2], 64); achieved < 160 || achieved > 240 {
+	// Open loop never runs ahead of its schedule (400 requests at 1/200 s take at least
+	// 1.995 s); behind it, a loaded machine may fall, but a schedule kept per chain instead of
+	// across them (20/s here) would fall far below 40.
+	if achieved, _ := strconv.ParseFloat(m[2], 64); achieved < 40 || achieved > 201 {
 		t.Fatalf("achieved %v envelopes/s, offered 200:\n%s", achieved, report)
 	}
 	p := regexp.MustCompile(`latency from scheduled start \(ms\): p50 (\S+) p90 (\S+) p99 (\S+) p99\.9 (\S+) max (\S+)`).FindStringSubmatch(report)
