@@ -114,4 +114,8 @@ func TestBackupWhileServing(t *testing.T) {
 		t.Fatalf("seal on the restored service: %s", resp.Status)
 	}
 	verifyExport(t, base2, ws, false)
+	// Tessera's fsck rebuilds the restored log's tiles and root from its entry bundles.
+	if err := fsckAt(t.Context(), addr2, fetchTrust(t, base2), 1); err != nil {
+		t.Fatalf("fsck of the restored log: %v", err)
+	}
 }

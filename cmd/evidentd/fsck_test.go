@@ -83,10 +83,16 @@ func runFsck(ctx context.Context, tg fsckTarget) (uint64, error) {
 // tile-log endpoints, pinned to the log key of trust. A log that is not clean, or that
 // shrank below minSize, is an error.
 func fsckLog(ctx context.Context, c *cluster, i int, trust *trustfile.File, minSize uint64) error {
+	return fsckAt(ctx, c.addrs[i], trust, minSize)
+}
+
+// fsckAt runs Tessera's fsck, in a child process, on the log the evidentd at addr serves,
+// pinned to the log key of trust; as fsckLog.
+func fsckAt(ctx context.Context, addr string, trust *trustfile.File, minSize uint64) error {
 	if len(trust.LogKeys) == 0 {
 		return fmt.Errorf("the trust file names no log key")
 	}
-	target, err := json.Marshal(fsckTarget{Root: "http://" + c.addrs[i] + "/log/", Origin: trust.Origin, VKey: trust.LogKeys[0]})
+	target, err := json.Marshal(fsckTarget{Root: "http://" + addr + "/log/", Origin: trust.Origin, VKey: trust.LogKeys[0]})
 	if err != nil {
 		return err
 	}

@@ -205,6 +205,10 @@ func TestMigrateFromRelease(t *testing.T) {
 		rep.WriteText(&buf)
 		t.Fatalf("the migrated registrations: %v\n%s", err, buf.String())
 	}
+	// The log the old binary wrote, and the seals since, pass Tessera's fsck.
+	if err := fsckAt(t.Context(), addr, fetchTrust(t, base), 1); err != nil {
+		t.Fatalf("fsck of the log after the migration: %v", err)
+	}
 	// A second start finds nothing to migrate and the same chains.
 	stop()
 	cmd = startEvidentd(t, bin, data, addr)

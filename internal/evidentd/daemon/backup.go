@@ -43,10 +43,12 @@ func (d *Daemon) Backup(ctx context.Context, dest string) error {
 	if err := os.MkdirAll(partial, 0o700); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
-	if err := st.Checkpoint(ctx, filepath.Join(partial, embedded.Dir)); err != nil {
-		return fmt.Errorf("backup: %w", err)
+	err := st.Checkpoint(ctx, filepath.Join(partial, embedded.Dir))
+	if err == nil {
+		err = copyData(ctx, d.cfg.Data, partial)
 	}
-	if err := copyData(ctx, d.cfg.Data, partial); err != nil {
+	if err != nil {
+		os.RemoveAll(partial) // a failed backup leaves nothing behind
 		return fmt.Errorf("backup: %w", err)
 	}
 	if err := os.Rename(partial, dest); err != nil {

@@ -28,7 +28,7 @@ func TestCodecRoundTrip(t *testing.T) {
 			TS: at.Add(time.Second), Signed: true, Meta: []byte(`{"seq":3}`), Attrs: map[string][]string{"task_id": {"t1", "t2"}}},
 		{Chain: "c", Seq: 4, Arrival: at, Record: []byte(`{}`), Meta: []byte{}}, // no ts, no id, empty (not absent) meta
 	} {
-		got, err := decodeEntry(e.Chain, e.Seq, encodeEntry(&e, indexedAttrs(e.Attrs)))
+		got, err := decodeEntry(e.Chain, e.Seq, encodeEntry(&e, store.IndexedAttrs(e.Attrs)))
 		if err != nil || !reflect.DeepEqual(got, e) {
 			t.Fatalf("entry: %+v %v, want %+v", got, err, e)
 		}
@@ -93,7 +93,7 @@ func TestValuesReadByAnotherDecoder(t *testing.T) {
 		Method: "task.update", Sender: "human:алиса", TS: at.Add(time.Second), Signed: true, Meta: []byte(`{"seq":3}`),
 		Attrs: map[string][]string{"task_id": {"t2", "t1"}}}
 	file := filepath.Join(t.TempDir(), "entry.cbor")
-	if err := os.WriteFile(file, encodeEntry(&e, indexedAttrs(e.Attrs)), 0o600); err != nil {
+	if err := os.WriteFile(file, encodeEntry(&e, store.IndexedAttrs(e.Attrs)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	const script = `

@@ -63,7 +63,6 @@ type Options struct {
 type Store struct {
 	db    *pebble.DB
 	cache *pebble.Cache
-	log   *slog.Logger
 
 	locks [lockStripes]sync.Mutex // chain locks, by hash of the chain id (lockFor)
 	seed  maphash.Seed
@@ -141,7 +140,7 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 		unlock()
 		return nil, fmt.Errorf("open ledger store: %w", err)
 	}
-	s := &Store{db: db, cache: cache, log: o.Logger, seed: maphash.MakeSeed(), unlock: unlock}
+	s := &Store{db: db, cache: cache, seed: maphash.MakeSeed(), unlock: unlock}
 	err = s.checkFormat()
 	if err == nil {
 		err = s.loadRegistrationSeq() // registrations.go
@@ -283,6 +282,12 @@ func (s *Store) get(key []byte) (v []byte, found bool, err error) {
 		return nil, false, err
 	}
 	defer done()
+	return s.getOpen(key)
+}
+
+// getOpen is get for a caller that holds the read side of closeMu already (a scan's
+// function): taking it again would wait behind a Close waiting for the first.
+func (s *Store) getOpen(key []byte) (v []byte, found bool, err error) {
 	val, closer, err := s.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
@@ -297,20 +302,11 @@ func (s *Store) get(key []byte) (v []byte, found bool, err error) {
 
 // getUint returns the value of key decoded as a number, or found = false.
 func (s *Store) getUint(key []byte) (n uint64, found bool, err error) {
-	done, err := s.open()
-	if err != nil {
+	v, found, err := s.get(key)
+	if err != nil || !found {
 		return 0, false, err
 	}
-	defer done()
-	val, closer, err := s.db.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, err
-	}
-	defer closer.Close()
-	n, err = decodeUint(val)
+	n, err = decodeUint(v)
 	return n, err == nil, err
 }
 

@@ -155,17 +155,12 @@ func (s *Store) checkRecordIDs(b *store.Batch) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	done, err := s.open()
-	if err != nil {
-		return err
-	}
-	defer done()
 	prefix := ck(tagRecordID, chain, 0)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: upperBound(prefix)})
+	it, release, err := s.iter(context.Background(), prefix, upperBound(prefix))
 	if err != nil {
 		return err
 	}
-	defer it.Close()
+	defer release()
 	key := prefix
 	for i := range b.Entries {
 		e := &b.Entries[i]
@@ -207,7 +202,7 @@ func putBatch(wb *pebble.Batch, b *store.Batch, created time.Time) error {
 
 // putEntry adds to wb the entry e and its index keys.
 func putEntry(wb *pebble.Batch, e *store.Entry) error {
-	attrs := indexedAttrs(e.Attrs)
+	attrs := store.IndexedAttrs(e.Attrs)
 	seq := encodeUint(e.Seq)
 	err := wb.Set(entryKey(e.Chain, e.Seq), encodeEntry(e, attrs), nil)
 	if err == nil {
@@ -224,29 +219,6 @@ func putEntry(wb *pebble.Batch, e *store.Entry) error {
 		}
 	}
 	return err
-}
-
-// indexedAttrs returns what the store keeps of the attributes m: the indexable ones
-// (store.Indexable), each name's values sorted and once; nil when there are none.
-func indexedAttrs(m map[string][]string) map[string][]string {
-	var out map[string][]string
-	for name, values := range m {
-		var kept []string
-		for _, v := range values {
-			if store.Indexable(name, v) {
-				kept = append(kept, v)
-			}
-		}
-		if len(kept) == 0 {
-			continue
-		}
-		slices.Sort(kept)
-		if out == nil {
-			out = make(map[string][]string, len(m))
-		}
-		out[name] = slices.Compact(kept)
-	}
-	return out
 }
 
 // LoadChain implements store.Store.
@@ -320,7 +292,7 @@ func (s *Store) Entries(ctx context.Context, chain string, f store.Filter) ([]st
 	from := append(slices.Clip(prefix), encodeUint(f.From)...)
 	err := s.scan(ctx, from, upperBound(prefix), func(k, _ []byte) (bool, error) {
 		seq := lastUint64(k)
-		v, found, err := s.get(entryKey(chain, seq))
+		v, found, err := s.getOpen(entryKey(chain, seq)) // scan holds closeMu
 		if err != nil || !found {
 			return false, fmt.Errorf("attribute index names seq %d: %w", seq, errOr(err, ErrCorrupt))
 		}
@@ -376,35 +348,42 @@ func hasAttrs(have, want map[string][]string) bool {
 // scan calls fn with the keys and values from lower (inclusive) to upper (exclusive), in
 // order, until fn returns false or an error. The value is only valid during the call.
 func (s *Store) scan(ctx context.Context, lower, upper []byte, fn func(k, v []byte) (bool, error)) error {
-	done, err := s.open()
+	it, release, err := s.iter(ctx, lower, upper)
 	if err != nil {
 		return err
 	}
-	defer done()
-	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		return err
-	}
+	defer release()
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		if n++; n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
-				it.Close()
 				return err
 			}
 		}
 		v, err := it.ValueAndErr()
 		if err != nil {
-			it.Close()
 			return err
 		}
-		more, err := fn(it.Key(), v)
-		if err != nil || !more {
-			it.Close()
+		if more, err := fn(it.Key(), v); err != nil || !more {
 			return err
 		}
 	}
-	return it.Close()
+	return it.Error()
+}
+
+// iter returns an iterator over the keys from lower (inclusive) to upper (exclusive), and
+// the function that closes it and lets Close go on; closeMu is held between the two.
+func (s *Store) iter(ctx context.Context, lower, upper []byte) (*pebble.Iterator, func(), error) {
+	done, err := s.open()
+	if err != nil {
+		return nil, nil, err
+	}
+	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		done()
+		return nil, nil, err
+	}
+	return it, func() { it.Close(); done() }, nil
 }
 
 // Chains implements store.Store.
@@ -447,17 +426,13 @@ func (s *Store) ListChains(ctx context.Context, after string, limit int) ([]stor
 
 // lastKey returns a copy of the greatest key that begins with prefix.
 func (s *Store) lastKey(ctx context.Context, prefix []byte) (key []byte, found bool, err error) {
-	done, err := s.open()
+	it, release, err := s.iter(ctx, prefix, upperBound(prefix))
 	if err != nil {
 		return nil, false, err
 	}
-	defer done()
-	it, err := s.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: upperBound(prefix)})
-	if err != nil {
-		return nil, false, err
-	}
+	defer release()
 	if it.Last() {
 		key, found = append([]byte(nil), it.Key()...), true
 	}
-	return key, found, it.Close()
+	return key, found, it.Error()
 }

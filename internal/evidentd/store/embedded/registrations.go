@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -138,14 +139,6 @@ func (s *Store) Registered(ctx context.Context, kind, issuer string) ([]store.Re
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(regs, func(a, b store.Registration) int {
-		switch {
-		case a.LogIndex < b.LogIndex:
-			return -1
-		case a.LogIndex > b.LogIndex:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(regs, func(a, b store.Registration) int { return cmp.Compare(a.LogIndex, b.LogIndex) })
 	return regs, nil
 }

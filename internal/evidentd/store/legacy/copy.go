@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/ledger"
 )
 
 // copyPage is how many entries of a chain Copy reads and commits at a time.
@@ -30,7 +31,7 @@ func Copy(ctx context.Context, r *Reader, dst store.Store, progress func(Counts)
 	for i := range chains {
 		final := chains[i]
 		var size uint64
-		var head = store.ChainRecord{}.Head // the genesis link: all zero
+		head := ledger.Genesis
 		for size < final.Size {
 			es, err := r.Entries(ctx, final.ID, size, copyPage)
 			if err != nil {

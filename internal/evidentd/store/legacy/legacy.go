@@ -228,31 +228,8 @@ func asStored(e store.Entry) store.Entry {
 	if !e.TS.IsZero() {
 		e.TS = fromMS(e.TS.UnixMilli())
 	}
-	e.Attrs = indexedAttrs(e.Attrs)
+	e.Attrs = store.IndexedAttrs(e.Attrs)
 	return e
-}
-
-// indexedAttrs returns the attributes of m the old store kept (store.Indexable), each
-// name's values sorted and once; nil when none.
-func indexedAttrs(m map[string][]string) map[string][]string {
-	var out map[string][]string
-	for name, vs := range m {
-		var vals []string
-		for _, v := range vs {
-			if store.Indexable(name, v) {
-				vals = append(vals, v)
-			}
-		}
-		if len(vals) == 0 {
-			continue
-		}
-		slices.Sort(vals)
-		if out == nil {
-			out = map[string][]string{}
-		}
-		out[name] = slices.Compact(vals)
-	}
-	return out
 }
 
 func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }

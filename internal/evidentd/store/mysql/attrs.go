@@ -33,23 +33,13 @@ type attrValues struct {
 	values []string
 }
 
-// indexedAttrs returns what the store keeps of the attributes m: the indexable ones
-// (store.Indexable), names in order, each name's values sorted and once; nil when there
-// are none.
+// indexedAttrs returns what the store keeps of the attributes m (store.IndexedAttrs), names
+// in order; nil when there are none.
 func indexedAttrs(m map[string][]string) []attrValues {
+	kept := store.IndexedAttrs(m)
 	var out []attrValues
-	for _, name := range attrNames(m) {
-		var vals []string
-		for _, v := range m[name] {
-			if store.Indexable(name, v) {
-				vals = append(vals, v)
-			}
-		}
-		if len(vals) == 0 {
-			continue
-		}
-		slices.Sort(vals)
-		out = append(out, attrValues{name, slices.Compact(vals)})
+	for _, name := range attrNames(kept) {
+		out = append(out, attrValues{name, kept[name]})
 	}
 	return out
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
 )
@@ -98,17 +97,4 @@ func (s *Store) PendingRegistrations(ctx context.Context) ([]store.Registration,
 // Policies implements store.Registrations.
 func (s *Store) Policies(ctx context.Context) ([]store.Registration, error) {
 	return s.registrations(ctx, `kind=?`, store.KindPolicy)
-}
-
-// ListRegistered lists the registrations of kind the log holds, in log order, of issuer
-// when it is not empty: what store.RegistrationLister.Registered answers. Store does not
-// define Registered, so it does not offer that interface (evidentd's export of
-// registrations answers 404 on it).
-func (s *Store) ListRegistered(ctx context.Context, kind, issuer string) ([]store.Registration, error) {
-	regs, err := s.registrations(ctx, `registered=1 AND kind=? AND (?='' OR issuer=?)`, kind, issuer, issuer)
-	if err != nil {
-		return nil, err
-	}
-	sort.SliceStable(regs, func(i, j int) bool { return regs[i].LogIndex < regs[j].LogIndex })
-	return regs, nil
 }
