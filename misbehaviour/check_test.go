@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/misbehaviour"
-	"github.com/evident-log/evident/tilelog"
 	"github.com/evident-log/evident/tlogpolicy"
 )
 
@@ -247,7 +247,7 @@ func TestConsistencyVerdicts(t *testing.T) {
 func TestCheckIgnoresLinesThatDoNotVerify(t *testing.T) {
 	good := mustRead(t, "testdata/consistency_proof_failed.golden")
 	ed := goldenLog(t).ed
-	_, pq, err := tilelog.GenerateMLDSAKey("log.example/golden") // the log's post-quantum key, pinned too
+	_, pq, err := log.GenerateMLDSAKey("log.example/golden") // the log's post-quantum key, pinned too
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/transparency-dev/merkle/testonly"
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/evident-log/evident/tilelog"
+	"github.com/evident-log/evident/log"
 )
 
 // testLog is a log key (Ed25519, and ML-DSA-44 when made by newLog) and the trees it signed
@@ -33,11 +33,11 @@ type testLog struct {
 func newLog(t testing.TB, origin string) *testLog {
 	t.Helper()
 	l := newEd25519Log(t, origin, rand.Reader)
-	skey, _, err := tilelog.GenerateMLDSAKey(origin)
+	skey, _, err := log.GenerateMLDSAKey(origin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, vkey, err := tilelog.NewMLDSASigner(skey)
+	s, vkey, err := log.NewMLDSASigner(skey)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/misbehaviour"
-	"github.com/evident-log/evident/tilelog"
 )
 
 // TestNewRefusalKeepsLargeProofs checks that a witness's answer is parsed whole as a proof
@@ -16,11 +16,11 @@ import (
 // over MaxResponse itself.
 func TestNewRefusalKeepsLargeProofs(t *testing.T) {
 	l := forkedLog(t)
-	skey, _, err := tilelog.GenerateMLDSAKey("witness.example/pq")
+	skey, _, err := log.GenerateMLDSAKey("witness.example/pq")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, _, err := tilelog.NewMLDSASigner(skey)
+	w, _, err := log.NewMLDSASigner(skey)
 	if err != nil {
 		t.Fatal(err)
 	}

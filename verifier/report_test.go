@@ -254,8 +254,8 @@ func TestOfflineDependencies(t *testing.T) {
 	}
 	forbidden := map[string]bool{
 		"net": true, "net/http": true, "database/sql": true, "net/rpc": true, "net/smtp": true, "crypto/tls": true,
-		"github.com/evident-log/evident/tilelog": true,
-		"github.com/evident-log/evident/client":  true,
+		"github.com/evident-log/evident/log":    true,
+		"github.com/evident-log/evident/client": true,
 	}
 	for _, d := range deps {
 		if forbidden[d] || strings.HasPrefix(d, "github.com/transparency-dev/tessera") ||

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/evident-log/evident/internal/evidentd/daemon"
-	"github.com/evident-log/evident/tilelog"
+	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/trustfile"
 )
 
@@ -54,7 +54,7 @@ func TestReadVKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, pq, err := tilelog.GenerateMLDSAKey(origin)
+	_, pq, err := log.GenerateMLDSAKey(origin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,12 +112,12 @@ func TestVerifyPinsPostQuantumKey(t *testing.T) {
 	mustCLI(t, "export", "-url", srv.URL, "-chain", ws, "-o", zip)
 	trust := filepath.Join(dir, "operator.trust.json")
 	mustCLI(t, "trust", "fetch", srv.URL, "-o", trust)
-	pqFile := filepath.Join(data, "keys", tilelog.MLDSAVerifierKeyFile)
+	pqFile := filepath.Join(data, "keys", log.MLDSAVerifierKeyFile)
 	pq, err := os.ReadFile(pqFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, otherPQ, err := tilelog.GenerateMLDSAKey(strings.SplitN(string(pq), "+", 2)[0])
+	_, otherPQ, err := log.GenerateMLDSAKey(strings.SplitN(string(pq), "+", 2)[0])
 	if err != nil {
 		t.Fatal(err)
 	}

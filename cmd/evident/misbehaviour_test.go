@@ -17,8 +17,8 @@ import (
 	"github.com/transparency-dev/merkle/testonly"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/misbehaviour"
-	"github.com/evident-log/evident/tilelog"
 	"github.com/evident-log/evident/tlogwitness"
 )
 
@@ -44,11 +44,11 @@ func newForkFixture(t *testing.T) *forkFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	psk, _, err := tilelog.GenerateMLDSAKey(f.origin)
+	psk, _, err := log.GenerateMLDSAKey(f.origin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, pvk, err := tilelog.NewMLDSASigner(psk)
+	ps, pvk, err := log.NewMLDSASigner(psk)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,8 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/evident-log/evident/internal/evidentd/daemon"
+	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/misbehaviour"
-	"github.com/evident-log/evident/tilelog"
 	"github.com/evident-log/evident/trustfile"
 )
 
@@ -57,7 +57,7 @@ func TestVerifyWritesMisbehaviour(t *testing.T) {
 	if _, err := cp.Unmarshal(served[:bytes.Index(served, []byte("\n\n"))+1]); err != nil {
 		t.Fatalf("served checkpoint: %v\n%s", err, served)
 	}
-	signer, _, err := tilelog.LoadOrCreateKey(filepath.Join(data, "keys"), cp.Origin)
+	signer, _, err := log.LoadOrCreateKey(filepath.Join(data, "keys"), cp.Origin)
 	if err != nil {
 		t.Fatal(err)
 	}

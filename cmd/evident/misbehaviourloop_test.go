@@ -18,7 +18,7 @@ import (
 
 	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
-	"github.com/evident-log/evident/tilelog"
+	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/tlogwitness"
 )
 
@@ -73,7 +73,7 @@ func TestMisbehaviourLoop(t *testing.T) {
 
 	// 2. A witness of the log, shown a forged tree of the log's size.
 	w := testinfra.StartWitness(t, filepath.Join(bin, "evident-witness"), "witness.test/w1", origin, strings.TrimSpace(string(mustRead(t, logVKey))))
-	signer, _, err := tilelog.LoadOrCreateKey(filepath.Join(data, "keys"), origin)
+	signer, _, err := log.LoadOrCreateKey(filepath.Join(data, "keys"), origin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestMisbehaviourLoop(t *testing.T) {
 	}
 
 	// 5. The post-quantum key as served pins the bundle's ML-DSA-44 signatures.
-	_, otherPQ, err := tilelog.GenerateMLDSAKey(origin)
+	_, otherPQ, err := log.GenerateMLDSAKey(origin)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/evidentd/scitt"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/tilelog"
+	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/trustfile"
 	"github.com/evident-log/evident/verifier"
 )
@@ -250,7 +250,7 @@ func logEntries(ctx context.Context, c *cluster, i int, trust *trustfile.File) (
 			return nil, fmt.Errorf("entry bundle %d through replica %d: %w", b, i, err)
 		}
 		for _, e := range eb.Entries {
-			if len(e) != tilelog.EntrySize {
+			if len(e) != log.EntrySize {
 				return nil, fmt.Errorf("log entry %d is %d bytes", len(entries), len(e))
 			}
 			entries = append(entries, [32]byte(e))

@@ -15,7 +15,7 @@ import (
 	"github.com/transparency-dev/tessera/client"
 	"github.com/transparency-dev/tessera/fsck"
 
-	"github.com/evident-log/evident/tilelog"
+	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/trustfile"
 )
 
@@ -126,7 +126,7 @@ func leafHashes(b []byte) ([][]byte, error) {
 	}
 	out := make([][]byte, len(eb.Entries))
 	for k, e := range eb.Entries {
-		out[k] = tilelog.LeafHash(e)
+		out[k] = log.LeafHash(e)
 	}
 	return out, nil
 }

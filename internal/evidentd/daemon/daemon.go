@@ -28,7 +28,7 @@ import (
 	"github.com/evident-log/evident/internal/netlimit"
 	"github.com/evident-log/evident/ledger/canonical"
 	"github.com/evident-log/evident/ledger/profile"
-	"github.com/evident-log/evident/tilelog"
+	"github.com/evident-log/evident/log"
 )
 
 // Config is evidentd's configuration; every field has a flag and an environment variable
@@ -139,7 +139,7 @@ func (h HTTP) orDefault() HTTP {
 // Daemon is a running evidentd (without its listener).
 type Daemon struct {
 	cfg      Config
-	log      *tilelog.Log
+	log      *log.Log
 	store    store.Store
 	pipeline *ingest.Pipeline
 	service  *scitt.Service
@@ -169,7 +169,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.Data, "keys"), 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	signer, _, err := tilelog.LoadOrCreateKey(filepath.Join(cfg.Data, "keys"), cfg.Origin)
+	signer, _, err := log.LoadOrCreateKey(filepath.Join(cfg.Data, "keys"), cfg.Origin)
 	if err != nil {
 		return nil, fmt.Errorf("log key: %w", err)
 	}
@@ -180,14 +180,14 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	lo := tilelog.Options{Dir: filepath.Join(cfg.Data, "log"), Signer: signer, CheckpointInterval: cfg.CheckpointInterval, Logger: cfg.Logger}
+	lo := log.Options{Dir: filepath.Join(cfg.Data, "log"), Signer: signer, CheckpointInterval: cfg.CheckpointInterval, Logger: cfg.Logger}
 	if cfg.Distributed != nil {
 		if lo, err = cfg.Distributed.logOptions(lo); err != nil {
 			return nil, err
 		}
 	}
 	if cfg.PostQuantum {
-		pq, _, err := tilelog.LoadOrCreateMLDSAKey(filepath.Join(cfg.Data, "keys"), cfg.Origin)
+		pq, _, err := log.LoadOrCreateMLDSAKey(filepath.Join(cfg.Data, "keys"), cfg.Origin)
 		if err != nil {
 			return nil, fmt.Errorf("post-quantum log key: %w", err)
 		}
@@ -202,7 +202,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 			return nil, err
 		}
 	}
-	l, err := tilelog.Open(ctx, lo)
+	l, err := log.Open(ctx, lo)
 	if err != nil {
 		return nil, fmt.Errorf("transparency log: %w", err)
 	}
@@ -291,7 +291,7 @@ func openClaims(ctx context.Context, st store.Store, single bool) (store.Claims,
 func (d *Daemon) Handler() http.Handler { return d.handler }
 
 // Log returns the transparency log.
-func (d *Daemon) Log() *tilelog.Log { return d.log }
+func (d *Daemon) Log() *log.Log { return d.log }
 
 // Pipeline returns the ingest pipeline.
 func (d *Daemon) Pipeline() *ingest.Pipeline { return d.pipeline }

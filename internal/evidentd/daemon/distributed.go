@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/evident-log/evident/internal/evidentd/store/mysql"
-	"github.com/evident-log/evident/tilelog"
+	"github.com/evident-log/evident/log"
 )
 
 // Distributed configures the scale-out mode: the ledger store and Tessera's sequencer in
@@ -24,7 +24,7 @@ type Distributed struct {
 	S3Bucket string
 	// S3Prefix is prepended to every object name (EVIDENT_S3_PREFIX).
 	S3Prefix string
-	// S3Region (EVIDENT_S3_REGION), default tilelog.DefaultS3Region.
+	// S3Region (EVIDENT_S3_REGION), default log.DefaultS3Region.
 	S3Region string
 	// S3AccessKey and S3SecretKey are the object store's credentials, from the environment
 	// only (EVIDENT_S3_ACCESS_KEY and EVIDENT_S3_SECRET_KEY, or AWS_ACCESS_KEY_ID and
@@ -39,15 +39,15 @@ type Distributed struct {
 // ErrDistributedConfig is returned for an incomplete distributed-mode configuration.
 var ErrDistributedConfig = errors.New("distributed mode needs a database DSN and an S3 bucket")
 
-func (d *Distributed) logOptions(o tilelog.Options) (tilelog.Options, error) {
+func (d *Distributed) logOptions(o log.Options) (log.Options, error) {
 	if d.DSN == "" || d.S3Bucket == "" {
 		return o, ErrDistributedConfig
 	}
-	if o.CheckpointInterval < tilelog.MinAWSCheckpointInterval {
-		o.CheckpointInterval = tilelog.MinAWSCheckpointInterval
+	if o.CheckpointInterval < log.MinAWSCheckpointInterval {
+		o.CheckpointInterval = log.MinAWSCheckpointInterval
 	}
 	o.Dir = ""
-	o.AWS = &tilelog.AWSOptions{DSN: d.DSN, Endpoint: d.S3Endpoint, Region: d.S3Region, Bucket: d.S3Bucket, Prefix: d.S3Prefix,
+	o.AWS = &log.AWSOptions{DSN: d.DSN, Endpoint: d.S3Endpoint, Region: d.S3Region, Bucket: d.S3Bucket, Prefix: d.S3Prefix,
 		AccessKeyID: d.S3AccessKey, SecretAccessKey: d.S3SecretKey, CreateBucket: d.S3CreateBucket, MaxOpenConns: d.MaxOpenConns}
 	return o, nil
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/evident-log/evident/internal/evidentd/servicekey"
-	"github.com/evident-log/evident/tilelog"
+	"github.com/evident-log/evident/log"
 )
 
 // KeyFile is one key file evidentd keeps in its data directory, with what it holds and
@@ -22,12 +22,12 @@ type KeyFile struct {
 func (d *Daemon) KeyFiles() []KeyFile {
 	keys := filepath.Join(d.cfg.Data, "keys")
 	all := []KeyFile{
-		{filepath.Join(keys, tilelog.KeyFile), true, "log checkpoint signing key (Ed25519); the log's identity: lost, the log cannot grow under its origin"},
-		{filepath.Join(keys, tilelog.MLDSAKeyFile), true, "post-quantum checkpoint signing key (ML-DSA-44, --log-mldsa)"},
+		{filepath.Join(keys, log.KeyFile), true, "log checkpoint signing key (Ed25519); the log's identity: lost, the log cannot grow under its origin"},
+		{filepath.Join(keys, log.MLDSAKeyFile), true, "post-quantum checkpoint signing key (ML-DSA-44, --log-mldsa)"},
 		{d.cfg.ServiceKey, true, "service statement key: signs seals, statements and receipts (COSE)"},
 		{filepath.Join(keys, COPNodeKeyFile), true, "COP node key: signs COP Ledger records"},
-		{filepath.Join(keys, tilelog.VerifierKeyFile), false, "log verifier key: publish it, verifiers pin it"},
-		{filepath.Join(keys, tilelog.MLDSAVerifierKeyFile), false, "post-quantum log verifier key: publish it"},
+		{filepath.Join(keys, log.VerifierKeyFile), false, "log verifier key: publish it, verifiers pin it"},
+		{filepath.Join(keys, log.MLDSAVerifierKeyFile), false, "post-quantum log verifier key: publish it"},
 		{d.keyHistoryPath(), false, "service key history: every key's validity window, the content of /.well-known/scitt-keys"},
 		{filepath.Join(filepath.Dir(d.cfg.ServiceKey), servicekey.RetiredDir), true, "retired service private keys (evident keys rotate): nothing reads them again"},
 	}

@@ -19,9 +19,9 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger/profile"
+	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/regpolicy/regpolicytest"
-	"github.com/evident-log/evident/tilelog"
 	"github.com/veraison/go-cose"
 )
 
@@ -31,7 +31,7 @@ var errKilled = errors.New("replica killed while appending")
 // killedAppend does what a replica killed in the middle of an append leaves behind: a
 // claim on entry (owner "killed-replica") whose lease is over at once and, when appended,
 // the entry in the log at the returned index, recorded nowhere.
-func killedAppend(ctx context.Context, claims store.Claims, l *tilelog.Log, entry [32]byte, appended bool) (uint64, error) {
+func killedAppend(ctx context.Context, claims store.Claims, l *log.Log, entry [32]byte, appended bool) (uint64, error) {
 	size, err := l.Size(ctx)
 	if err != nil {
 		return 0, err

@@ -25,8 +25,8 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/evident-log/evident/internal/evidentd/refusals"
+	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/misbehaviour"
-	"github.com/evident-log/evident/tilelog"
 	"github.com/evident-log/evident/tlogwitness"
 	"github.com/evident-log/evident/witness"
 )
@@ -112,7 +112,7 @@ func grownLog(t *testing.T, dir, chain string) (note.Signer, string, *tlog.Check
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	signer, vkey, err := tilelog.LoadOrCreateKey(filepath.Join(dir, "keys"), DefaultOrigin)
+	signer, vkey, err := log.LoadOrCreateKey(filepath.Join(dir, "keys"), DefaultOrigin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func TestWitnessRefusalKept(t *testing.T) {
 
 	// Nothing acknowledged is lost: the published checkpoint is still the genuine one.
 	code, raw := get(t, srv.URL+"/log/checkpoint")
-	cp, err := tilelog.VerifyCheckpoint(raw, logVKey)
+	cp, err := log.VerifyCheckpoint(raw, logVKey)
 	if code != http.StatusOK || err != nil || cp.Size != genuine.Size || !bytes.Equal(cp.Hash, genuine.Hash) {
 		t.Fatalf("published checkpoint during the refusal: %d %v\n%s", code, err, raw)
 	}

@@ -24,9 +24,9 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/servicekey"
 	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/regpolicy/regpolicytest"
-	"github.com/evident-log/evident/tilelog"
 	"github.com/evident-log/evident/verifier"
 	"github.com/veraison/go-cose"
 )
@@ -50,7 +50,7 @@ func newDeployment(t *testing.T) *deployment {
 	if err := os.MkdirAll(keys, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	_, vkey, err := tilelog.LoadOrCreateKey(keys, DefaultOrigin)
+	_, vkey, err := log.LoadOrCreateKey(keys, DefaultOrigin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func atOnce(calls ...func()) {
 }
 
 // logEntries reads every entry the log's latest checkpoint covers, through the tile log.
-func logEntries(t *testing.T, l *tilelog.Log) [][32]byte {
+func logEntries(t *testing.T, l *log.Log) [][32]byte {
 	t.Helper()
 	ctx := t.Context()
 	size, err := l.Size(ctx)

@@ -20,8 +20,8 @@ import (
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/misbehaviour"
-	"github.com/evident-log/evident/tilelog"
 	"github.com/evident-log/evident/trustfile"
 	"github.com/evident-log/evident/verifier"
 )
@@ -151,13 +151,13 @@ func TestMLDSAKeyPublished(t *testing.T) {
 				return
 			}
 			served := strings.TrimSpace(string(body))
-			onDisk, err := os.ReadFile(filepath.Join(dir, "keys", tilelog.MLDSAVerifierKeyFile))
+			onDisk, err := os.ReadFile(filepath.Join(dir, "keys", log.MLDSAVerifierKeyFile))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") ||
 				served != strings.TrimSpace(string(onDisk)) || !trustfile.IsMLDSA44(served) {
-				t.Fatalf("GET /log/mldsa.vkey: %d %q, keys/%s holds %q", resp.StatusCode, body, tilelog.MLDSAVerifierKeyFile, onDisk)
+				t.Fatalf("GET /log/mldsa.vkey: %d %q, keys/%s holds %q", resp.StatusCode, body, log.MLDSAVerifierKeyFile, onDisk)
 			}
 			if len(tf.LogMLDSAKeys) == 0 || tf.LogMLDSAKeys[0] != served {
 				t.Fatalf("trust file log_mldsa_keys %q, GET /log/mldsa.vkey %q", tf.LogMLDSAKeys, served)

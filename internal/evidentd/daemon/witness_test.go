@@ -24,8 +24,8 @@ import (
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/misbehaviour"
-	"github.com/evident-log/evident/tilelog"
 	"github.com/evident-log/evident/trustfile"
 	"github.com/evident-log/evident/verifier"
 	"github.com/evident-log/evident/witness"
@@ -84,7 +84,7 @@ func startWitnessed(t *testing.T, failOpen bool, downAtStart bool) (*Daemon, *ht
 	if err := os.MkdirAll(filepath.Join(dir, "keys"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	signer, vkey, err := tilelog.LoadOrCreateKey(filepath.Join(dir, "keys"), DefaultOrigin)
+	signer, vkey, err := log.LoadOrCreateKey(filepath.Join(dir, "keys"), DefaultOrigin)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/internal/evidentd/refusals"
+	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/misbehaviour"
-	"github.com/evident-log/evident/tilelog"
 )
 
 // Witnesses configures evidentd's checkpoint witnessing (Config.Witnesses).
@@ -28,13 +28,13 @@ type Witnesses struct {
 }
 
 // logOptions adds the witness configuration to the log's options; onRefusal is told of each
-// refusal of the log's checkpoint by a witness (tilelog.WitnessConfig.OnRefusal).
-func (w *Witnesses) logOptions(lo tilelog.Options, onRefusal func(*misbehaviour.Refusal)) (tilelog.Options, error) {
+// refusal of the log's checkpoint by a witness (log.WitnessConfig.OnRefusal).
+func (w *Witnesses) logOptions(lo log.Options, onRefusal func(*misbehaviour.Refusal)) (log.Options, error) {
 	b, err := os.ReadFile(w.PolicyFile)
 	if err != nil {
 		return lo, fmt.Errorf("witness policy: %w", err)
 	}
-	lo.Witnesses = &tilelog.WitnessConfig{Policy: b, FailOpen: w.FailOpen, Timeout: w.Timeout, OnRefusal: onRefusal}
+	lo.Witnesses = &log.WitnessConfig{Policy: b, FailOpen: w.FailOpen, Timeout: w.Timeout, OnRefusal: onRefusal}
 	return lo, nil
 }
 
@@ -43,13 +43,13 @@ func (w *Witnesses) logOptions(lo tilelog.Options, onRefusal func(*misbehaviour.
 // dealt with (checked, and moved out of the directory).
 func openRefusals(cfg Config) (*refusals.Keeper, error) {
 	dir := filepath.Join(cfg.Data, refusals.Dir)
-	k, err := refusals.Open(dir, refusals.Options{LogKeyFile: filepath.Join(cfg.Data, "keys", tilelog.VerifierKeyFile), Logger: cfg.Logger})
+	k, err := refusals.Open(dir, refusals.Options{LogKeyFile: filepath.Join(cfg.Data, "keys", log.VerifierKeyFile), Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
 	if n := k.Kept(); n > 0 {
 		cfg.Logger.Warn(fmt.Sprintf("%s holds %d refusals of the log's checkpoints by witnesses: each says the log's signing key may have signed another history; check each with evident misbehaviour check FILE --log-key %s, and move it out of the directory once dealt with",
-			dir, n, filepath.Join(cfg.Data, "keys", tilelog.VerifierKeyFile)), "refusals", n, "dir", dir)
+			dir, n, filepath.Join(cfg.Data, "keys", log.VerifierKeyFile)), "refusals", n, "dir", dir)
 	}
 	return k, nil
 }

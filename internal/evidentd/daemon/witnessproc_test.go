@@ -18,7 +18,7 @@ import (
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
-	"github.com/evident-log/evident/tilelog"
+	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/verifier"
 )
 
@@ -53,7 +53,7 @@ func TestWitnessProcessesPostQuantum(t *testing.T) {
 		t.Skip("builds and runs evident-witness")
 	}
 	dir := t.TempDir()
-	_, vkey, err := tilelog.LoadOrCreateKey(filepath.Join(dir, "keys"), DefaultOrigin)
+	_, vkey, err := log.LoadOrCreateKey(filepath.Join(dir, "keys"), DefaultOrigin)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,8 +23,8 @@ import (
 	"github.com/evident-log/evident/ledger/profile"
 	"github.com/evident-log/evident/ledger/profile/chap"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/receipts"
-	"github.com/evident-log/evident/tilelog"
 	"github.com/evident-log/evident/verifier"
 )
 
@@ -45,11 +45,11 @@ func newFixture(t testing.TB) *fixture {
 	if err := os.MkdirAll(filepath.Join(dir, "keys"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	signer, _, err := tilelog.LoadOrCreateKey(filepath.Join(dir, "keys"), "example.com/export-test")
+	signer, _, err := log.LoadOrCreateKey(filepath.Join(dir, "keys"), "example.com/export-test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := tilelog.Open(ctx, tilelog.Options{Dir: filepath.Join(dir, "log"), Signer: signer, CheckpointInterval: 100 * time.Millisecond, Logger: logger})
+	l, err := log.Open(ctx, log.Options{Dir: filepath.Join(dir, "log"), Signer: signer, CheckpointInterval: 100 * time.Millisecond, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/receipts"
-	"github.com/evident-log/evident/tilelog"
 )
 
 // This file adds to an export what lets a verifier link the bundle's views of a tree to
@@ -122,7 +122,7 @@ func (x *Exporter) writeLogConsistency(ctx context.Context, bw *bundle.Writer, r
 			if !sl.Registered || sl.Size > ref.Size || sl.LogIndex >= latest || len(sl.Checkpoint) == 0 {
 				continue
 			}
-			c, err := tilelog.VerifyCheckpoint(sl.Checkpoint, l.VerifierKey())
+			c, err := log.VerifyCheckpoint(sl.Checkpoint, l.VerifierKey())
 			if err != nil || c.Size == 0 || done[c.Size] {
 				continue
 			}

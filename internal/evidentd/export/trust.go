@@ -9,8 +9,8 @@ import (
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/receipts"
-	"github.com/evident-log/evident/tilelog"
 )
 
 // sealPayload reads the seal JSON out of a stored seal statement.
@@ -67,7 +67,7 @@ func (x *Exporter) latestCheckpoint(ctx context.Context) ([]byte, *tlog.Checkpoi
 	if err != nil {
 		return nil, nil, fmt.Errorf("latest checkpoint: %w", err)
 	}
-	c, err := tilelog.VerifyCheckpoint(cp, l.VerifierKey())
+	c, err := log.VerifyCheckpoint(cp, l.VerifierKey())
 	if err != nil {
 		return nil, nil, fmt.Errorf("latest checkpoint: %w", err)
 	}

@@ -1,5 +1,5 @@
 // Package refusals keeps what witnesses answer when they refuse evidentd's checkpoint as
-// contradicting one they cosigned (tilelog.IsRefusal): either the log's signing key signed
+// contradicting one they cosigned (log.IsRefusal): either the log's signing key signed
 // another history, or the witness is wrong, and an operator must learn which. Each refusal
 // is kept durably as a misbehaviour.Refusal file in the data directory, logged at ERROR
 // and counted in evident_witness_refusals_total{witness,kind}.
@@ -97,7 +97,7 @@ func (k *Keeper) Collector() prometheus.Collector { return k.refused }
 // Keep counts r, and unless the same witness already refused the same checkpoint the same
 // way (a fail-closed log posts it again at every interval), writes it to a new file
 // (temp file, fsync, rename, fsync directory) and logs at ERROR what it means. It is
-// tilelog.WitnessConfig.OnRefusal.
+// log.WitnessConfig.OnRefusal.
 func (k *Keeper) Keep(r *misbehaviour.Refusal) {
 	kind := Kind(r)
 	k.refused.WithLabelValues(r.Witness, kind).Inc()

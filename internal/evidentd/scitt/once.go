@@ -14,7 +14,7 @@ import (
 
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/internal/wait"
-	"github.com/evident-log/evident/tilelog"
+	"github.com/evident-log/evident/log"
 )
 
 // DefaultLease is how long a claim on a log entry lasts without renewal (Options.Lease).
@@ -39,14 +39,14 @@ type Options struct {
 // claimer appends entries exactly once through the store's claims.
 type claimer struct {
 	claims store.Claims
-	log    *tilelog.Log
+	log    *log.Log
 	lease  time.Duration
 	logger *slog.Logger
 	prefix string        // this process, for the owner names of its claims
 	n      atomic.Uint64 // numbers the claims of this process
 }
 
-func newClaimer(l *tilelog.Log, o Options) *claimer {
+func newClaimer(l *log.Log, o Options) *claimer {
 	if o.Claims == nil {
 		return nil
 	}
@@ -176,9 +176,9 @@ func (c *claimer) release(entry [32]byte, owner string) {
 }
 
 // publishedSize is the size of the log's latest checkpoint, 0 before the first.
-func publishedSize(ctx context.Context, l *tilelog.Log) (uint64, error) {
+func publishedSize(ctx context.Context, l *log.Log) (uint64, error) {
 	n, err := l.Size(ctx)
-	if errors.Is(err, tilelog.ErrNoCheckpoint) {
+	if errors.Is(err, log.ErrNoCheckpoint) {
 		return 0, nil
 	}
 	if err != nil {

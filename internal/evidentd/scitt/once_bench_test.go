@@ -20,7 +20,7 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/store/mysql"
 	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/tilelog"
+	"github.com/evident-log/evident/log"
 )
 
 // BenchmarkRegister measures what exactly-once appends cost a registration: Register of
@@ -97,11 +97,11 @@ func benchClaims(b *testing.B, claims store.Claims) {
 func benchService(b *testing.B, claims bool) *Service {
 	b.Helper()
 	dir := b.TempDir()
-	signer, _, err := tilelog.LoadOrCreateKey(dir, "bench.example/once")
+	signer, _, err := log.LoadOrCreateKey(dir, "bench.example/once")
 	if err != nil {
 		b.Fatal(err)
 	}
-	l, err := tilelog.Open(b.Context(), tilelog.Options{Dir: filepath.Join(dir, "log"), Signer: signer, CheckpointInterval: 100 * time.Millisecond,
+	l, err := log.Open(b.Context(), log.Options{Dir: filepath.Join(dir, "log"), Signer: signer, CheckpointInterval: 100 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)

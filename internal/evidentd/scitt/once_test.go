@@ -11,7 +11,7 @@ import (
 
 	"github.com/evident-log/evident/internal/evidentd/store/embedded"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/tilelog"
+	"github.com/evident-log/evident/log"
 )
 
 // TestRegisterOnce registers statements through claims in a real SQLite store and a real
@@ -22,7 +22,7 @@ import (
 func TestRegisterOnce(t *testing.T) {
 	ctx := t.Context()
 	dir := t.TempDir()
-	signer, _, err := tilelog.LoadOrCreateKey(dir, "test.example/once")
+	signer, _, err := log.LoadOrCreateKey(dir, "test.example/once")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestRegisterOnce(t *testing.T) {
 	defer st.Close()
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	var (
-		l   *tilelog.Log
+		l   *log.Log
 		svc *Service
 	)
 	// open (re)opens the log, batching appends for batchAge, and the service: a reopened
@@ -43,7 +43,7 @@ func TestRegisterOnce(t *testing.T) {
 		if l != nil {
 			l.Close(context.Background())
 		}
-		if l, err = tilelog.Open(ctx, tilelog.Options{Dir: filepath.Join(dir, "log"), Signer: signer, CheckpointInterval: 100 * time.Millisecond,
+		if l, err = log.Open(ctx, log.Options{Dir: filepath.Join(dir, "log"), Signer: signer, CheckpointInterval: 100 * time.Millisecond,
 			BatchMaxAge: batchAge}); err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestRegisterOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	open(tilelog.DefaultBatchMaxAge)
+	open(log.DefaultBatchMaxAge)
 	defer func() { l.Close(context.Background()) }()
 	statement := func(i int) ([]byte, [32]byte) {
 		stmt, entry, err := svc.IssueSeal(ledger.Seal{Chain: "wsp", Profile: "chap/0.3", Size: uint64(i), Head: ledger.Genesis,
@@ -67,7 +67,7 @@ func TestRegisterOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := tilelog.VerifyCheckpoint(cp, l.VerifierKey())
+		c, err := log.VerifyCheckpoint(cp, l.VerifierKey())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +106,7 @@ func TestRegisterOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open(tilelog.DefaultBatchMaxAge) // the process died: its log forgot the append
+	open(log.DefaultBatchMaxAge)     // the process died: its log forgot the append
 	time.Sleep(5 * time.Millisecond) // and its lease expires
 	before := size()
 	got, cp, rcpt, err := svc.Register(ctx, stmt2)

@@ -29,14 +29,14 @@ import (
 
 	"github.com/evident-log/evident/internal/evidentd/servicekey"
 	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/receipts"
-	"github.com/evident-log/evident/tilelog"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
 // Service signs statements, registers them and issues receipts.
 type Service struct {
-	log    *tilelog.Log
+	log    *log.Log
 	signer *receipts.Signer
 	issuer string
 
@@ -88,7 +88,7 @@ func (s *Service) ensureGenesis(ctx context.Context) error {
 }
 
 // New returns a service that signs with key as issuer and registers into l.
-func New(l *tilelog.Log, key crypto.Signer, issuer string, o Options) (*Service, error) {
+func New(l *log.Log, key crypto.Signer, issuer string, o Options) (*Service, error) {
 	s, err := receipts.NewSigner(key)
 	if err != nil {
 		return nil, fmt.Errorf("scitt: service key: %w", err)
@@ -106,7 +106,7 @@ func (s *Service) Issuer() string { return s.issuer }
 func (s *Service) Signer() *receipts.Signer { return s.signer }
 
 // Log returns the underlying transparency log.
-func (s *Service) Log() *tilelog.Log { return s.log }
+func (s *Service) Log() *log.Log { return s.log }
 
 // IssueSeal signs the seal statement of seal (sub = chain id, payload = JCS seal JSON).
 func (s *Service) IssueSeal(seal ledger.Seal) ([]byte, [32]byte, error) {
@@ -188,7 +188,7 @@ func (s *Service) append(ctx context.Context, entry [32]byte) (uint64, []byte, e
 // Receipt cuts the receipt of log entry idx from checkpoint cp; a checkpoint of a
 // one-leaf log gives ErrOneLeafTree.
 func (s *Service) Receipt(ctx context.Context, idx uint64, cp []byte) ([]byte, error) {
-	c, err := tilelog.VerifyCheckpoint(cp, s.log.VerifierKey())
+	c, err := log.VerifyCheckpoint(cp, s.log.VerifierKey())
 	if err != nil {
 		return nil, fmt.Errorf("receipt: %w", err)
 	}

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/receipts"
-	"github.com/evident-log/evident/tilelog"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
@@ -75,14 +75,14 @@ func TestLoadOrCreateKey(t *testing.T) {
 // openService opens a real Tessera log in a temporary directory (closed when the test ends)
 // and a Service on it with a new Ed25519 key; it returns the log, the service, the key and the
 // log's verifier key.
-func openService(t *testing.T) (*tilelog.Log, *Service, ed25519.PrivateKey, string) {
+func openService(t *testing.T) (*log.Log, *Service, ed25519.PrivateKey, string) {
 	t.Helper()
 	dir := t.TempDir()
-	signer, vkey, err := tilelog.LoadOrCreateKey(dir, "test.example/log")
+	signer, vkey, err := log.LoadOrCreateKey(dir, "test.example/log")
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := tilelog.Open(context.Background(), tilelog.Options{Dir: filepath.Join(dir, "log"), Signer: signer, CheckpointInterval: 100 * time.Millisecond})
+	l, err := log.Open(context.Background(), log.Options{Dir: filepath.Join(dir, "log"), Signer: signer, CheckpointInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestSealRegisterReceipt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := tilelog.VerifyCheckpoint(cp, vkey)
+		c, err := log.VerifyCheckpoint(cp, vkey)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +141,7 @@ func TestSealRegisterReceipt(t *testing.T) {
 // entry first; a log that already holds one entry (made before the rule) is grown by it
 // when that entry is registered again.
 func TestGenesisNoEmptyPath(t *testing.T) {
-	open := func(t *testing.T) (*tilelog.Log, *Service, ed25519.PrivateKey) {
+	open := func(t *testing.T) (*log.Log, *Service, ed25519.PrivateKey) {
 		l, svc, priv, _ := openService(t)
 		return l, svc, priv
 	}

@@ -18,9 +18,9 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/scitt"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/regpolicy"
-	"github.com/evident-log/evident/tilelog"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 )
@@ -136,14 +136,14 @@ func (s *Server) scittFail(w http.ResponseWriter, r *http.Request, err error) {
 		conciseProblem(w, http.StatusNotFound, api.CodeNotFound, "no registration with this id: "+echo.String(r.PathValue("id")), r.URL.Path)
 	case errors.Is(err, ingest.ErrNoChain):
 		conciseProblem(w, http.StatusNotFound, api.CodeNoSuchChain, err.Error(), r.URL.Path)
-	case errors.Is(err, tilelog.ErrPushback):
+	case errors.Is(err, log.ErrPushback):
 		s.m.pushbacks.Add(1)
 		conciseProblem(w, http.StatusServiceUnavailable, api.CodePushback, "the log is busy; retry after the indicated delay", r.URL.Path)
 	case errors.Is(err, errBadQuery):
 		conciseProblem(w, http.StatusBadRequest, api.CodeBadQuery, err.Error(), r.URL.Path)
 	case errors.Is(err, receipts.ErrEmptyPath):
 		conciseProblem(w, http.StatusBadRequest, api.CodeEmptyProof, err.Error(), r.URL.Path)
-	case errors.Is(err, tilelog.ErrBeyondPublished):
+	case errors.Is(err, log.ErrBeyondPublished):
 		conciseProblem(w, http.StatusBadRequest, api.CodeBeyondPublished, err.Error(), r.URL.Path)
 	case errors.Is(err, context.Canceled):
 		conciseProblem(w, 499, api.CodeCanceled, "request canceled", r.URL.Path)
@@ -288,7 +288,7 @@ func (s *Server) handleTransparent(w http.ResponseWriter, r *http.Request) {
 	rcpts := [][]byte{cur}
 	svc := s.c.SCITT.Registrar.Service()
 	if cp, err := svc.Log().Checkpoint(r.Context()); err == nil {
-		if c, err := tilelog.VerifyCheckpoint(cp, svc.Log().VerifierKey()); err == nil && c.Size > 0 {
+		if c, err := log.VerifyCheckpoint(cp, svc.Log().VerifierKey()); err == nil && c.Size > 0 {
 			if old, err := receipts.ParseReceipt(cur); err == nil && len(old.Inclusion) == 1 && old.Inclusion[0].TreeSize < c.Size {
 				if fresh, err := svc.Receipt(r.Context(), reg.LogIndex, cp); err == nil {
 					rcpts = append(rcpts, fresh)
@@ -377,12 +377,12 @@ func (s *Server) LogConsistencyReceipt(ctx context.Context, from, to uint64) ([]
 	if err != nil {
 		return nil, err
 	}
-	c, err := tilelog.VerifyCheckpoint(cp, l.VerifierKey())
+	c, err := log.VerifyCheckpoint(cp, l.VerifierKey())
 	if err != nil {
 		return nil, err
 	}
 	if to > c.Size {
-		return nil, fmt.Errorf("%w: size %d, published %d", tilelog.ErrBeyondPublished, to, c.Size)
+		return nil, fmt.Errorf("%w: size %d, published %d", log.ErrBeyondPublished, to, c.Size)
 	}
 	root := c.Hash
 	var note []byte
@@ -397,7 +397,7 @@ func (s *Server) LogConsistencyReceipt(ctx context.Context, from, to uint64) ([]
 		if err != nil {
 			return nil, err
 		}
-		if root, err = proof.RootFromInclusionProof(rfc6962.DefaultHasher, to-1, to, tilelog.LeafHash(entry), path); err != nil {
+		if root, err = proof.RootFromInclusionProof(rfc6962.DefaultHasher, to-1, to, log.LeafHash(entry), path); err != nil {
 			return nil, err
 		}
 	}

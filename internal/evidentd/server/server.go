@@ -34,7 +34,7 @@ import (
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
 	"github.com/evident-log/evident/ledger/profile/cop"
-	"github.com/evident-log/evident/tilelog"
+	"github.com/evident-log/evident/log"
 )
 
 // Defaults for request bounds.
@@ -376,7 +376,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		problem(w, http.StatusNotFound, api.CodeNoSuchChain, err.Error(), -1)
 	case errors.Is(err, ingest.ErrUnknownProfile):
 		problem(w, http.StatusBadRequest, api.CodeUnknownProfile, err.Error(), -1)
-	case errors.Is(err, tilelog.ErrPushback):
+	case errors.Is(err, log.ErrPushback):
 		s.m.pushbacks.Add(1)
 		problem(w, http.StatusServiceUnavailable, api.CodePushback, "the log is busy; retry after the indicated delay", -1)
 	case errors.Is(err, store.ErrConflict):

@@ -16,7 +16,7 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/ingest"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/tilelog"
+	"github.com/evident-log/evident/log"
 )
 
 func TestSplitBody(t *testing.T) {
@@ -123,12 +123,12 @@ func TestUnavailableCarriesRetryAfter(t *testing.T) {
 		{"store conflict", func(w http.ResponseWriter) {
 			s.fail(w, req, fmt.Errorf("commit chain %q: %w", "c", store.ErrConflict))
 		}, http.StatusServiceUnavailable, api.CodeConcurrentWriter, "1"},
-		{"log pushback", func(w http.ResponseWriter) { s.fail(w, req, tilelog.ErrPushback) }, http.StatusServiceUnavailable, api.CodePushback, "1"},
+		{"log pushback", func(w http.ResponseWriter) { s.fail(w, req, log.ErrPushback) }, http.StatusServiceUnavailable, api.CodePushback, "1"},
 		{"deadline", func(w http.ResponseWriter) { s.fail(w, req, context.DeadlineExceeded) }, http.StatusServiceUnavailable, api.CodeTimeout, "1"},
 		{"not ready", func(w http.ResponseWriter) {
 			problem(w, http.StatusServiceUnavailable, api.CodeNotReady, "no checkpoint published yet", -1)
 		}, http.StatusServiceUnavailable, api.CodeNotReady, "1"},
-		{"SCRAPI pushback", func(w http.ResponseWriter) { s.scittFail(w, req, tilelog.ErrPushback) }, http.StatusServiceUnavailable, api.CodePushback, "1"},
+		{"SCRAPI pushback", func(w http.ResponseWriter) { s.scittFail(w, req, log.ErrPushback) }, http.StatusServiceUnavailable, api.CodePushback, "1"},
 		{"bodies in flight at the limit mid-body", func(w http.ResponseWriter) { s.fail(w, req, errOverloaded) }, http.StatusServiceUnavailable, api.CodeOverloaded, "1"},
 		{"SCRAPI bodies in flight at the limit mid-body", func(w http.ResponseWriter) { s.scittFail(w, req, errOverloaded) }, http.StatusServiceUnavailable, api.CodeOverloaded, "1"},
 		{"own Retry-After kept", func(w http.ResponseWriter) {

@@ -11,7 +11,7 @@ import (
 // tilesPrefix is where the log's C2SP tlog-tiles read API is mounted.
 const tilesPrefix = "/log"
 
-// handleTiles serves the log's tiles, entry bundles and checkpoint (tilelog.Log.Handler)
+// handleTiles serves the log's tiles, entry bundles and checkpoint (log.Log.Handler)
 // under /log/, with its refusals as problem details like every other route's: the tile
 // handler answers them in plain text (http.NotFound, http.Error).
 func (s *Server) handleTiles() http.Handler {
@@ -66,7 +66,7 @@ func (p *problemWriter) Flush() {
 // Unwrap gives http.ResponseController the underlying writer.
 func (p *problemWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }
 
-// tileProblem is the code and detail of a refusal of the tile handler (tilelog.Log.Handler and
+// tileProblem is the code and detail of a refusal of the tile handler (log.Log.Handler and
 // the http.ServeContent it serves through).
 func tileProblem(status int, method, path string) (api.ProblemCode, string) {
 	p := echo.String(path)

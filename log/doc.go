@@ -1,4 +1,4 @@
-// Package tilelog is the transparency log of evidentd: a tile-based Merkle log run by
+// Package log is the transparency log of evidentd: a tile-based Merkle log run by
 // Tessera (github.com/transparency-dev/tessera), laid out as the C2SP tlog-tiles API
 // (https://c2sp.org/tlog-tiles) names it, with checkpoints signed as C2SP signed notes.
 //
@@ -88,4 +88,4 @@
 //     runs Tessera's shutdown.
 //
 // Not done here (yet): mirroring, and any write API over HTTP.
-package tilelog
+package log

@@ -1,4 +1,4 @@
-package tilelog
+package log
 
 import (
 	"bytes"
