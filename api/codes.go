@@ -24,8 +24,6 @@ const (
 	CodeNoSuchEntry      ProblemCode = "no_such_entry"      // a seq at or beyond the chain's size
 	CodeNotSealed        ProblemCode = "not_sealed"         // the entries are not covered by a registered seal yet
 	CodeUnknownProfile   ProblemCode = "unknown_profile"    // ?profile= names no profile evidentd knows
-	CodeNotCOP           ProblemCode = "not_cop"            // a COP Ledger asked of a chain that is not a COP Topic
-	CodeNoCOPNode        ProblemCode = "no_cop_node"        // a COP Ledger asked of an evidentd without a COP node key
 	CodeNotFound         ProblemCode = "not_found"          // no SCITT registration or service key with this id, or no post-quantum log key
 	CodePushback         ProblemCode = "pushback"           // the log is busy: retry after Retry-After
 	CodeConcurrentWriter ProblemCode = "concurrent_writer"  // other writers kept the chain busy: retry after Retry-After
@@ -89,24 +87,14 @@ const (
 	CodeEvidenceHeadMismatch  = ProblemCode(ledger.CodeEvidenceHeadMismatch)
 )
 
-// Refusals defined by one profile (ledger/profile/owp, cop, cheq, chieflab): the same strings as
-// the profile's own codes, written out so that this package depends on no profile; a test keeps
-// them equal.
-const (
-	CodeUnknownEventType             ProblemCode = "unknown_event_type"
-	CodeBadWorkerID                  ProblemCode = "bad_worker_id"
-	CodeWorkerRebound                ProblemCode = "worker_rebound"
-	CodeLifecycleViolation           ProblemCode = "lifecycle_violation"
-	CodeKnowledgeReferenceIncomplete ProblemCode = "knowledge_reference_incomplete"
-	CodeTopicSeqGap                  ProblemCode = "topic_seq_gap"
-	CodeParentCycle                  ProblemCode = "parent_cycle"
-	CodeConfirmationReused           ProblemCode = "confirmation_reused"
-	CodeOperatorMismatch             ProblemCode = "operator_mismatch"
-)
+// A profile's own codes (its refusals, and the problems of the routes it adds) are not
+// listed here: the profile declares them (ledger.Documented) and the registry in
+// ledger/profile gathers them, so this package names no profile. evidentd answers them as
+// problems all the same; LedgerCode maps a refusal's code.
 
 var problemCodes = []ProblemCode{
 	CodeBadQuery, CodeBadBody, CodeInvalidChainID, CodeUnauthorized, CodeForbidden, CodeNoSuchChain, CodeNoSuchEntry,
-	CodeNotSealed, CodeUnknownProfile, CodeNotCOP, CodeNoCOPNode, CodeNotFound, CodePushback,
+	CodeNotSealed, CodeUnknownProfile, CodeNotFound, CodePushback,
 	CodeConcurrentWriter, CodeOverloaded, CodeTimeout, CodeCanceled, CodeInternal, CodeNotReady,
 	CodeNoSuchRoute, CodeMethodNotAllowed, CodeRangeNotSatisfiable, CodePreconditionFailed, CodeLogUnavailable,
 
@@ -118,15 +106,14 @@ var problemCodes = []ProblemCode{
 	CodeMalformedRecord, CodeNumberOutOfRange, CodeRecordTooLarge, CodeBadTimestamp, CodeChainMismatch,
 	CodeBadSignature, CodeBadSignatureFormat, CodeSignatureRequired, CodeUnknownKey, CodeKeyNotValid,
 	CodeBadKey, CodeUnauthorizedKeyChange, CodeRoleNotPermitted, CodePrevHashMismatch, CodeFork,
-	CodeIDReused, CodeChainClosed, CodeProfileMismatch, CodeEvidenceHeadMismatch, CodeUnknownEventType, CodeBadWorkerID,
-	CodeWorkerRebound, CodeLifecycleViolation, CodeKnowledgeReferenceIncomplete, CodeDigestMismatch,
-	CodeTopicSeqGap, CodeParentCycle, CodeConfirmationReused, CodeOperatorMismatch,
+	CodeIDReused, CodeChainClosed, CodeProfileMismatch, CodeEvidenceHeadMismatch, CodeDigestMismatch,
 }
 
-// ProblemCodes returns every code evidentd answers with, each once.
+// ProblemCodes returns every code of the API and the ledger, each once: with the codes the
+// served profiles declare (profile.Registry.Codes), every code evidentd answers with.
 func ProblemCodes() []ProblemCode { return slices.Clone(problemCodes) }
 
-// Known reports whether c is one of ProblemCodes.
+// Known reports whether c is one of ProblemCodes (a profile's own codes are not).
 func (c ProblemCode) Known() bool { return slices.Contains(problemCodes, c) }
 
 // LedgerCode returns the problem code under which the API reports a record refused with c.

@@ -44,3 +44,26 @@ const MaxFindings = 16
 type ServiceAttested interface {
 	AttestedBy() string
 }
+
+// CodeDoc documents one code a profile defines beyond the shared ones of this package: a
+// refusal at ingest, a finding of the replay, or a verdict of one of its bundle checks.
+type CodeDoc struct {
+	Code    Code
+	Kind    string // as docs/errors.md shows it: "refusal", "critical finding", "notice", "verification", …
+	HTTP    int    // the status evidentd answers the code with (422 for a refusal); 0 when it is no HTTP problem
+	Meaning string // one line for a person
+}
+
+// CheckDoc documents one verifier check a profile runs.
+type CheckDoc struct {
+	Name    CheckName
+	Meaning string // one line for a person
+}
+
+// Documented is implemented by a Profile with codes or checks of its own. The registry
+// (ledger/profile) gathers them, so that the API, the verifier and the docs' tables take a
+// profile's codes and checks from the profile alone.
+type Documented interface {
+	CodeDocs() []CodeDoc
+	CheckDocs() []CheckDoc
+}

@@ -29,7 +29,7 @@ func TestCHAPBootstrap(t *testing.T) {
 		t.Run(tc.kid, func(t *testing.T) {
 			b := testbundle.Build(t, testbundle.Options{Entries: 12, CreateKid: tc.kid})
 			rep := verify(t, b.Reader(t))
-			cs := checksNamed(rep, verifier.CheckCHAPBootstrap)
+			cs := checksNamed(rep, chap.CheckBootstrap)
 			if len(cs) != 1 {
 				t.Fatalf("%d chap.bootstrap checks\n%s", len(cs), text(t, rep))
 			}
@@ -96,7 +96,7 @@ func TestCHAPBootstrapUnsignedJoin(t *testing.T) {
 	if cv.EntriesChecked != base.EntriesChecked || cv.SignaturesVerified != base.SignaturesVerified-1 || cv.Unsigned != base.Unsigned+1 {
 		t.Fatalf("coverage %+v, want one signature fewer and one unsigned more than %+v\n%s", cv, base, text(t, rep))
 	}
-	if cs := checksNamed(rep, verifier.CheckCHAPBootstrap); len(cs) != 1 || cs[0].Status != verifier.Verified {
+	if cs := checksNamed(rep, chap.CheckBootstrap); len(cs) != 1 || cs[0].Status != verifier.Verified {
 		t.Fatalf("chap.bootstrap %+v\n%s", cs, text(t, rep))
 	}
 	cs := checksNamed(rep, verifier.CheckChainUnsigned)

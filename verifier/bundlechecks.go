@@ -7,13 +7,12 @@ import (
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/profile"
 )
 
 // bundleChecks runs the checks a chain's profile makes on files of its own the bundle carries
 // beside the entries (ledger.BundleChecker: the COP Ledger).
 func (v *verifier) bundleChecks(ref bundle.ChainRef) []Check {
-	prof, ok := profile.Lookup(ref.Profile)
+	prof, ok := v.o.Profiles.Lookup(ref.Profile)
 	if !ok {
 		return nil
 	}

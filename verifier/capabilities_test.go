@@ -86,9 +86,6 @@ func TestSharedCodes(t *testing.T) {
 		verifier verifier.Code
 		source   ledger.Code
 	}{
-		{verifier.CodeCOPLedgerAbsent, cop.CodeLedgerAbsent},
-		{verifier.CodeCOPLedgerBroken, cop.CodeLedgerBroken},
-		{verifier.CodeCOPLedgerMismatch, cop.CodeLedgerMismatch},
 		{verifier.CodeMissing, ledger.CodeFileMissing},
 		{verifier.CodeTrust, ledger.CodeTrustInvalid},
 		{verifier.CodeNotReplayed, ledger.CodeNotReplayed},

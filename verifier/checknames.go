@@ -1,6 +1,9 @@
 package verifier
 
-import "github.com/evident-log/evident/ledger"
+import (
+	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/ledger/profile"
+)
 
 // CheckName names a Check: a dotted "area.property" such as "chain.entries". Names are
 // stable; a report may hold several checks of one name (one per chain, seal or file).
@@ -85,22 +88,20 @@ const (
 	CheckSCITTRegistrations CheckName = "scitt.registrations" // each registered statement is well formed, allowed by its policy, and the policy was in force
 )
 
-// Checks a chain's profile runs (ledger.Auditor, ledger.CrossChain, ledger.BundleChecker),
-// listed here so callers and docs know every name a report can hold.
-const (
-	CheckCHAPBootstrap       CheckName = "chap.bootstrap"       // CHAP: every signed workspace.create verified with the key its sender's join introduced
-	CheckCOPLedger           CheckName = "cop.ledger"           // COP: the node's ledger agrees record by record with the chain and its signatures verify
-	CheckCOPParents          CheckName = "cop.parents"          // COP: parentEventIds form no cycle and name events the evidence holds
-	CheckOWPProvenance       CheckName = "owp.provenance"       // OWP: provenance references to other envelopes resolve in the bundle
-	CheckChiefLabApproval    CheckName = "chieflab.approval"    // ChiefLab: every execution follows an approval, none follows a rejection
-	CheckChiefLabIdempotency CheckName = "chieflab.idempotency" // ChiefLab: no two executions under one idempotency key
-	CheckChiefLabWorkspace   CheckName = "chieflab.workspace"   // ChiefLab: no action of another workspace in the run
-	CheckChiefLabOperator    CheckName = "chieflab.operator"    // ChiefLab: records were submitted under an authenticated operator identity
-)
-
 // CheckNames returns the name of every check a report can hold, in the order docs/report.md
-// lists them: the verifier's own, then those the served profiles run.
+// lists them: the verifier's own, then those the profiles Evident serves run, as the
+// registry (ledger/profile) gathers them from the profiles.
 func CheckNames() []CheckName {
+	out := OwnCheckNames()
+	for _, c := range profile.Default().Checks() {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// OwnCheckNames returns the name of every check the verifier itself makes, whatever the
+// chains' profiles.
+func OwnCheckNames() []CheckName {
 	return []CheckName{
 		CheckBundleManifest, CheckBundleChains, CheckBundleDigest, CheckBundleExtra, CheckBundleUnambiguous, CheckBundleLimits,
 		CheckTrustLogKey, CheckTrustLogPQKey, CheckTrustIssuers, CheckTrustKeyHistory, CheckTrustWitnessPolicy,
@@ -109,6 +110,5 @@ func CheckNames() []CheckName {
 		CheckLogCheckpoint, CheckLogExtraCheckpoint, CheckLogFork, CheckLogConsistency, CheckLogPQSignature, CheckWitnessCosignature, CheckWitnessQuorum, CheckWitnessPQQuorum,
 		CheckSliceSeal, CheckSliceEntries, CheckSliceSignatures, CheckSliceUnsigned, CheckSliceCompleteness,
 		CheckSCITTIndex, CheckSCITTPolicies, CheckSCITTRegistrations,
-		CheckCHAPBootstrap, CheckCOPLedger, CheckCOPParents, CheckOWPProvenance, CheckChiefLabApproval, CheckChiefLabIdempotency, CheckChiefLabWorkspace, CheckChiefLabOperator,
 	}
 }

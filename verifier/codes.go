@@ -106,16 +106,9 @@ const (
 	CodeProvenanceBroken Code = "provenance_broken"        // the referenced envelope, event or root does not exist there
 )
 
-// Codes of the COP Ledger check (cop.ledger, docs/profiles/cop.md). The COP profile runs
-// that check (ledger.BundleChecker); its codes are listed here so callers can branch on them.
-const (
-	CodeCOPLedgerAbsent   Code = "cop_ledger_absent"   // a cop/1.0 chain without its ledger, or no node key to check it
-	CodeCOPLedgerBroken   Code = "cop_ledger_broken"   // a ledger record fails index, prevHash, eventHash or signature
-	CodeCOPLedgerMismatch Code = "cop_ledger_mismatch" // ledger and chain disagree (event, topic, time, count)
-)
-
 // Codes returns every code the verifier itself reports, in the order docs/report.md lists
-// them. A report may carry ledger and profile codes besides (docs/errors.md).
+// them. A report may carry ledger codes and the codes the profiles declare besides
+// (docs/errors.md; profile.Registry.Codes).
 func Codes() []Code {
 	return []Code{
 		CodeManifest, CodeDigest, CodeMissing, CodeRead, CodeAmbiguous, CodeLimit, CodeNotInterpreted,
@@ -128,6 +121,5 @@ func Codes() []Code {
 		CodeSliceProof, CodeSliceOrder, CodeSliceIncomplete,
 		CodeSCITTIndex, CodeSCITTPolicy, CodeSCITTStatement, CodeRegistrationRefused, CodePolicyNotInForce,
 		CodeProvenanceAbsent, CodeProvenanceBroken,
-		CodeCOPLedgerAbsent, CodeCOPLedgerBroken, CodeCOPLedgerMismatch,
 	}
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/profile"
 )
 
 // Linkage is how much of a chain the Coordinator's own evidence chain covers, as the replay
@@ -96,8 +95,8 @@ func (t *linkageTrack) coverage() Linkage {
 
 // linked reports whether a profile's records are meant to name their predecessor
 // (ledger.Linked: CHAP's evidence.prev_hash), so the chain's own linkage is reported.
-func linked(name string) bool {
-	prof, ok := profile.Lookup(name)
+func (v *verifier) linked(name string) bool {
+	prof, ok := v.o.Profiles.Lookup(name)
 	if !ok {
 		return false
 	}
@@ -108,12 +107,12 @@ func linked(name string) bool {
 // checks turns the track into checks. The linkage check is made for chains whose profile's
 // records name their predecessor (ledger.Linked); the time and evidence_head checks for
 // every profile.
-func (t *linkageTrack) checks(ref bundle.ChainRef, res *replayResult) []Check {
+func (t *linkageTrack) checks(ref bundle.ChainRef, res *replayResult, linked bool) []Check {
 	var out []Check
 	if !res.complete() {
 		return nil // the replay stopped: chain.entries already says where
 	}
-	if linked(ref.Profile) && t.total > 0 {
+	if linked && t.total > 0 {
 		l := t.coverage()
 		c := Check{Name: CheckChainLinkage, Chain: ref.ID}
 		counts := fmt.Sprintf("entries_total=%d entries_checked=%d entries_unchecked=%d entries_named=%d checked_from_seq=%d", l.EntriesTotal, l.EntriesChecked, l.EntriesUnchecked, l.EntriesNamed, l.CheckedFromSeq)

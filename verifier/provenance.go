@@ -7,7 +7,6 @@ import (
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/profile"
 )
 
 // provenanceState collects, chain by chain, what the cross-chain provenance check needs: each
@@ -49,7 +48,7 @@ func (v *verifier) recordProvenance(ref bundle.ChainRef, res *replayResult, seal
 		pc.roots[ledger.RootString(st.root)] = true
 	}
 	pc.roots[ledger.RootString(res.chain.Root())] = true
-	if _, ok := crossChain(ref.Profile); !ok {
+	if _, ok := v.crossChain(ref.Profile); !ok {
 		return
 	}
 	if st, ok := res.chain.State.(ledger.Referrer); ok {
@@ -61,8 +60,8 @@ func (v *verifier) recordProvenance(ref bundle.ChainRef, res *replayResult, seal
 }
 
 // crossChain returns the registry's adapter of a profile whose chains reference other chains.
-func crossChain(name string) (ledger.CrossChain, bool) {
-	prof, ok := profile.Lookup(name)
+func (v *verifier) crossChain(name string) (ledger.CrossChain, bool) {
+	prof, ok := v.o.Profiles.Lookup(name)
 	if !ok {
 		return nil, false
 	}
@@ -95,7 +94,7 @@ func (v *verifier) provenanceChecks() []Check {
 	}
 	sort.Strings(targets)
 	for _, t := range targets {
-		cc, _ := crossChain(p.chains[t].profile)
+		cc, _ := v.crossChain(p.chains[t].profile)
 		if err := v.findRecords(p.chains[t].dir, cc, want[t]); err != nil {
 			return nil
 		}
@@ -103,7 +102,7 @@ func (v *verifier) provenanceChecks() []Check {
 	var checks []Check
 	for _, id := range p.order {
 		from := p.chains[id]
-		cc, _ := crossChain(from.profile)
+		cc, _ := v.crossChain(from.profile)
 		c := Check{Name: cc.ReferenceCheck(), Chain: id, Status: Verified}
 		var broken, absent, ok int
 		for _, r := range p.refs[id] {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/profile"
 	"github.com/evident-log/evident/receipts"
 )
 
@@ -49,7 +48,7 @@ func (v *verifier) verifyChain(ref bundle.ChainRef) (ChainReport, []Check, error
 		}
 	}
 	var res *replayResult
-	if prof, ok := profile.Lookup(ref.Profile); !ok {
+	if prof, ok := v.o.Profiles.Lookup(ref.Profile); !ok {
 		v.state(bundle.EntriesFile(ref.Dir)).interpreted = true
 		checks = append(checks, Check{Name: CheckChainProfile, Chain: ref.ID, Status: NotEvaluated, Code: CodeUnknownProfile,
 			Detail: fmt.Sprintf("this verifier has no adapter for profile %q: the chain's entries, signatures and seal states are not evaluated", ref.Profile)})
@@ -59,7 +58,7 @@ func (v *verifier) verifyChain(ref bundle.ChainRef) (ChainReport, []Check, error
 			return cr, nil, err
 		}
 		checks = append(checks, res.entryChecks(ref)...)
-		checks = append(checks, res.linkage.checks(ref, res)...)
+		checks = append(checks, res.linkage.checks(ref, res, v.linked(ref.Profile))...)
 		if _, ok := prof.(ledger.Linked); ok && res.complete() && res.total > 0 {
 			l := res.linkage.coverage()
 			cr.Linkage = &l

@@ -9,7 +9,6 @@ import (
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/profile"
 	"github.com/evident-log/evident/receipts"
 )
 
@@ -118,14 +117,14 @@ type sliceResult struct {
 
 // sliceable returns the registry's adapter of a profile whose chains can be cut into case
 // slices (ledger.Sliceable), and the names of every such profile.
-func sliceable(name string) (ledger.Profile, ledger.Sliceable, []string) {
+func (v *verifier) sliceable(name string) (ledger.Profile, ledger.Sliceable, []string) {
 	var names []string
-	for _, p := range profile.All() {
+	for _, p := range v.o.Profiles.All() {
 		if _, ok := p.(ledger.Sliceable); ok {
 			names = append(names, p.Name())
 		}
 	}
-	prof, ok := profile.Lookup(name)
+	prof, ok := v.o.Profiles.Lookup(name)
 	if !ok {
 		return nil, nil, names
 	}
@@ -145,7 +144,7 @@ func (v *verifier) sliceEntries(ref bundle.ChainRef, root []byte) sliceResult {
 			c.Status, c.Code, c.Where, c.Detail = Broken, code, where, fmt.Sprintf(format, args...)
 		}
 	}
-	prof, sl, names := sliceable(ref.Profile)
+	prof, sl, names := v.sliceable(ref.Profile)
 	if sl == nil {
 		v.state(file).interpreted = true
 		res.checks = append(res.checks, Check{Name: CheckSliceEntries, Chain: ref.ID, Status: NotEvaluated, Code: CodeUnknownProfile,

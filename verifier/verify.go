@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/ledger/canonical"
+	"github.com/evident-log/evident/ledger/profile"
 
 	"github.com/fxamacker/cbor/v2"
 	tlog "github.com/transparency-dev/formats/log"
@@ -72,6 +73,9 @@ type Options struct {
 	// for the witness quorum. Without any pin, the trust.* checks are not evaluated
 	// (trust_not_pinned) and the verdict is at best not_evaluated.
 	Trust *trustfile.File
+	// Profiles is the registry of the profiles whose chains are replayed; nil is
+	// profile.Default(), the profiles evidentd serves.
+	Profiles *profile.Registry
 }
 
 type issuerKey struct {
@@ -128,6 +132,9 @@ func Verify(ctx context.Context, r *bundle.Reader, o Options) (*Report, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Profiles == nil {
+		o.Profiles = profile.Default()
 	}
 	v := &verifier{ctx: ctx, r: r, o: o, files: map[string]*fileState{},
 		cpFiles: map[uint64][]byte{}, cps: map[cpKey][]string{}, cpBroken: map[string]struct{}{}}

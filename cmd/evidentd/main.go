@@ -23,6 +23,7 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/server"
 	"github.com/evident-log/evident/internal/logging"
 	"github.com/evident-log/evident/ledger/canonical"
+	"github.com/evident-log/evident/ledger/profile"
 	"k8s.io/klog/v2"
 )
 
@@ -141,7 +142,13 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 	fs.StringVar(&cfg.Data, "data", env("EVIDENT_DATA", daemon.DefaultData), "data directory: tile log, ledger store, keys (env EVIDENT_DATA)")
 	fs.StringVar(&cfg.Listen, "listen", env("EVIDENT_LISTEN", daemon.DefaultListen), "HTTP listen address (env EVIDENT_LISTEN)")
 	fs.StringVar(&cfg.Origin, "origin", env("EVIDENT_ORIGIN", daemon.DefaultOrigin), "log origin, the checkpoint key name; stable forever (env EVIDENT_ORIGIN)")
-	fs.StringVar(&cfg.COPNodeID, "cop-node-id", env("EVIDENT_COP_NODE_ID", ""), "nodeId of the COP Ledger records evidentd signs with keys/cop-node.key (default urn:cop:node:<origin>) (env EVIDENT_COP_NODE_ID)")
+	// The settings the served profiles declare (ledger/profile/service): one flag each.
+	profileSettings := map[string]*string{}
+	for _, p := range profile.Default().Providers() {
+		for _, st := range p.Settings() {
+			profileSettings[st.Name] = fs.String(st.Name, env(st.Env, ""), st.Usage+" (env "+st.Env+")")
+		}
+	}
 	fs.StringVar(&cfg.Issuer, "issuer", env("EVIDENT_ISSUER", ""), "CWT issuer of the service's statements (env EVIDENT_ISSUER; default evident:<origin>)")
 	fs.StringVar(&cfg.ServiceKey, "service-key", env("EVIDENT_SERVICE_KEY", ""), "PEM private key signing statements and receipts, created if missing (env EVIDENT_SERVICE_KEY; default <data>/keys/service.key; password from EVIDENT_SERVICE_KEY_PASSWORD)")
 	cpi := textFlag(fs, "checkpoint-interval", "duration", env("EVIDENT_CHECKPOINT_INTERVAL", "1s"), "how often the log publishes a checkpoint, >= 100ms (env EVIDENT_CHECKPOINT_INTERVAL)")
@@ -176,7 +183,12 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 		fmt.Fprintf(stderr, "Usage: evidentd [flags]\n\nRuns the Evident service. With no flags: data in ./%s, listening on %s.\n\nFlags:\n", daemon.DefaultData, daemon.DefaultListen)
 		printFlags(stderr, fs)
 	}
-	if err := fs.Parse(args); err != nil {
+	parseErr := fs.Parse(args)
+	cfg.ProfileSettings = map[string]string{}
+	for name, v := range profileSettings {
+		cfg.ProfileSettings[name] = *v
+	}
+	if err := parseErr; err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
 		}

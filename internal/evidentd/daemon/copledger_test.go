@@ -122,10 +122,10 @@ func TestCOPLedgerOverHTTP(t *testing.T) {
 		t.Fatalf("export: %d", code)
 	}
 	files := zipFiles(t, zb)
-	if !bytes.Equal(files[bundle.COPLedgerFile(bundle.ChainDir(topic))], ledgerBytes) {
+	if !bytes.Equal(files[cop.LedgerFile(bundle.ChainDir(topic))], ledgerBytes) {
 		t.Fatal("the bundle's ledger is not the served one")
 	}
-	nodes, err := cop.ParseNodeKeys(files[bundle.COPNodesFile])
+	nodes, err := cop.ParseNodeKeys(files[cop.NodesFile])
 	if err != nil || len(nodes) != 1 || nodes[0].NodeID != "urn:cop:node:"+DefaultOrigin {
 		t.Fatalf("node keys %+v: %v", nodes, err)
 	}
@@ -149,19 +149,19 @@ func TestCOPLedgerOverHTTP(t *testing.T) {
 	if c := checkOf(rep, "cop.ledger", topic); rep.Verdict != verifier.Verified || c == nil || c.Status != verifier.Verified {
 		t.Fatalf("verdict %s, cop.ledger %+v\n%s", rep.Verdict, c, profileReportText(rep))
 	}
-	lf := bundle.COPLedgerFile(bundle.ChainDir(topic))
+	lf := cop.LedgerFile(bundle.ChainDir(topic))
 	for _, tc := range []struct {
 		name string
 		code verifier.Code
 		edit func([]byte) []byte
 	}{
-		{"altered createdAt", verifier.CodeCOPLedgerBroken, func(b []byte) []byte {
+		{"altered createdAt", verifier.Code(cop.CodeLedgerBroken), func(b []byte) []byte {
 			return bytes.Replace(b, []byte(`"createdAt":"20`), []byte(`"createdAt":"19`), 1)
 		}},
-		{"truncated", verifier.CodeCOPLedgerMismatch, func(b []byte) []byte {
+		{"truncated", verifier.Code(cop.CodeLedgerMismatch), func(b []byte) []byte {
 			return b[:bytes.LastIndexByte(b[:len(b)-1], '\n')+1]
 		}},
-		{"records swapped", verifier.CodeCOPLedgerBroken, func(b []byte) []byte {
+		{"records swapped", verifier.Code(cop.CodeLedgerBroken), func(b []byte) []byte {
 			l := bytes.SplitAfter(b, []byte("\n"))
 			l[1], l[2] = l[2], l[1]
 			return bytes.Join(l, nil)

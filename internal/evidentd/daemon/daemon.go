@@ -66,9 +66,11 @@ type Config struct {
 	// tlog-witness) and publishes it with their cosignatures; see Witnesses for
 	// fail-open and fail-closed.
 	Witnesses *Witnesses
-	// COPNodeID is the nodeId of the COP Ledger records evidentd writes (EVIDENT_COP_NODE_ID),
-	// default urn:cop:node:<origin>; the node key is <data>/keys/cop-node.key (copnode.go).
-	COPNodeID string
+	// Profiles is the registry of the profiles evidentd serves; nil is profile.Default().
+	Profiles *profile.Registry
+	// ProfileSettings are the values of the settings the profiles declare
+	// (service.Setting, by flag name), e.g. "cop-node-id"; a setting not named is "".
+	ProfileSettings map[string]string
 	// PostQuantum adds an ML-DSA-44 signature to every checkpoint besides the Ed25519 one
 	// (--log-mldsa, EVIDENT_LOG_MLDSA); the key is generated on first start into
 	// <data>/keys/log-mldsa.key and bundles carry its verifier key.
@@ -156,6 +158,9 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	if cfg.Data == "" {
 		cfg.Data = DefaultData
 	}
+	if cfg.Profiles == nil {
+		cfg.Profiles = profile.Default()
+	}
 	if cfg.Origin == "" {
 		cfg.Origin = DefaultOrigin
 	}
@@ -236,7 +241,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		l.Close(context.Background())
 		return nil, err
 	}
-	p, err := ingest.New(ingest.Options{Store: st, Profiles: profile.All(), Sealer: svc, SealEvery: cfg.SealEvery, Shared: cfg.Distributed != nil, Logger: cfg.Logger})
+	p, err := ingest.New(ingest.Options{Store: st, Profiles: cfg.Profiles.All(), Sealer: svc, SealEvery: cfg.SealEvery, Shared: cfg.Distributed != nil, Logger: cfg.Logger})
 	if err != nil {
 		st.Close()
 		l.Close(context.Background())
@@ -252,14 +257,14 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 		d.closeParts()
 		return nil, err
 	}
-	copNode, err := openCOPNode(cfg)
+	exts, err := d.openExtensions()
 	if err != nil {
 		d.closeParts()
 		return nil, err
 	}
 	d.handler = server.New(server.Config{Pipeline: p, Store: st, Service: svc, Tokens: cfg.Tokens, ClientCerts: cfg.ClientCA != "", MaxBody: cfg.MaxBody, MaxBatch: cfg.MaxBatch, Limits: limits, PacketBound: packetBound,
 		MaxInFlight: cfg.HTTP.MaxInFlight, WriteTimeout: cfg.HTTP.WriteTimeout,
-		Producer: buildinfo.Read().Program("evidentd"), Logger: cfg.Logger, SCITT: sc, COPNode: copNode, AccessLog: cfg.AccessLog,
+		Producer: buildinfo.Read().Program("evidentd"), Logger: cfg.Logger, SCITT: sc, Extensions: exts, AccessLog: cfg.AccessLog,
 		Metrics: append([]prometheus.Collector{refused.Collector(), d.connMetric()}, storeMetrics(st)...)})
 	bg, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel

@@ -25,12 +25,14 @@ func (d *Daemon) KeyFiles() []KeyFile {
 		{filepath.Join(keys, log.KeyFile), true, "log checkpoint signing key (Ed25519); the log's identity: lost, the log cannot grow under its origin"},
 		{filepath.Join(keys, log.MLDSAKeyFile), true, "post-quantum checkpoint signing key (ML-DSA-44, --log-mldsa)"},
 		{d.cfg.ServiceKey, true, "service statement key: signs seals, statements and receipts (COSE)"},
-		{filepath.Join(keys, COPNodeKeyFile), true, "COP node key: signs COP Ledger records"},
+	}
+	all = append(all, d.profileKeyFiles()...)
+	all = append(all, []KeyFile{
 		{filepath.Join(keys, log.VerifierKeyFile), false, "log verifier key: publish it, verifiers pin it"},
 		{filepath.Join(keys, log.MLDSAVerifierKeyFile), false, "post-quantum log verifier key: publish it"},
 		{d.keyHistoryPath(), false, "service key history: every key's validity window, the content of /.well-known/scitt-keys"},
 		{filepath.Join(filepath.Dir(d.cfg.ServiceKey), servicekey.RetiredDir), true, "retired service private keys (evident keys rotate): nothing reads them again"},
-	}
+	}...)
 	var out []KeyFile
 	for _, k := range all {
 		if strings.Contains(k.Path, "://") {

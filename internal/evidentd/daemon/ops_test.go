@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -91,12 +92,34 @@ func TestUnknownRoutesAnswerProblems(t *testing.T) {
 	}
 }
 
-// TestOpenAPIServed: GET /v1/openapi.json serves the committed description.
+// TestOpenAPIServed: GET /v1/openapi.json serves the committed description with the routes
+// the served profiles add (the COP Ledger), and nothing else changed.
 func TestOpenAPIServed(t *testing.T) {
 	_, srv, _ := startLogged(t)
 	resp, body := call(t, "GET", srv.URL+"/v1/openapi.json")
-	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != api.MediaJSON || !bytes.Equal(body, api.OpenAPI()) {
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != api.MediaJSON {
 		t.Fatalf("%d %s %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
+	}
+	var served, committed map[string]any
+	if err := json.Unmarshal(body, &served); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(api.OpenAPI(), &committed); err != nil {
+		t.Fatal(err)
+	}
+	paths := served["paths"].(map[string]any)
+	added, ok := paths["/v1/chains/{chain}/cop-ledger"].(map[string]any)
+	if !ok {
+		t.Fatalf("the COP Ledger route is not described: %d paths", len(paths))
+	}
+	op := added["get"].(map[string]any)
+	content := op["responses"].(map[string]any)["200"].(map[string]any)["content"].(map[string]any)
+	if op["operationId"] != "getCOPLedger" || content["application/jsonl"] == nil {
+		t.Fatalf("COP Ledger operation %v", op)
+	}
+	delete(paths, "/v1/chains/{chain}/cop-ledger")
+	if !reflect.DeepEqual(served, committed) {
+		t.Fatal("the served description differs from api/openapi.json beyond the COP Ledger route")
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/servicekey"
 	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/ledger/profile/cop"
 	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/regpolicy/regpolicytest"
@@ -61,7 +62,7 @@ func newDeployment(t *testing.T) *deployment {
 	if _, err := scitt.OpenKeyRing(filepath.Join(keys, servicekey.HistoryFile), key.Public(), vkey, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := scitt.LoadOrCreateKey(filepath.Join(keys, COPNodeKeyFile), nil); err != nil {
+	if _, err := scitt.LoadOrCreateKey(filepath.Join(keys, cop.NodeKeyFile), nil); err != nil {
 		t.Fatal(err)
 	}
 	return dep

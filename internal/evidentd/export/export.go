@@ -19,7 +19,7 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/scitt"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/profile/cop"
+	"github.com/evident-log/evident/ledger/profile"
 )
 
 // pageSize is how many entries one store read returns.
@@ -36,8 +36,9 @@ type Config struct {
 	// Keys, when set, is the service's key history: bundles then carry every key, retired
 	// ones kept. Nil carries the current key only.
 	Keys *scitt.KeyRing
-	// COPNode, when set, writes the COP Ledger of every cop/1.0 chain into its bundle.
-	COPNode *cop.Node
+	// Extensions are the profiles' extensions: each adds its own files to a bundle that
+	// holds chains of its profile (ledger/profile/service).
+	Extensions []profile.Extension
 	// Producer is written into every manifest, e.g. "evidentd v0.1.0".
 	Producer string
 	// Now, when set, gives the export time: the manifest's created and the date of every
@@ -111,17 +112,17 @@ func (x *Exporter) Chains(ctx context.Context, w io.Writer, chains []Chain) erro
 		return err
 	}
 	var refs []bundle.ChainRef
-	wroteCP, wroteCOPKeys := false, false
+	wroteCP := false
 	for _, ec := range chains {
 		ref, wrote, err := x.exportChain(ctx, bw, ec.Chain, ec.Size, cp, c.Size)
 		if err != nil {
 			return err
 		}
-		if err := x.exportCOPLedger(ctx, bw, ref.ID, ref.Profile, ref.Size, &wroteCOPKeys); err != nil {
-			return err
-		}
 		refs = append(refs, ref)
 		wroteCP = wroteCP || wrote
+	}
+	if err := x.exportExtensions(ctx, bw, refs); err != nil {
+		return err
 	}
 	if wroteCP {
 		if err := bw.WriteFile(bundle.CheckpointFile(c.Size), cp); err != nil {

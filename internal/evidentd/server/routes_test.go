@@ -1,6 +1,8 @@
 package server
 
 import (
+	"crypto"
+	"crypto/ed25519"
 	"encoding/json"
 	"maps"
 	"net/http"
@@ -11,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/ledger/profile"
+	"github.com/evident-log/evident/ledger/profile/service"
 )
 
 // TestOpenAPIMatchesRoutes: every route of the table is described in api/openapi.json, and
@@ -21,7 +25,8 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		OpenAPI string                                `json:"openapi"`
 		Paths   map[string]map[string]json.RawMessage `json:"paths"`
 	}
-	if err := json.Unmarshal(api.OpenAPI(), &doc); err != nil {
+	desc, all := described(t)
+	if err := json.Unmarshal(desc, &doc); err != nil {
 		t.Fatalf("api/openapi.json: %v", err)
 	}
 	if !strings.HasPrefix(doc.OpenAPI, "3.") {
@@ -29,7 +34,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	}
 	mux := http.NewServeMux()
 	table := map[string]bool{}
-	for _, rt := range routes() {
+	for _, rt := range all {
 		if table[rt.pattern] {
 			t.Errorf("route %q twice in the table", rt.pattern)
 		}
@@ -71,6 +76,32 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	}
 }
 
+// described returns the description evidentd serves with the served profiles' extensions,
+// and every route it serves: its own and theirs.
+func described(t *testing.T) ([]byte, []route) {
+	t.Helper()
+	exts, err := profile.Default().Open(func(profile.Provider) (service.Env, error) {
+		return service.Env{Origin: "example.org/log", Key: func(string) (crypto.Signer, error) {
+			_, k, err := ed25519.GenerateKey(nil)
+			return k, err
+		}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(exts) == 0 {
+		t.Fatal("no profile extends evidentd: the extension routes go untested")
+	}
+	if err := CheckExtensions(exts); err != nil {
+		t.Fatal(err)
+	}
+	desc, err := describe(exts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return desc, append(routes(), extensionRoutes(exts)...)
+}
+
 // bodyTypes are the media types each route that takes a body reads it under (consumes, and
 // the SCRAPI registration's own check); every other route takes none.
 var bodyTypes = map[string][]string{
@@ -104,11 +135,12 @@ func TestOpenAPIAnswers(t *testing.T) {
 			} `json:"responses"`
 		} `json:"components"`
 	}
-	if err := json.Unmarshal(api.OpenAPI(), &doc); err != nil {
+	desc, all := described(t)
+	if err := json.Unmarshal(desc, &doc); err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	for _, rt := range routes() {
+	for _, rt := range all {
 		mux.Handle(rt.pattern, http.NotFoundHandler())
 	}
 	param := regexp.MustCompile(`\{[^}]+\}`)

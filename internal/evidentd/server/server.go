@@ -33,7 +33,7 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
-	"github.com/evident-log/evident/ledger/profile/cop"
+	"github.com/evident-log/evident/ledger/profile"
 	"github.com/evident-log/evident/log"
 )
 
@@ -87,9 +87,10 @@ type Config struct {
 	// SCITT configures SCRAPI (POST /entries, /.well-known/scitt-keys, consistency
 	// receipts): scrapi.go. Nil serves none of it.
 	SCITT *SCITTConfig
-	// COPNode, when set, is the node evidentd writes COP Ledgers (COP 1.0 §9.6) as: served at
-	// GET /v1/chains/{topic}/cop-ledger and exported with every cop/1.0 chain (copledger.go).
-	COPNode *cop.Node
+	// Extensions are the profiles' extensions (ledger/profile/service): their routes are
+	// served below each chain of their profile and their files exported with it
+	// (extension.go). CheckExtensions tells whether they fit beside evidentd's own routes.
+	Extensions []profile.Extension
 	// Metrics are served at GET /metrics besides the server's own (e.g. the witness refusals
 	// the daemon counts).
 	Metrics []prometheus.Collector
@@ -103,6 +104,7 @@ type Server struct {
 	m        *metrics
 	ex       *export.Exporter
 	inflight *inflight // request body bytes held at once (inflight.go)
+	openAPI  []byte    // the OpenAPI description, the extensions' routes included
 }
 
 // route is one route of the API: a ServeMux pattern, its handler, and when it is served.
@@ -127,7 +129,6 @@ func routes() []route {
 		{"GET /v1/chains/{chain}/entries/{seq}/statement", read((*Server).handleEntryStatement), nil},
 		{"GET /v1/chains/{chain}/entries/{seq}/entry-receipt", read((*Server).handleEntryReceiptObject), nil},
 		{"GET /v1/chains/{chain}/seals", read((*Server).handleSeals), nil},
-		{"GET /v1/chains/{chain}/cop-ledger", read((*Server).handleCOPLedger), nil},
 		{"GET /v1/chains/{chain}/consistency", read((*Server).handleChainConsistency), hasSCITT},
 		{"GET /v1/log/consistency", read((*Server).handleLogConsistency), hasSCITT},
 		{"GET /v1/export", read((*Server).handleExport), nil},
@@ -173,11 +174,16 @@ func New(c Config) *Server {
 	if c.SCITT != nil {
 		keys = c.SCITT.Keys
 	}
-	ex := export.New(export.Config{Pipeline: c.Pipeline, Store: c.Store, Service: c.Service, Keys: keys, COPNode: c.COPNode, Producer: c.Producer})
+	ex := export.New(export.Config{Pipeline: c.Pipeline, Store: c.Store, Service: c.Service, Keys: keys, Extensions: c.Extensions, Producer: c.Producer})
 	s := &Server{c: c, mux: http.NewServeMux(), ex: ex, inflight: &inflight{limit: c.MaxInFlight}}
 	s.m = newMetrics(s.logSize, s.conflictRetries, append(s.groupCommitMetrics(), append(s.inflightMetrics(), c.Metrics...)...)...)
 	s.scittDefaults()
-	for _, rt := range routes() {
+	desc, err := describe(c.Extensions)
+	if err != nil {
+		panic(err) // api/openapi.json is embedded and tested
+	}
+	s.openAPI = desc
+	for _, rt := range append(routes(), extensionRoutes(c.Extensions)...) {
 		if rt.when == nil || rt.when(s) {
 			s.mux.Handle(rt.pattern, rt.handler(s))
 		}
@@ -214,7 +220,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) { io.Write
 func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", api.MediaJSON)
 	w.Header().Set("Cache-Control", "public, max-age=300")
-	w.Write(api.OpenAPI())
+	w.Write(s.openAPI)
 }
 
 // write wraps a handler that changes state with the authentication check.

@@ -14,3 +14,17 @@ const (
 // CheckBootstrap is the verifier check of the bootstrap rule: every signed workspace.create
 // was verified with the key its sender's join introduced.
 const CheckBootstrap ledger.CheckName = "chap.bootstrap"
+
+// CodeDocs documents CHAP's own codes (docs/errors.md).
+func (Adapter) CodeDocs() []ledger.CodeDoc {
+	return []ledger.CodeDoc{
+		{Code: CodeBootstrapUnverified, Kind: "critical finding", Meaning: "CHAP: a `workspace.create` signed with a key no `participant.join` of its sender introduced by the end of the chain: its signature was never verified"},
+	}
+}
+
+// CheckDocs documents CHAP's own checks (docs/report.md).
+func (Adapter) CheckDocs() []ledger.CheckDoc {
+	return []ledger.CheckDoc{
+		{Name: CheckBootstrap, Meaning: "CHAP: every signed workspace.create verified with the key its sender's join introduced"},
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/ledger"
 )
 
@@ -30,7 +29,7 @@ const maxNodeKeyFile = 1 << 20
 // with exactly one record per entry. Ledger and entries are streamed side by side, so memory
 // stays bounded. It returns one verdict, under CheckLedger.
 func (Adapter) CheckBundle(ctx context.Context, ch ledger.BundleChain) []ledger.Verdict {
-	name := bundle.COPLedgerFile(ch.Dir())
+	name := LedgerFile(ch.Dir())
 	c := ledger.Verdict{Check: CheckLedger, Where: name}
 	if !ch.Listed(name) {
 		c.Severity, c.Code, c.Where = ledger.Notice, CodeLedgerAbsent, ""
@@ -40,8 +39,8 @@ func (Adapter) CheckBundle(ctx context.Context, ch ledger.BundleChain) []ledger.
 	nodes, err := nodeKeys(ch)
 	if err != nil {
 		ch.MarkRead(name)
-		c.Severity, c.Code, c.Where = ledger.Notice, CodeLedgerAbsent, bundle.COPNodesFile
-		if ch.Listed(bundle.COPNodesFile) {
+		c.Severity, c.Code, c.Where = ledger.Notice, CodeLedgerAbsent, NodesFile
+		if ch.Listed(NodesFile) {
 			c.Severity, c.Code = ledger.Critical, ledger.CodeTrustInvalid
 		}
 		c.Detail = "no usable COP node key, so the ledger's signatures cannot be checked: " + err.Error()
@@ -130,7 +129,7 @@ func (Adapter) CheckBundle(ctx context.Context, ch ledger.BundleChain) []ledger.
 		return []ledger.Verdict{c}
 	}
 	c.Detail = fmt.Sprintf("%d COP Ledger record(s) (§9.6): index 0..%d, prevHash chain from genesis, every node signature verified (key taken from %s: compare it with the node's published key), and record i matches entry i (eventId, topicId, eventHash = recomputed copHash, createdAt = arrival)",
-		n, n-1, bundle.COPNodesFile)
+		n, n-1, NodesFile)
 	for s := range signers {
 		c.Evidence = append(c.Evidence, "signed by "+s)
 	}
@@ -139,10 +138,10 @@ func (Adapter) CheckBundle(ctx context.Context, ch ledger.BundleChain) []ledger.
 
 // nodeKeys reads the bundle's trust/cop-nodes.json.
 func nodeKeys(ch ledger.BundleChain) ([]NodeKey, error) {
-	if !ch.Listed(bundle.COPNodesFile) {
-		return nil, fmt.Errorf("the bundle has no %s", bundle.COPNodesFile)
+	if !ch.Listed(NodesFile) {
+		return nil, fmt.Errorf("the bundle has no %s", NodesFile)
 	}
-	b, err := ch.ReadFile(bundle.COPNodesFile, maxNodeKeyFile)
+	b, err := ch.ReadFile(NodesFile, maxNodeKeyFile)
 	if err != nil {
 		return nil, err
 	}

@@ -14,3 +14,24 @@ const (
 	CodeLedgerBroken   ledger.Code = "cop_ledger_broken"    // a ledger record fails index, prevHash, eventHash or signature
 	CodeLedgerMismatch ledger.Code = "cop_ledger_mismatch"  // ledger and chain disagree (event, topic, time, count)
 )
+
+// CodeDocs documents COP's own codes (docs/errors.md).
+func (Adapter) CodeDocs() []ledger.CodeDoc {
+	return []ledger.CodeDoc{
+		{Code: CodeTopicSeq, Kind: "refusal", HTTP: 422, Meaning: "COP: `topicSeq` is not the previous + 1 (or the first is not 0 or 1)"},
+		{Code: CodeParentCycle, Kind: "refusal / critical finding", HTTP: 422, Meaning: "COP: an event names itself (refused), or names a parent that comes later in its Topic (finding)"},
+		{Code: CodeParentAbsent, Kind: "notice", Meaning: "COP: a parent event the chain does not hold (another Topic): not evaluated"},
+		{Code: CodeLedgerBroken, Kind: "verification", Meaning: "COP Ledger: index, prevHash chain, eventHash or node signature fails"},
+		{Code: CodeLedgerMismatch, Kind: "verification", Meaning: "COP Ledger and chain disagree: record i is not for entry i (eventId, topicId, createdAt ≠ arrival), or the counts differ"},
+		{Code: CodeLedgerAbsent, Kind: "verification (not evaluated)", Meaning: "a cop/1.0 chain exported without its ledger, or without a node key to check it"},
+		{Code: CodeNotCOP, Kind: "problem", HTTP: 404, Meaning: "`GET …/cop-ledger` of a chain that is not a COP Topic"},
+	}
+}
+
+// CheckDocs documents COP's own checks (docs/report.md).
+func (Adapter) CheckDocs() []ledger.CheckDoc {
+	return []ledger.CheckDoc{
+		{Name: CheckLedger, Meaning: "COP: the node's ledger agrees record by record with the chain and its signatures verify"},
+		{Name: CheckParents, Meaning: "COP: parentEventIds form no cycle and name events the evidence holds"},
+	}
+}

@@ -1,0 +1,70 @@
+// Package profiledocs writes the docs' tables of what the profiles declare (their codes and
+// their checks) from the registry (ledger/profile), so that docs/errors.md and
+// docs/report.md list exactly what the served profiles define and no document is edited by
+// hand when a profile is added. A test keeps the files current; `go test
+// ./internal/profiledocs -update` rewrites them.
+package profiledocs
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/evident-log/evident/ledger/profile"
+)
+
+// Tables, by the name of the generated section they fill.
+const (
+	CodesSection  = "profile-codes"  // docs/errors.md: every code the profiles declare
+	ChecksSection = "profile-checks" // docs/report.md: every check the profiles run
+)
+
+// Codes returns the markdown table of the registry's codes: code, kind, HTTP status (— when
+// the code is no HTTP problem), profile, meaning.
+func Codes(r *profile.Registry) string {
+	var b strings.Builder
+	b.WriteString("| code | kind | http status | profile | meaning |\n|---|---|---|---|---|\n")
+	for _, c := range r.Codes() {
+		status := "—"
+		if c.HTTP != 0 {
+			status = fmt.Sprint(c.HTTP)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | `%s` | %s |\n", c.Code, cell(c.Kind), status, c.Profile, cell(c.Meaning))
+	}
+	return b.String()
+}
+
+// Checks returns the markdown table of the registry's checks: name, meaning.
+func Checks(r *profile.Registry) string {
+	var b strings.Builder
+	b.WriteString("| name | meaning |\n|---|---|\n")
+	for _, c := range r.Checks() {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", c.Name, cell(c.Meaning))
+	}
+	return b.String()
+}
+
+// cell escapes what would end a table cell.
+func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// ErrNoSection is returned by Splice for a document without the section's markers.
+var ErrNoSection = errors.New("profiledocs: no generated section")
+
+// Splice returns doc with the body of its generated section name replaced by body. The
+// section is the text between the lines
+//
+//	<!-- generated: NAME (go test ./internal/profiledocs -update); do not edit -->
+//	<!-- end: NAME -->
+func Splice(doc, name, body string) (string, error) {
+	begin := fmt.Sprintf("<!-- generated: %s (go test ./internal/profiledocs -update); do not edit -->\n", name)
+	end := fmt.Sprintf("<!-- end: %s -->", name)
+	i := strings.Index(doc, begin)
+	if i < 0 {
+		return "", fmt.Errorf("%w %q", ErrNoSection, name)
+	}
+	j := strings.Index(doc[i:], end)
+	if j < 0 {
+		return "", fmt.Errorf("%w %q: no end marker", ErrNoSection, name)
+	}
+	return doc[:i+len(begin)] + body + doc[i+j:], nil
+}
