@@ -19,8 +19,8 @@ import (
 	"github.com/evident-log/evident/entryreceipt"
 	"github.com/evident-log/evident/internal/evidentd/daemon"
 	"github.com/evident-log/evident/internal/evidentd/server"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/internal/testinfra"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/trustfile"
 	"github.com/evident-log/evident/verifier"
 )
@@ -55,7 +55,7 @@ func newClient(t *testing.T, base string, opts ...client.Option) *client.Client 
 
 func triage(t *testing.T, ws string) [][]byte {
 	t.Helper()
-	b, _, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, _, err := chapscenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

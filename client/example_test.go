@@ -16,7 +16,7 @@ import (
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/client"
 	"github.com/evident-log/evident/internal/evidentd/daemon"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 )
 
 // evidentd starts a real evidentd on a loopback port, its log, ledger and keys in a
@@ -43,7 +43,7 @@ func evidentd() (string, func()) {
 // supportTriage returns a CHAP support triage as signed envelopes: thirteen calls by two
 // humans and an agent, with a review and an override.
 func supportTriage(ws string) [][]byte {
-	b, _, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, _, err := chapscenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		log.Fatal(err)
 	}

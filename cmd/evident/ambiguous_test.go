@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/evident-log/evident/bundle"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/verifier"
 )
 
@@ -35,8 +35,8 @@ func duplicateEntries(t *testing.T, path, ws string) string {
 // TestAmbiguousBundleRefused: verify (text, JSON, HTML) calls the bundle broken and names
 // the entry; replay refuses to show a timeline from it.
 func TestAmbiguousBundleRefused(t *testing.T) {
-	j := scenario.Journeys()[10]
-	b, err := scenario.BuildJourney(j)
+	j := chapscenario.Journeys()[10]
+	b, err := chapscenario.BuildJourney(j)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/internal/evidentd/daemon"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 )
 
 // TestSubmitSealExportVerify walks the README's flow with the CLI against a real evidentd
@@ -22,7 +22,7 @@ func TestSubmitSealExportVerify(t *testing.T) {
 	srv := startDaemon(t)
 	dir := t.TempDir()
 	const ws = "wsp_cli"
-	b, _, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, _, err := chapscenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evident-log/evident/internal/scenario/copscenario"
 	"github.com/evident-log/evident/ledger/profile/cop"
-	copscenario "github.com/evident-log/evident/ledger/profile/cop/scenario"
 )
 
 // TestCOPLedgerVerify: a ledger imported from another COP node (ECDSA P-256, §11.5) verifies

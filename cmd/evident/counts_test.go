@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/ledger/profile/chap/replay"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/verifier"
 )
 
@@ -30,12 +30,12 @@ import (
 func TestCountsAndStoryAgree(t *testing.T) {
 	srv := startDaemon(t)
 	trust := pinTrust(t, srv.URL)
-	c := scenario.NewCast()
+	c := chapscenario.NewCast()
 	co := c.Coordinator.URI
 	cases := []struct {
 		name       string
 		seals      int
-		extra      func(b *scenario.Builder) error // envelopes after the long chain
+		extra      func(b *chapscenario.Builder) error // envelopes after the long chain
 		warnings   int
 		impossible int
 		codes      []string // codes the story names
@@ -43,7 +43,7 @@ func TestCountsAndStoryAgree(t *testing.T) {
 		{name: "one seal, clean story", seals: 1},
 		{name: "nine seals, clean story", seals: 9},
 		{name: "three seals, updates of tasks never created", seals: 3, warnings: 2, codes: []string{"unknown_task"},
-			extra: func(b *scenario.Builder) error {
+			extra: func(b *chapscenario.Builder) error {
 				for _, id := range []string{"tsk_ghost_a", "tsk_ghost_b", "tsk_ghost_a"} {
 					if _, err := b.Envelope(c.Bot, co, "task.update", map[string]any{"task_id": id, "status": "in_progress"}); err != nil {
 						return err
@@ -52,7 +52,7 @@ func TestCountsAndStoryAgree(t *testing.T) {
 				return nil
 			}},
 		{name: "two seals, a task completed never assigned", seals: 2, warnings: 1, impossible: 1, codes: []string{"completed_unassigned", "unknown_task"},
-			extra: func(b *scenario.Builder) error {
+			extra: func(b *chapscenario.Builder) error {
 				_, err := b.Envelope(c.Bot, co, "task.complete", map[string]any{"task_id": "tsk_ghost", "outcome": "sent"})
 				return err
 			}},
@@ -61,7 +61,7 @@ func TestCountsAndStoryAgree(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			ws := fmt.Sprintf("wsp_counts_%d", i)
-			b, err := scenario.Long(ws, 4+10*tc.seals, scenario.JourneyStart, nil)
+			b, err := chapscenario.Long(ws, 4+10*tc.seals, chapscenario.JourneyStart, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/evident-log/evident/client"
 	"github.com/evident-log/evident/entryreceipt"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/verifier"
 )
 
@@ -149,7 +149,7 @@ func demo(ctx context.Context, work string, kept bool, daemonPath string, stdout
 	}
 
 	const ws = "wsp_support_triage"
-	b, cast, err := scenario.SupportTriageReference(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, cast, err := chapscenario.SupportTriageReference(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		return 0, err
 	}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/evidentd/daemon"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 )
 
 // exitFixture is what the exit-code cases run against: a real evidentd on loopback holding a
@@ -49,7 +49,7 @@ func newExitFixture(t *testing.T) *exitFixture {
 	f.down = "http://" + f.down
 
 	const ws = "wsp_exit"
-	b, _, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, _, err := chapscenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func newExitFixture(t *testing.T) *exitFixture {
 
 	// A chain whose last entries no seal covers: nothing broken, something unchecked.
 	const open = "wsp_open"
-	ob, _, err := scenario.SupportTriage(open, time.Date(2026, 5, 18, 9, 0, 0, 0, time.UTC))
+	ob, _, err := chapscenario.SupportTriage(open, time.Date(2026, 5, 18, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

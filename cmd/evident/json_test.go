@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
+	"github.com/evident-log/evident/internal/scenario/copscenario"
 	"github.com/evident-log/evident/ledger/profile/cop"
-	copscenario "github.com/evident-log/evident/ledger/profile/cop/scenario"
 )
 
 // TestSubmitCountsDuplicates: evident submit reports what evidentd answered, new records
@@ -28,7 +28,7 @@ func TestSubmitCountsDuplicates(t *testing.T) {
 	srv := startDaemon(t)
 	dir := t.TempDir()
 	const ws = "wsp_dup"
-	b, _, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, _, err := chapscenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestJSONOutputs(t *testing.T) {
 	dir := t.TempDir()
 	p := func(name string) string { return filepath.Join(dir, name) }
 	const ws = "wsp_json"
-	b, _, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, _, err := chapscenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/client"
 	"github.com/evident-log/evident/internal/rawjson"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
 
 // nested returns a value nested levels deep, alternating objects and arrays, built in the
@@ -46,16 +46,16 @@ func bigText(n int) string {
 // payload in its params. It returns the dump's path and the chain head after all n.
 func auditDump(t *testing.T, dir, ws string, n, k int, payload any) (string, ledger.Link) {
 	t.Helper()
-	c := scenario.NewCast()
-	b := scenario.NewBuilder(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
-	b.Form = scenario.Reference
+	c := chapscenario.NewCast()
+	b := chapscenario.NewBuilder(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b.Form = chapscenario.Reference
 	var lines [][]byte
 	add := func(raw []byte, prev ledger.Link) {
 		// Written by hand: encoding/json refuses a RawMessage nested past 10,000 levels.
 		e := fmt.Appendf(nil, `{"seq":%d,"arrived":%q,"envelope":%s,"prev_hash":%q}`, len(lines), ledger.Timestamp(b.Clock), raw, prev.String())
 		lines = append(lines, e)
 	}
-	for _, p := range []*scenario.Participant{c.Coordinator, c.Alice, c.Bob, c.Bot} {
+	for _, p := range []*chapscenario.Participant{c.Coordinator, c.Alice, c.Bob, c.Bot} {
 		prev := b.Head()
 		if err := b.Join(p, c.Coordinator.URI); err != nil {
 			t.Fatal(err)

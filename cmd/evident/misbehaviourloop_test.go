@@ -16,8 +16,8 @@ import (
 	tlog "github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/internal/testinfra"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/tlogwitness"
 )
@@ -192,7 +192,7 @@ func TestMisbehaviourLoop(t *testing.T) {
 // triageFile writes the CHAP support triage of workspace ws as JSON Lines in dir.
 func triageFile(t *testing.T, dir, ws string) string {
 	t.Helper()
-	b, _, err := scenario.SupportTriageReference(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, _, err := chapscenario.SupportTriageReference(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

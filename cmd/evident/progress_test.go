@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 )
 
 // fakeClock is a clock a test moves by hand.
@@ -111,7 +111,7 @@ func TestProgressOnNonTerminal(t *testing.T) {
 	dir := t.TempDir()
 	const ws = "wsp_progress"
 	var recs [][]byte
-	if _, err := scenario.Long(ws, 16000, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC), func(b []byte) error {
+	if _, err := chapscenario.Long(ws, 16000, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC), func(b []byte) error {
 		recs = append(recs, bytes.Clone(b))
 		return nil
 	}); err != nil {

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/evident-log/evident/internal/chaptest"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/ledger/profile/chap"
 	"github.com/evident-log/evident/ledger/profile/chap/replay"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
 
 // writeBundle writes records as an unsealed one-chain bundle (zip), links computed by the ledger.
@@ -22,8 +22,8 @@ func writeBundle(t *testing.T, ws string, recs [][]byte) string {
 }
 
 func TestReplayJourney(t *testing.T) {
-	j := scenario.Journeys()[10] // D.11, motor claims
-	b, err := scenario.BuildJourney(j)
+	j := chapscenario.Journeys()[10] // D.11, motor claims
+	b, err := chapscenario.BuildJourney(j)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,9 +68,9 @@ func TestReplayJourney(t *testing.T) {
 }
 
 func TestReplayImpossibleHistory(t *testing.T) {
-	co := scenario.NewParticipant("service:co", "service", chap.RoleAdmin, "x")
-	bot := scenario.NewParticipant("agent:bot", "agent", "drafter", "x")
-	b := scenario.NewBuilder("wsp_bad", scenario.JourneyStart)
+	co := chapscenario.NewParticipant("service:co", "service", chap.RoleAdmin, "x")
+	bot := chapscenario.NewParticipant("agent:bot", "agent", "drafter", "x")
+	b := chapscenario.NewBuilder("wsp_bad", chapscenario.JourneyStart)
 	for _, err := range []error{b.Join(co, co.URI), b.Join(bot, co.URI)} {
 		if err != nil {
 			t.Fatal(err)
@@ -92,8 +92,8 @@ func TestReplayImpossibleHistory(t *testing.T) {
 }
 
 func TestVerifyHTML(t *testing.T) {
-	j := scenario.Journeys()[0]
-	b, err := scenario.BuildJourney(j)
+	j := chapscenario.Journeys()[0]
+	b, err := chapscenario.BuildJourney(j)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/trustfile"
 )
 
@@ -126,7 +126,7 @@ func TestVerifyPinsTrust(t *testing.T) {
 	other := startDaemon(t)
 	dir := t.TempDir()
 	const ws = "wsp_pin"
-	b, _, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, _, err := chapscenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

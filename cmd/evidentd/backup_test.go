@@ -16,7 +16,7 @@ import (
 
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/internal/evidentd/daemon"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 )
 
 // TestBackupWhileServing sends SIGUSR1 to a real evidentd while a writer keeps sending
@@ -34,7 +34,7 @@ func TestBackupWhileServing(t *testing.T) {
 	cmd := startEvidentd(t, bin, data, addr)
 	defer func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }()
 	const ws = "wsp_backup"
-	b, err := scenario.Long(ws, 1200, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), nil)
+	b, err := chapscenario.Long(ws, 1200, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

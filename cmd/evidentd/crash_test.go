@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 )
 
 func freeAddr(t *testing.T) string {
@@ -69,7 +69,7 @@ func TestKillNineLosesNothing(t *testing.T) {
 	cmd := startEvidentd(t, bin, data, addr)
 
 	const ws = "wsp_crash"
-	b, err := scenario.Long(ws, 4000, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), nil)
+	b, err := chapscenario.Long(ws, 4000, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

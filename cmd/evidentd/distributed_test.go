@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
 	"github.com/evident-log/evident/ledger/profile/chap"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
 
 // TestDistributedTwoReplicas runs two evidentd replicas as processes on one MariaDB
@@ -66,7 +66,7 @@ func killNine(t *testing.T, c *cluster, a *answers) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
 	writers := make([]*writer, 4)
-	for k, sender := range []*scenario.Participant{cast.Alice, cast.Bob, cast.Bot, cast.Alice} {
+	for k, sender := range []*chapscenario.Participant{cast.Alice, cast.Bob, cast.Bot, cast.Alice} {
 		writers[k] = &writer{c: c, a: a, chain: chain, name: fmt.Sprintf("w%d", k), sender: sender, target: k % 2, codes: map[int]int{}}
 		wg.Go(func() {
 			if err := writers[k].run(ctx, stop); err != nil {
@@ -332,7 +332,7 @@ func sealWhileReplicaStarts(t *testing.T, c *cluster, a *answers) {
 
 // joinChain begins chain through replica i with the support-triage cast's four joins and
 // returns the cast.
-func joinChain(t *testing.T, c *cluster, i int, chain string, a *answers) scenario.Cast {
+func joinChain(t *testing.T, c *cluster, i int, chain string, a *answers) chapscenario.Cast {
 	t.Helper()
 	recs, err := joins(chain)
 	if err != nil {
@@ -345,15 +345,15 @@ func joinChain(t *testing.T, c *cluster, i int, chain string, a *answers) scenar
 	if err := a.ack(chain, envelopeIDs(recs), ans.body); err != nil {
 		t.Fatal(err)
 	}
-	return scenario.NewCast()
+	return chapscenario.NewCast()
 }
 
 // joins is the first batch of a new chain: the cast joins, in order, each linked to the one
 // before.
 func joins(chain string) ([][]byte, error) {
-	b := scenario.NewBuilder(chain, time.Now().Add(-time.Hour))
-	cast := scenario.NewCast()
-	for _, p := range []*scenario.Participant{cast.Coordinator, cast.Alice, cast.Bob, cast.Bot} {
+	b := chapscenario.NewBuilder(chain, time.Now().Add(-time.Hour))
+	cast := chapscenario.NewCast()
+	for _, p := range []*chapscenario.Participant{cast.Coordinator, cast.Alice, cast.Bob, cast.Bot} {
 		if err := b.Join(p, cast.Coordinator.URI); err != nil {
 			return nil, fmt.Errorf("join %s: %w", p.URI, err)
 		}
@@ -364,7 +364,7 @@ func joins(chain string) ([][]byte, error) {
 // appendBatch appends n envelopes from sender to chain through replica i, continuing the
 // head that replica serves; the answer must be a 201 that links them to that head. It
 // returns the chain's new state.
-func appendBatch(t *testing.T, c *cluster, a *answers, i int, chain string, sender *scenario.Participant, name string, n int) api.ChainHead {
+func appendBatch(t *testing.T, c *cluster, a *answers, i int, chain string, sender *chapscenario.Participant, name string, n int) api.ChainHead {
 	t.Helper()
 	h, err := c.head(t.Context(), i, chain)
 	if err != nil {
@@ -419,7 +419,7 @@ type writer struct {
 	a      *answers
 	chain  string
 	name   string // prefix of its envelope ids
-	sender *scenario.Participant
+	sender *chapscenario.Participant
 	target int         // the replica it writes to
 	codes  map[int]int // answers by status; 0: none (the replica died under the request)
 }
@@ -500,7 +500,7 @@ func batchIDs(name string, n int) []string {
 // their links: the first names head as its evidence.prev_hash, each next one its
 // predecessor's link. Writers racing on one chain name the same predecessor; the service
 // must accept one and refuse the others (prev_hash_mismatch or fork), never fork the chain.
-func linked(p *scenario.Participant, ws string, ids []string, ts time.Time, head ledger.Link) ([][]byte, []ledger.Link, error) {
+func linked(p *chapscenario.Participant, ws string, ids []string, ts time.Time, head ledger.Link) ([][]byte, []ledger.Link, error) {
 	var out [][]byte
 	var links []ledger.Link
 	for i, id := range ids {
@@ -619,7 +619,7 @@ func recordOverThePacket(t *testing.T, c *cluster, a *answers) {
 
 // padded is a signed task.update of sender on ws, naming head, whose params carry a string
 // that makes the record at least n bytes.
-func padded(sender *scenario.Participant, ws, id string, head ledger.Link, n int) ([]byte, error) {
+func padded(sender *chapscenario.Participant, ws, id string, head ledger.Link, n int) ([]byte, error) {
 	env := map[string]any{"jsonrpc": "2.0", "chap": "0.3", "id": id, "ts": ledger.Timestamp(time.Now().Add(-time.Minute)),
 		"workspace": ws, "from": sender.URI, "to": "coordinator", "type": "request", "method": "task.update",
 		"params": map[string]any{"task_id": id, "status": "in_progress", "draft": strings.Repeat("d", n)}, "evidence": map[string]any{"prev_hash": head.String()}}

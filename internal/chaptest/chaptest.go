@@ -18,9 +18,9 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/profile/chap"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/receipts"
 )
 
@@ -42,15 +42,15 @@ func TaskChain(tb testing.TB, ws string, tasks int, o TaskOptions) [][]byte {
 	if o.Note == "" {
 		o.Note = "checked order history and carrier report"
 	}
-	c := scenario.NewCast()
-	b := scenario.NewBuilder(ws, scenario.JourneyStart)
+	c := chapscenario.NewCast()
+	b := chapscenario.NewBuilder(ws, chapscenario.JourneyStart)
 	b.Step = time.Second
-	for _, p := range []*scenario.Participant{c.Coordinator, c.Alice, c.Bob, c.Bot} {
+	for _, p := range []*chapscenario.Participant{c.Coordinator, c.Alice, c.Bob, c.Bot} {
 		if err := b.Join(p, c.Coordinator.URI); err != nil {
 			tb.Fatal(err)
 		}
 	}
-	send := func(p *scenario.Participant, method string, params map[string]any) {
+	send := func(p *chapscenario.Participant, method string, params map[string]any) {
 		if _, err := b.Envelope(p, c.Coordinator.URI, method, params); err != nil {
 			tb.Fatal(err)
 		}
@@ -102,11 +102,11 @@ func UnsealedBundle(tb testing.TB, dir, ws, producer string, recs [][]byte) stri
 	}
 	enc := json.NewEncoder(ew)
 	for _, r := range recs {
-		a, err := c.Append(r, scenario.JourneyStart)
+		a, err := c.Append(r, chapscenario.JourneyStart)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if err := enc.Encode(bundle.EntryLine{Seq: a.Seq, Prev: a.Prev, Link: a.Link, Arrival: ledger.Timestamp(scenario.JourneyStart), Record: a.Admission.Canonical}); err != nil {
+		if err := enc.Encode(bundle.EntryLine{Seq: a.Seq, Prev: a.Prev, Link: a.Link, Arrival: ledger.Timestamp(chapscenario.JourneyStart), Record: a.Admission.Canonical}); err != nil {
 			tb.Fatal(err)
 		}
 	}

@@ -12,22 +12,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 )
 
 var update = flag.Bool("update", false, "rewrite the files")
 
 func TestSupportTriageFiles(t *testing.T) {
 	start := time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC)
-	ref, _, err := scenario.SupportTriageReference("wsp_support_triage", start)
+	ref, _, err := chapscenario.SupportTriageReference("wsp_support_triage", start)
 	if err != nil {
 		t.Fatal(err)
 	}
-	paper, _, err := scenario.SupportTriage("wsp_support_triage", start)
+	paper, _, err := chapscenario.SupportTriage("wsp_support_triage", start)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for file, b := range map[string]*scenario.Builder{"support-triage.jsonl": ref, "support-triage.paper.jsonl": paper} {
+	for file, b := range map[string]*chapscenario.Builder{"support-triage.jsonl": ref, "support-triage.paper.jsonl": paper} {
 		want := append(bytes.Join(b.Records(), []byte("\n")), '\n')
 		if *update {
 			if err := os.WriteFile(file, want, 0o644); err != nil {

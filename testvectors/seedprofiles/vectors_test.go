@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evident-log/evident/internal/scenario/cheqscenario"
+	"github.com/evident-log/evident/internal/scenario/chieflabscenario"
+	"github.com/evident-log/evident/internal/scenario/copscenario"
+	"github.com/evident-log/evident/internal/scenario/owpscenario"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/profile"
-	cheqscenario "github.com/evident-log/evident/ledger/profile/cheq/scenario"
-	clscenario "github.com/evident-log/evident/ledger/profile/chieflab/scenario"
-	copscenario "github.com/evident-log/evident/ledger/profile/cop/scenario"
-	owpscenario "github.com/evident-log/evident/ledger/profile/owp/scenario"
 )
 
 var update = flag.Bool("update", false, "regenerate the published vectors")
@@ -58,7 +58,7 @@ func build(t *testing.T) map[string]Vector {
 		"owp":      {"owp/2", "envelope:wf-coverage-prod:env-0001", owpB.Records()},
 		"cop":      {"cop/1.0", "urn:cop:topic:claim-4711", copRecs},
 		"cheq":     {"cheq/0", "cheq-travel-alice", cheqscenario.Travel(start)},
-		"chieflab": {"chieflab/0.1", "run-5d1c2e7a-launch", clscenario.Records("run-5d1c2e7a-launch", "ws-acme", start, clscenario.Launch)},
+		"chieflab": {"chieflab/0.1", "run-5d1c2e7a-launch", chieflabscenario.Records("run-5d1c2e7a-launch", "ws-acme", start, chieflabscenario.Launch)},
 	}
 	out := map[string]Vector{}
 	for dir, s := range sets {

@@ -15,8 +15,8 @@ import (
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/chaptest"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/ledger/profile/chap/replay"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/verifier"
 	"github.com/evident-log/evident/verifier/htmlreport"
 )
@@ -28,7 +28,7 @@ func verified(t testing.TB, path string) (*verifier.Report, *bundle.Reader) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := verifier.Verify(context.Background(), r, verifier.Options{Now: func() time.Time { return scenario.JourneyStart }})
+	rep, err := verifier.Verify(context.Background(), r, verifier.Options{Now: func() time.Time { return chapscenario.JourneyStart }})
 	if err != nil {
 		t.Fatal(err)
 	}

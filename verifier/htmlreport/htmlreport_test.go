@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/ledger/profile/chap/replay"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/verifier"
 	"github.com/evident-log/evident/verifier/htmlreport"
 	"github.com/evident-log/evident/verifier/internal/testbundle"
@@ -28,8 +28,8 @@ func sample(t *testing.T) htmlreport.Input {
 	}
 	rep.Checks = append(rep.Checks, verifier.Check{Name: "bundle.extra", Status: verifier.NotEvaluated, Detail: hostile, Evidence: []string{hostile}})
 	rep.NotEvidence[0].Value = hostile // the producer: the bundle's own words
-	j := scenario.Journeys()[5]        // D.6, the partner's override
-	jb, err := scenario.BuildJourney(j)
+	j := chapscenario.Journeys()[5]    // D.6, the partner's override
+	jb, err := chapscenario.BuildJourney(j)
 	if err != nil {
 		t.Fatal(err)
 	}

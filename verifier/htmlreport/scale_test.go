@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/ledger/profile/chap"
 	"github.com/evident-log/evident/ledger/profile/chap/replay"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/verifier"
 	"github.com/evident-log/evident/verifier/htmlreport"
 )
@@ -291,8 +291,8 @@ func TestNamesDoNotBreak(t *testing.T) {
 func TestGolden(t *testing.T) {
 	in := synthetic(40, 10)
 	in.MaxEntries = 25
-	j := scenario.Journeys()[5] // D.6, the partner's override
-	jb, err := scenario.BuildJourney(j)
+	j := chapscenario.Journeys()[5] // D.6, the partner's override
+	jb, err := chapscenario.BuildJourney(j)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 )
 
 // scenarioStart is the first envelope's timestamp: every run sends the same envelopes.
 var scenarioStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// generate signs the n envelopes of chain (scenario.Long) and hands them to deliver in
+// generate signs the n envelopes of chain (chapscenario.Long) and hands them to deliver in
 // request bodies of up to batch envelopes each, in chain order.
 func generate(chain string, n, batch int, deliver func(body []byte, count int) error) error {
 	var buf bytes.Buffer
@@ -27,7 +27,7 @@ func generate(chain string, n, batch int, deliver func(body []byte, count int) e
 		count = 0
 		return nil
 	}
-	_, err := scenario.Long(chain, n, scenarioStart, func(raw []byte) error {
+	_, err := chapscenario.Long(chain, n, scenarioStart, func(raw []byte) error {
 		if count > 0 {
 			buf.WriteByte('\n')
 		}

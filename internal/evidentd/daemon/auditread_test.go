@@ -9,9 +9,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/profile/chap"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
 
 // auditPage is one page of GET /v1/chains/{chain}/entries.
@@ -71,9 +71,9 @@ func readAll(t *testing.T, base, chain string, q url.Values, limit int) []uint64
 // the same selection computed from the records themselves.
 func TestAuditReadJourneys(t *testing.T) {
 	_, srv := start(t, t.TempDir())
-	for _, j := range scenario.Journeys() {
+	for _, j := range chapscenario.Journeys() {
 		t.Run(j.ID, func(t *testing.T) {
-			b, err := scenario.BuildJourney(j)
+			b, err := chapscenario.BuildJourney(j)
 			if err != nil {
 				t.Fatal(err)
 			}

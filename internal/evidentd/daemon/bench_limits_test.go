@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/ledger/canonical"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
 
 // BenchmarkIngestHTTPMaxRecord: one signed CHAP envelope of about the default record limit
@@ -20,9 +20,9 @@ import (
 // allocates, client and server.
 func BenchmarkIngestHTTPMaxRecord(b *testing.B) {
 	_, base := benchDaemon(b, time.Second)
-	c := scenario.NewCast()
-	bl := scenario.NewBuilder("wsp_max", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	for _, p := range []*scenario.Participant{c.Coordinator, c.Alice, c.Bob, c.Bot} {
+	c := chapscenario.NewCast()
+	bl := chapscenario.NewBuilder("wsp_max", time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	for _, p := range []*chapscenario.Participant{c.Coordinator, c.Alice, c.Bob, c.Bot} {
 		if err := bl.Join(p, c.Coordinator.URI); err != nil {
 			b.Fatal(err)
 		}

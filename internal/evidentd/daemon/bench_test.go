@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/internal/benchutil"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
 
 // benchDaemon starts evidentd (real Tessera log, real SQLite with synchronous=FULL) behind
@@ -33,7 +33,7 @@ func benchDaemon(b *testing.B, interval time.Duration) (*Daemon, string) {
 
 func envelopes(b *testing.B, ws string, n int) [][]byte {
 	b.Helper()
-	bl, err := scenario.Long(ws, n, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), nil)
+	bl, err := chapscenario.Long(ws, n, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func BenchmarkSealToReceipt(b *testing.B) {
 // bare, or wrapped as the Coordinator's audit entries {seq, arrived, envelope, prev_hash}.
 func referenceBodies(b *testing.B, ws string, n, batch int, entries bool) [][]byte {
 	b.Helper()
-	bl, err := scenario.LongForm(ws, n, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), scenario.Reference, nil)
+	bl, err := chapscenario.LongForm(ws, n, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), chapscenario.Reference, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

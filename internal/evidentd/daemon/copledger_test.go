@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/internal/scenario/copscenario"
 	"github.com/evident-log/evident/ledger/profile/cop"
-	copscenario "github.com/evident-log/evident/ledger/profile/cop/scenario"
 	"github.com/evident-log/evident/verifier"
 )
 

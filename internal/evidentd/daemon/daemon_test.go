@@ -17,8 +17,8 @@ import (
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/evidentd/server"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/verifier"
 )
@@ -155,7 +155,7 @@ func TestChapVectorsOverHTTP(t *testing.T) {
 func TestEndToEnd(t *testing.T) {
 	d, srv := start(t, t.TempDir())
 	const ws = "wsp_e2e"
-	b, _, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, _, err := chapscenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func jsonNum(n uint64) string { b, _ := json.Marshal(n); return string(b) }
 func TestRefusalsChangeNothing(t *testing.T) {
 	_, srv := start(t, t.TempDir())
 	const ws = "wsp_bad"
-	b, _, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, _, err := chapscenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func TestRefusalsChangeNothing(t *testing.T) {
 func TestRestartKeepsEverything(t *testing.T) {
 	dir := t.TempDir()
 	const ws = "wsp_restart"
-	b, _, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, _, err := chapscenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

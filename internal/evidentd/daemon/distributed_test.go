@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/internal/testinfra"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
 
 // startDistributed runs evidentd in distributed mode on a fresh database of the test
@@ -37,10 +37,10 @@ func startDistributed(t *testing.T) (*Daemon, *httptest.Server) {
 func TestDistributedBurstOfNewChains(t *testing.T) {
 	const clients = 32
 	d, srv := startDistributed(t)
-	cast := scenario.NewCast()
+	cast := chapscenario.NewCast()
 	firsts := make([][]byte, clients)
 	for i := range firsts {
-		b := scenario.NewBuilder(burstChain(i), time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+		b := chapscenario.NewBuilder(burstChain(i), time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 		if err := b.Join(cast.Coordinator, cast.Coordinator.URI); err != nil {
 			t.Fatal(err)
 		}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/receipts"
 )
 
@@ -18,7 +18,7 @@ import (
 func TestEntryReceipt(t *testing.T) {
 	d, srv := start(t, t.TempDir())
 	const ws = "wsp_receipt"
-	b, _, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, _, err := chapscenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestEntryReceipt(t *testing.T) {
 func TestEntryStatement(t *testing.T) {
 	d, srv := start(t, t.TempDir())
 	const ws = "wsp_statement"
-	b, _, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, _, err := chapscenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/internal/evidentd/server"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 )
 
 // The HTTP conventions every route keeps: a body is read only under a Content-Type its route
@@ -99,7 +99,7 @@ func chainHead(t *testing.T, base, chain string) (h api.ChainHead, ok bool) {
 // triage returns the signed records of the support triage scenario for workspace ws.
 func triage(t *testing.T, ws string) [][]byte {
 	t.Helper()
-	b, _, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, _, err := chapscenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/buildinfo"
 	"github.com/evident-log/evident/internal/logging"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 )
 
 // syncBuffer is a log sink the server's goroutines and the test share.
@@ -128,7 +128,7 @@ func TestListChains(t *testing.T) {
 	_, srv, _ := startLogged(t)
 	heads := map[string]string{}
 	for i, ws := range []string{"wsp_c", "wsp_a", "wsp_b"} {
-		b, _, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+		b, _, err := chapscenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +179,7 @@ func TestListChains(t *testing.T) {
 // runtime metrics; the access log has one line per request with its duration as text.
 func TestMetricsAndAccessLog(t *testing.T) {
 	_, srv, logs := startLogged(t)
-	b, _, err := scenario.SupportTriage("wsp_m", time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, _, err := chapscenario.SupportTriage("wsp_m", time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestMetricsAndAccessLog(t *testing.T) {
 // TestBundleProducerIsTheBuild: a bundle's manifest names the evidentd build that made it.
 func TestBundleProducerIsTheBuild(t *testing.T) {
 	_, srv, _ := startLogged(t)
-	b, _, err := scenario.SupportTriage("wsp_p", time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, _, err := chapscenario.SupportTriage("wsp_p", time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 )
 
 // TestPeriodicSealing: a chain is sealed by itself after SealEvery new entries and, when it
@@ -20,7 +20,7 @@ func TestPeriodicSealing(t *testing.T) {
 	}
 	defer d.Close()
 	const ws = "wsp_periodic"
-	b, _, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, _, err := chapscenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,14 +15,14 @@ import (
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/evidentd/server"
+	"github.com/evident-log/evident/internal/scenario/cheqscenario"
+	"github.com/evident-log/evident/internal/scenario/chieflabscenario"
+	"github.com/evident-log/evident/internal/scenario/copscenario"
+	"github.com/evident-log/evident/internal/scenario/owpscenario"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
-	cheqscenario "github.com/evident-log/evident/ledger/profile/cheq/scenario"
 	"github.com/evident-log/evident/ledger/profile/chieflab"
-	clscenario "github.com/evident-log/evident/ledger/profile/chieflab/scenario"
 	"github.com/evident-log/evident/ledger/profile/cop"
-	copscenario "github.com/evident-log/evident/ledger/profile/cop/scenario"
-	owpscenario "github.com/evident-log/evident/ledger/profile/owp/scenario"
 	"github.com/evident-log/evident/trustfile"
 	"github.com/evident-log/evident/verifier"
 )
@@ -101,7 +101,7 @@ func TestSeedProfilesEndToEnd(t *testing.T) {
 				return l
 			},
 			ruleCheck: "chain.entries", ruleCode: ledger.CodeDigestMismatch},
-		{profile: "chieflab/0.1", chain: "run-5d1c2e7a-launch", records: clscenario.Records("run-5d1c2e7a-launch", "ws-acme", start, clscenario.Launch),
+		{profile: "chieflab/0.1", chain: "run-5d1c2e7a-launch", records: chieflabscenario.Records("run-5d1c2e7a-launch", "ws-acme", start, chieflabscenario.Launch),
 			tamper: func(l []bundle.EntryLine) {
 				l[4].Record = bytes.Replace(l[4].Record, []byte(`maria@acme`), []byte(`mallory@acme`), 1)
 			},
@@ -183,7 +183,7 @@ func TestSeedProfilesEndToEnd(t *testing.T) {
 		"duplicate_execution": chieflab.CodeDuplicateExecution} {
 		t.Run("chieflab violation "+name, func(t *testing.T) {
 			run := "run-violation-" + strings.ReplaceAll(name, "_", "-")
-			recs := clscenario.Records(run, "ws-acme", start, clscenario.Violations[name])
+			recs := chieflabscenario.Records(run, "ws-acme", start, chieflabscenario.Violations[name])
 			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/chains/"+run+"/entries?profile=chieflab/0.1", bytes.NewReader(bytes.Join(recs, []byte("\n"))))
 			req.Header.Set("Content-Type", "application/jsonl")
 			req.Header.Set("Authorization", "Bearer token-evident-e2e-0123456789")

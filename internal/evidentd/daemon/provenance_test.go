@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evident-log/evident/internal/scenario/owpscenario"
 	"github.com/evident-log/evident/ledger/profile/owp"
-	owpscenario "github.com/evident-log/evident/ledger/profile/owp/scenario"
 	"github.com/evident-log/evident/verifier"
 )
 

@@ -22,8 +22,8 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/scitt"
 	"github.com/evident-log/evident/internal/evidentd/server"
 	"github.com/evident-log/evident/internal/evidentd/servicekey"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/internal/testinfra"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/ledger/profile/cop"
 	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/receipts"
@@ -461,7 +461,7 @@ func sealOnce(ctx context.Context, url string) error {
 // chainRecords returns the first n signed records of a CHAP chain ws.
 func chainRecords(t *testing.T, ws string, n int) [][]byte {
 	t.Helper()
-	bl, err := scenario.Long(ws, n, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC), nil)
+	bl, err := chapscenario.Long(ws, n, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

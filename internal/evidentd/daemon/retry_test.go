@@ -14,9 +14,9 @@ import (
 
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/client"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/profile/chap"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/verifier"
 )
 
@@ -130,15 +130,15 @@ func wrapAudit(t *testing.T, envs [][]byte, start time.Time) [][]byte {
 
 func retryForms(t *testing.T) []retryForm {
 	start := time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC)
-	paper, err := scenario.Long("wsp_retry_paper", 150, start, nil)
+	paper, err := chapscenario.Long("wsp_retry_paper", 150, start, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := scenario.LongForm("wsp_retry_ref", 60, start, scenario.Reference, nil)
+	ref, err := chapscenario.LongForm("wsp_retry_ref", 60, start, chapscenario.Reference, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	audit, err := scenario.LongForm("wsp_retry_audit", 60, start, scenario.Reference, nil)
+	audit, err := chapscenario.LongForm("wsp_retry_audit", 60, start, chapscenario.Reference, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func checkChainHolds(t *testing.T, base, chain string, records [][]byte) {
 func TestRetryAnswers(t *testing.T) {
 	d, srv := start(t, t.TempDir())
 	start := time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC)
-	b, err := scenario.Long("wsp_retry", 12, start, nil)
+	b, err := chapscenario.Long("wsp_retry", 12, start, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +329,7 @@ func TestRetryAnswers(t *testing.T) {
 }
 
 // forkOf is a different signed envelope that names the same predecessor as recs[i].
-func forkOf(t *testing.T, b *scenario.Builder, recs [][]byte, i int) []byte {
+func forkOf(t *testing.T, b *chapscenario.Builder, recs [][]byte, i int) []byte {
 	t.Helper()
 	var env map[string]any
 	if err := json.Unmarshal(recs[i], &env); err != nil {
@@ -338,8 +338,8 @@ func forkOf(t *testing.T, b *scenario.Builder, recs [][]byte, i int) []byte {
 	delete(env, "sig")
 	env["id"] = "fork-of-" + fmt.Sprint(i)
 	raw, _ := json.Marshal(env)
-	sender := scenario.NewCast().Bot
-	for _, p := range []*scenario.Participant{scenario.NewCast().Alice, scenario.NewCast().Bob, sender} {
+	sender := chapscenario.NewCast().Bot
+	for _, p := range []*chapscenario.Participant{chapscenario.NewCast().Alice, chapscenario.NewCast().Bob, sender} {
 		if p.URI == env["from"] {
 			sender = p
 		}

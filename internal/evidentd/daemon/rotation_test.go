@@ -13,7 +13,7 @@ import (
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/evidentd/servicekey"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/trustfile"
 	"github.com/evident-log/evident/verifier"
 )
@@ -57,7 +57,7 @@ func TestKeyRotationKeepsBundlesVerifying(t *testing.T) {
 		return d, httptest.NewServer(d.Handler())
 	}
 	const ws = "wsp_rotate"
-	b, _, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, _, err := chapscenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

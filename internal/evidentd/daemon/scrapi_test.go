@@ -16,9 +16,9 @@ import (
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/internal/evidentd/scitt"
 	"github.com/evident-log/evident/internal/evidentd/server"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/regpolicy"
 	"github.com/evident-log/evident/regpolicy/regpolicytest"
@@ -253,7 +253,7 @@ func TestConsistencyReceipts(t *testing.T) {
 
 	// Chain: a CHAP scenario, consistency between every pair of sizes.
 	const ws = "wsp_cons"
-	b, _, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, _, err := chapscenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

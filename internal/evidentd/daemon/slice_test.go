@@ -14,9 +14,9 @@ import (
 	"testing"
 
 	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/verifier"
 )
 
@@ -69,8 +69,8 @@ func sliceCheck(rep *verifier.Report, name verifier.CheckName) *verifier.Check {
 // omitted rest of the chain is reported not_evaluated, never verified.
 func TestCaseSlice(t *testing.T) {
 	_, srv := start(t, t.TempDir())
-	j := scenario.Journeys()[5] // D.6: a contract, a junior, a partner
-	b, err := scenario.BuildJourney(j)
+	j := chapscenario.Journeys()[5] // D.6: a contract, a junior, a partner
+	b, err := chapscenario.BuildJourney(j)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,8 @@ import (
 
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/internal/testinfra"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/misbehaviour"
 	"github.com/evident-log/evident/trustfile"
@@ -71,7 +71,7 @@ func TestVerifyNeedsPinnedTrust(t *testing.T) {
 	_, other := start(t, t.TempDir())
 	const ws = "wsp_pin"
 	for _, base := range []string{srv.URL, other.URL} {
-		b, _, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+		b, _, err := chapscenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 		if err != nil {
 			t.Fatal(err)
 		}

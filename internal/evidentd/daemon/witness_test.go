@@ -23,7 +23,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/evident-log/evident/bundle"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/misbehaviour"
 	"github.com/evident-log/evident/trustfile"
@@ -116,7 +116,7 @@ func startWitnessed(t *testing.T, failOpen bool, downAtStart bool) (*Daemon, *ht
 
 func ingestTriage(t *testing.T, base, ws string) {
 	t.Helper()
-	b, _, err := scenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, _, err := chapscenario.SupportTriage(ws, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

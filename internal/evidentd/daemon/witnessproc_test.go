@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/internal/testinfra"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/verifier"
 )
@@ -80,7 +80,7 @@ func TestWitnessProcessesPostQuantum(t *testing.T) {
 		t.Fatal("no post-quantum verifier key")
 	}
 	const chain = "wsp_pq_witnessed"
-	b, _, err := scenario.SupportTriage(chain, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
+	b, _, err := chapscenario.SupportTriage(chain, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,11 +18,11 @@ import (
 	"github.com/evident-log/evident/internal/evidentd/scitt"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/internal/evidentd/store/embedded"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/profile"
 	"github.com/evident-log/evident/ledger/profile/chap"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/verifier"
@@ -79,7 +79,7 @@ func newFixture(t testing.TB) *fixture {
 func records(t testing.TB, chain string, n int) [][]byte {
 	t.Helper()
 	var out [][]byte
-	_, err := scenario.Long(chain, n, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC), func(b []byte) error {
+	_, err := chapscenario.Long(chain, n, time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC), func(b []byte) error {
 		out = append(out, bytes.Clone(b))
 		return nil
 	})

@@ -11,17 +11,17 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/internal/evidentd/store"
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
+	"github.com/evident-log/evident/internal/scenario/cheqscenario"
+	"github.com/evident-log/evident/internal/scenario/chieflabscenario"
+	"github.com/evident-log/evident/internal/scenario/copscenario"
+	"github.com/evident-log/evident/internal/scenario/owpscenario"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/profile/chap"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/ledger/profile/cheq"
-	cheqscenario "github.com/evident-log/evident/ledger/profile/cheq/scenario"
 	"github.com/evident-log/evident/ledger/profile/chieflab"
-	clscenario "github.com/evident-log/evident/ledger/profile/chieflab/scenario"
 	"github.com/evident-log/evident/ledger/profile/cop"
-	copscenario "github.com/evident-log/evident/ledger/profile/cop/scenario"
 	"github.com/evident-log/evident/ledger/profile/owp"
-	owpscenario "github.com/evident-log/evident/ledger/profile/owp/scenario"
 )
 
 // wantDuplicates checks that got acknowledges the stored entries from seq from on, each
@@ -173,7 +173,7 @@ func auditEntries(t *testing.T, envs [][]byte, from int) [][]byte {
 // at its seq is a duplicate, another record at that seq is still refused.
 func TestRetriedAuditEntries(t *testing.T) {
 	ctx := context.Background()
-	b, _, err := scenario.SupportTriageReference("wsp_audit", t0)
+	b, _, err := chapscenario.SupportTriageReference("wsp_audit", t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +251,7 @@ func TestRetriedSubmissionsEveryProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chapB, err := scenario.Long("wsp_long", 40, t0, nil)
+	chapB, err := chapscenario.Long("wsp_long", 40, t0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestRetriedSubmissionsEveryProfile(t *testing.T) {
 		{owp.Adapter{}, owpEnv, owpB.Records()},
 		{cop.Adapter{}, "urn:cop:topic:claim-4711", copRecs},
 		{cheq.Adapter{}, "cheq-travel-alice", cheqscenario.Travel(t0)},
-		{chieflab.Adapter{}, "run-5d1c2e7a-launch", clscenario.Records("run-5d1c2e7a-launch", "ws-acme", t0, clscenario.Launch)},
+		{chieflab.Adapter{}, "run-5d1c2e7a-launch", chieflabscenario.Records("run-5d1c2e7a-launch", "ws-acme", t0, chieflabscenario.Launch)},
 	}
 	for _, c := range cases {
 		t.Run(c.profile.Name(), func(t *testing.T) {

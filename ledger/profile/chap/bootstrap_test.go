@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evident-log/evident/internal/testkeys"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/internal/testkeys"
 )
 
 // refSigner is a participant key drawn from testkeys.

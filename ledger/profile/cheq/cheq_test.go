@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evident-log/evident/internal/scenario/cheqscenario"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
 	"github.com/evident-log/evident/ledger/profile/cheq"
-	"github.com/evident-log/evident/ledger/profile/cheq/scenario"
 )
 
 var start = time.Date(2025, 7, 23, 11, 59, 0, 0, time.UTC)
@@ -38,7 +38,7 @@ func appendAll(c *ledger.Chain, recs ...[]byte) error {
 }
 
 func TestTravel(t *testing.T) {
-	recs := scenario.Travel(start)
+	recs := cheqscenario.Travel(start)
 	c, _ := ledger.NewChain("cheq-travel-alice", cheq.Adapter{})
 	if err := appendAll(c, recs...); err != nil {
 		t.Fatal(err)
@@ -49,9 +49,9 @@ func TestTravel(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
-	recs := scenario.Travel(start)
+	recs := cheqscenario.Travel(start)
 	other := map[string]any{"version": 1.0, "operation": "https://airline.com/api/v1/book-flight", "date": "x"}
-	reused := scenario.Confirmation(other, "conf-7f3a91", "accept", "user:alice@example.com", start, false)
+	reused := cheqscenario.Confirmation(other, "conf-7f3a91", "accept", "user:alice@example.com", start, false)
 	// The decision of another CHEQ grafted onto the flight booking.
 	graft := func() []byte {
 		v, _ := canonical.Parse(recs[1], canonical.Options{})

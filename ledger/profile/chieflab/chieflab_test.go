@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evident-log/evident/internal/scenario/chieflabscenario"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/profile/chieflab"
-	"github.com/evident-log/evident/ledger/profile/chieflab/scenario"
 )
 
 const run = "run-5d1c2e7a-launch"
@@ -37,7 +37,7 @@ func critical(c *ledger.Chain) []ledger.Finding {
 }
 
 func TestLaunchIsClean(t *testing.T) {
-	c := replay(t, scenario.Records(run, "ws-acme", start, scenario.Launch), "operator:chieflab-launch@acme")
+	c := replay(t, chieflabscenario.Records(run, "ws-acme", start, chieflabscenario.Launch), "operator:chieflab-launch@acme")
 	if f := c.State.(ledger.Auditor).Findings(); len(f) != 0 {
 		t.Fatalf("findings %+v", f)
 	}
@@ -51,9 +51,9 @@ func TestViolations(t *testing.T) {
 		"cross_workspace_access":    chieflab.CodeCrossWorkspace,
 		"edit_voids_approval":       chieflab.CodeUnapprovedExecution,
 	}
-	for name, steps := range scenario.Violations {
+	for name, steps := range chieflabscenario.Violations {
 		t.Run(name, func(t *testing.T) {
-			f := critical(replay(t, scenario.Records(run, "ws-acme", start, steps), "operator:x"))
+			f := critical(replay(t, chieflabscenario.Records(run, "ws-acme", start, steps), "operator:x"))
 			if len(f) != 1 || f[0].Code != want[name] || f[0].Seq != uint64(len(steps)-1) {
 				t.Fatalf("findings %+v, want one %s at the last step", f, want[name])
 			}
@@ -64,7 +64,7 @@ func TestViolations(t *testing.T) {
 // TestOperator: the authenticated operator is written into the hashed record and read back on
 // replay; a wrapped record naming another operator is refused; without an operator, a notice.
 func TestOperator(t *testing.T) {
-	recs := scenario.Records(run, "ws-acme", start, scenario.Launch)
+	recs := chieflabscenario.Records(run, "ws-acme", start, chieflabscenario.Launch)
 	c, _ := ledger.NewChain(run, chieflab.Adapter{})
 	a, err := c.AppendBy(recs[0], start, "operator:chieflab-launch@acme")
 	if err != nil || !bytes.Contains(a.Admission.Canonical, []byte(`"submitted_by":"operator:chieflab-launch@acme"`)) || a.Admission.Sender != "operator:chieflab-launch@acme" {

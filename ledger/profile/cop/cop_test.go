@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evident-log/evident/internal/scenario/copscenario"
+	"github.com/evident-log/evident/internal/testkeys"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
-	"github.com/evident-log/evident/ledger/internal/testkeys"
 	"github.com/evident-log/evident/ledger/profile/cop"
-	"github.com/evident-log/evident/ledger/profile/cop/scenario"
 )
 
 const topic = "urn:cop:topic:claim-4711"
@@ -44,7 +44,7 @@ func run(t *testing.T, recs [][]byte) (*ledger.Chain, error) {
 }
 
 func TestClaimsTopic(t *testing.T) {
-	recs, err := scenario.ClaimsTopic(topic, start)
+	recs, err := copscenario.ClaimsTopic(topic, start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestClaimsTopic(t *testing.T) {
 }
 
 func ev(t *testing.T, seq int, id string, parents []string) []byte {
-	o, err := scenario.Event(topic, seq, id, "note", start, map[string]any{"n": seq}, parents, false)
+	o, err := copscenario.Event(topic, seq, id, "note", start, map[string]any{"n": seq}, parents, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,11 +75,11 @@ func ev(t *testing.T, seq int, id string, parents []string) []byte {
 }
 
 func TestRules(t *testing.T) {
-	recs, _ := scenario.ClaimsTopic(topic, start)
+	recs, _ := copscenario.ClaimsTopic(topic, start)
 	altered := bytes.Replace(recs[3], []byte(`"confidence":0.82`), []byte(`"confidence":0.99`), 1)
 	// A signed event whose copHash was recomputed after the change: the signature catches it.
 	resigned := func() []byte {
-		o, _ := scenario.Event(topic, 3, "urn:cop:event:"+topic+":3", "agent.reply", start, map[string]any{"x": 1}, nil, false)
+		o, _ := copscenario.Event(topic, 3, "urn:cop:event:"+topic+":3", "agent.reply", start, map[string]any{"x": 1}, nil, false)
 		v, _ := canonical.Parse(recs[3], canonical.Options{})
 		sig, _ := v.(*canonical.Object).Get("signature")
 		o.Members = append(o.Members, canonical.Member{Key: "signature", Value: sig})
@@ -87,7 +87,7 @@ func TestRules(t *testing.T) {
 		return b
 	}()
 	hashOnlyAltered := bytes.Replace(recs[1], []byte(`HOME-22-0931`), []byte(`HOME-22-0932`), 1)
-	other, _ := scenario.Event("urn:cop:topic:other", 7, "x", "note", start, map[string]any{}, nil, false)
+	other, _ := copscenario.Event("urn:cop:topic:other", 7, "x", "note", start, map[string]any{}, nil, false)
 	otherB, _ := canonical.Encode(other)
 	cases := []struct {
 		name  string
@@ -144,7 +144,7 @@ func TestForwardParent(t *testing.T) {
 // TestLedger: Evident's own ledger and an imported one (another node, ECDSA P-256) verify;
 // any altered record breaks at that record.
 func TestLedger(t *testing.T) {
-	recs, _ := scenario.ClaimsTopic(topic, start)
+	recs, _ := copscenario.ClaimsTopic(topic, start)
 	events := map[string][]byte{}
 	for _, r := range recs {
 		e, _ := cop.Parse(r)

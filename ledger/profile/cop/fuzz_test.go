@@ -4,14 +4,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evident-log/evident/internal/scenario/copscenario"
 	"github.com/evident-log/evident/ledger/internal/profiletest"
 	"github.com/evident-log/evident/ledger/profile/cop"
-	"github.com/evident-log/evident/ledger/profile/cop/scenario"
 )
 
 // FuzzAdmit fuzzes the record after the claims topic's first two (profiletest.FuzzAdmit).
 func FuzzAdmit(f *testing.F) {
-	recs, err := scenario.ClaimsTopic("urn:cop:topic:claim-4711", time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC))
+	recs, err := copscenario.ClaimsTopic("urn:cop:topic:claim-4711", time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC))
 	if err != nil {
 		f.Fatal(err)
 	}

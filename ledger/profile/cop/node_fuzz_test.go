@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evident-log/evident/ledger/internal/testkeys"
+	"github.com/evident-log/evident/internal/scenario/copscenario"
+	"github.com/evident-log/evident/internal/testkeys"
 	"github.com/evident-log/evident/ledger/profile/cop"
-	"github.com/evident-log/evident/ledger/profile/cop/scenario"
 )
 
 // FuzzParsePublicKey: any input is a key (or node key file) that round-trips through
@@ -51,7 +51,7 @@ func FuzzParsePublicKey(f *testing.F) {
 // *LedgerError naming its index; a refusal never panics and a signed record only passes
 // when its signature verifies.
 func FuzzLedgerCheck(f *testing.F) {
-	recs, err := scenario.ClaimsTopic("urn:cop:topic:claim-4711", time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC))
+	recs, err := copscenario.ClaimsTopic("urn:cop:topic:claim-4711", time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -5,15 +5,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/evident-log/evident/internal/scenario/owpscenario"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/profile/owp"
-	"github.com/evident-log/evident/ledger/profile/owp/scenario"
 )
 
 // TestReferencedID reads every event of a real envelope alone and finds the id the chain
 // admitted it under; a record that is not an OWP event has none.
 func TestReferencedID(t *testing.T) {
-	b, _, err := scenario.CoverageOutreach(env, start)
+	b, _, err := owpscenario.CoverageOutreach(env, start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestReferencedID(t *testing.T) {
 // TestReferences replays an envelope whose top-level Intent names prior envelopes and reads
 // its references back through the capability the verifier uses.
 func TestReferences(t *testing.T) {
-	_, team, err := scenario.CoverageOutreach(env, start)
+	_, team, err := owpscenario.CoverageOutreach(env, start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestReferences(t *testing.T) {
 			[]ledger.Reference{{Seq: 1, Chain: env, Event: "evt:" + env + ":0014", Root: root}}},
 	}
 	for _, tc := range tests {
-		b := scenario.NewBuilder(follow, start)
+		b := owpscenario.NewBuilder(follow, start)
 		if err := b.Bind(team.RM); err != nil {
 			t.Fatal(err)
 		}

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evident-log/evident/internal/scenario/owpscenario"
+	"github.com/evident-log/evident/internal/sigalg"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
-	"github.com/evident-log/evident/ledger/internal/sigalg"
 	"github.com/evident-log/evident/ledger/profile/owp"
-	"github.com/evident-log/evident/ledger/profile/owp/scenario"
 )
 
 const env = "envelope:wf-coverage-prod:env-0001"
@@ -46,7 +46,7 @@ func code(err error) ledger.Code {
 }
 
 func TestScenarioReplaysAndCloses(t *testing.T) {
-	b, _, err := scenario.CoverageOutreach(env, start)
+	b, _, err := owpscenario.CoverageOutreach(env, start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,20 +71,20 @@ func TestScenarioReplaysAndCloses(t *testing.T) {
 
 // TestRefusals: each rule, broken in one otherwise valid envelope.
 func TestRefusals(t *testing.T) {
-	b, team, err := scenario.CoverageOutreach(env, start)
+	b, team, err := owpscenario.CoverageOutreach(env, start)
 	if err != nil {
 		t.Fatal(err)
 	}
 	good := b.Records()
-	sign := func(w *scenario.Worker, typ string, payload map[string]any, envelope string) []byte {
-		raw, err := scenario.Sign(map[string]any{"owp": "2", "event_id": "evt:x:" + typ, "envelope": envelope, "type": typ,
+	sign := func(w *owpscenario.Worker, typ string, payload map[string]any, envelope string) []byte {
+		raw, err := owpscenario.Sign(map[string]any{"owp": "2", "event_id": "evt:x:" + typ, "envelope": envelope, "type": typ,
 			"ts": "2026-05-07T03:20:00Z", "actor": w.ID, "payload": payload}, w)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return raw
 	}
-	intruder := &scenario.Worker{ID: team.RM.ID, Kid: "rm-2026-05", Alg: team.Analyst.Alg, Key: team.Analyst.Key}
+	intruder := &owpscenario.Worker{ID: team.RM.ID, Kid: "rm-2026-05", Alg: team.Analyst.Alg, Key: team.Analyst.Key}
 	cases := []struct {
 		name  string
 		after int // valid records first
@@ -103,7 +103,7 @@ func TestRefusals(t *testing.T) {
 			json.Unmarshal(jb, &jm)
 			return sign(team.RM, owp.WorkerKeyBound, map[string]any{"kid": team.RM.Kid, "jwk": jm}, env)
 		}(), owp.CodeWorkerRebound},
-		{"unknown key", 3, sign(&scenario.Worker{ID: team.RM.ID, Kid: "nope", Alg: team.RM.Alg, Key: team.RM.Key}, owp.SignalReceived, map[string]any{}, env), ledger.CodeUnknownKey},
+		{"unknown key", 3, sign(&owpscenario.Worker{ID: team.RM.ID, Kid: "nope", Alg: team.RM.Alg, Key: team.RM.Key}, owp.SignalReceived, map[string]any{}, env), ledger.CodeUnknownKey},
 		{"wrong key for kid", 3, sign(intruder, owp.SignalReceived, map[string]any{}, env), ledger.CodeBadSignature},
 		{"second top-level intent", 5, sign(team.RM, owp.IntentCreated, map[string]any{"intent_id": "int:other", "provenance": map[string]any{"parent_intent": nil}}, env), owp.CodeLifecycle},
 		{"sub-intent of a foreign parent", 5, sign(team.RM, owp.IntentCreated, map[string]any{"intent_id": "int:sub2", "provenance": map[string]any{"parent_intent": "int:elsewhere"}}, env), owp.CodeLifecycle},

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/profile/chap"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
 
 // ref is one request in the reference Coordinator's wire form: routing fields in params.
@@ -89,7 +89,9 @@ func idAt(prefix string, seq, n int) string {
 }
 
 // coordinatorHash is the reference Coordinator's contentHash: bare hex SHA-256 of the JCS.
-func coordinatorHash(v any) string { return strings.TrimPrefix(scenario.ContentDigest(v), "sha256:") }
+func coordinatorHash(v any) string {
+	return strings.TrimPrefix(chapscenario.ContentDigest(v), "sha256:")
+}
 
 var refDraft = map[string]any{"body": "Refund of 100 EUR issued.", "refund_eur": 100}
 
@@ -152,7 +154,7 @@ func TestReferenceWireForm(t *testing.T) {
 			{"human:rev", "decide.approve", map[string]any{"task_id": T1, "approved_artefact_digest": coordinatorHash(refDraft), "comment": "ok", "tags": []string{"refund"}}},
 		}, nil, func(t *testing.T, tl *Timeline) {
 			tk := tl.Tasks[0]
-			if len(tk.Reviewers) != 2 || tk.Status != "approved" || len(tk.Decisions) != 1 || tk.Decisions[0].Digest != scenario.ContentDigest(refDraft) || len(tk.Routes) != 1 {
+			if len(tk.Reviewers) != 2 || tk.Status != "approved" || len(tk.Decisions) != 1 || tk.Decisions[0].Digest != chapscenario.ContentDigest(refDraft) || len(tk.Routes) != 1 {
 				t.Fatalf("task %+v", tk)
 			}
 		}},
@@ -322,7 +324,7 @@ func TestReferenceWireForm(t *testing.T) {
 		}, []string{CodeResultMismatch}, nil},
 		{"artefact whose content_hash is not its content's", []ref{
 			create("human:lead", "agent:drafter"),
-			{"agent:drafter", "review.request", map[string]any{"task_id": T1, "to": "human:rev", "artefact": map[string]any{"id": "art_1", "content": refDraft, "content_hash": scenario.ContentDigest(map[string]any{"body": "other"})}}},
+			{"agent:drafter", "review.request", map[string]any{"task_id": T1, "to": "human:rev", "artefact": map[string]any{"id": "art_1", "content": refDraft, "content_hash": chapscenario.ContentDigest(map[string]any{"body": "other"})}}},
 		}, []string{CodeArtefactHash}, nil},
 		{"deliberation with votes and no close", []ref{
 			{"human:owner", "deliberate.open", map[string]any{"deliberation_id": "dlb_O", "rule": "any_one_approves", "to": []string{"human:rev"}}},

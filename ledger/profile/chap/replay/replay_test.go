@@ -4,60 +4,60 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/ledger/profile/chap"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
 
 var t0 = time.Date(2026, 5, 17, 9, 0, 0, 0, time.UTC)
 
-type cast struct{ co, alice, bot, rev *scenario.Participant }
+type cast struct{ co, alice, bot, rev *chapscenario.Participant }
 
 func newCast() cast {
 	return cast{
-		co:    scenario.NewParticipant("service:coordinator", "service", chap.RoleAdmin, "replay"),
-		alice: scenario.NewParticipant("human:alice", "human", "requester", "replay"),
-		bot:   scenario.NewParticipant("agent:bot#v1", "agent", "drafter", "replay"),
-		rev:   scenario.NewParticipant("human:rev", "human", "reviewer", "replay"),
+		co:    chapscenario.NewParticipant("service:coordinator", "service", chap.RoleAdmin, "replay"),
+		alice: chapscenario.NewParticipant("human:alice", "human", "requester", "replay"),
+		bot:   chapscenario.NewParticipant("agent:bot#v1", "agent", "drafter", "replay"),
+		rev:   chapscenario.NewParticipant("human:rev", "human", "reviewer", "replay"),
 	}
 }
 
-type step func(b *scenario.Builder, c cast) error
+type step func(b *chapscenario.Builder, c cast) error
 
-func env(p func(c cast) *scenario.Participant, method string, params map[string]any) step {
-	return func(b *scenario.Builder, c cast) error {
+func env(p func(c cast) *chapscenario.Participant, method string, params map[string]any) step {
+	return func(b *chapscenario.Builder, c cast) error {
 		_, err := b.Envelope(p(c), c.co.URI, method, params)
 		return err
 	}
 }
 
 var (
-	co    = func(c cast) *scenario.Participant { return c.co }
-	alice = func(c cast) *scenario.Participant { return c.alice }
-	bot   = func(c cast) *scenario.Participant { return c.bot }
-	rev   = func(c cast) *scenario.Participant { return c.rev }
+	co    = func(c cast) *chapscenario.Participant { return c.co }
+	alice = func(c cast) *chapscenario.Participant { return c.alice }
+	bot   = func(c cast) *chapscenario.Participant { return c.bot }
+	rev   = func(c cast) *chapscenario.Participant { return c.rev }
 )
 
 var draft = map[string]any{"body": "Refund of 100 EUR issued.", "refund_eur": 100}
 
 func prelude() []step {
 	return []step{
-		func(b *scenario.Builder, c cast) error { return b.Join(c.co, c.co.URI) },
+		func(b *chapscenario.Builder, c cast) error { return b.Join(c.co, c.co.URI) },
 		env(co, "workspace.create", map[string]any{"workspace_id": "wsp_replay", "mode": "trial"}),
-		func(b *scenario.Builder, c cast) error { return b.Join(c.alice, c.co.URI) },
-		func(b *scenario.Builder, c cast) error { return b.Join(c.bot, c.co.URI) },
-		func(b *scenario.Builder, c cast) error { return b.Join(c.rev, c.co.URI) },
+		func(b *chapscenario.Builder, c cast) error { return b.Join(c.alice, c.co.URI) },
+		func(b *chapscenario.Builder, c cast) error { return b.Join(c.bot, c.co.URI) },
+		func(b *chapscenario.Builder, c cast) error { return b.Join(c.rev, c.co.URI) },
 		env(alice, "task.create", map[string]any{"task_id": "t1", "kind": "reply"}),
 	}
 }
 
 func submitDraft() step {
-	return env(bot, "artefact.submit", map[string]any{"task_id": "t1", "artefact": map[string]any{"id": "a1", "logical_id": "l1", "content": draft, "content_hash": scenario.ContentDigest(draft)}})
+	return env(bot, "artefact.submit", map[string]any{"task_id": "t1", "artefact": map[string]any{"id": "a1", "logical_id": "l1", "content": draft, "content_hash": chapscenario.ContentDigest(draft)}})
 }
 
 func build(t *testing.T, steps []step) *Timeline {
 	t.Helper()
 	c := newCast()
-	b := scenario.NewBuilder("wsp_replay", t0)
+	b := chapscenario.NewBuilder("wsp_replay", t0)
 	for i, s := range append(prelude(), steps...) {
 		if err := s(b, c); err != nil {
 			t.Fatalf("step %d: %v", i, err)
@@ -98,19 +98,19 @@ func TestRules(t *testing.T) {
 		{"completion after assignment", []step{assign, env(bot, "task.complete", map[string]any{"task_id": "t1"})}, Impossible, ""},
 		{"completion of a never-assigned task", []step{env(bot, "task.complete", map[string]any{"task_id": "t1"})}, Impossible, CodeCompletedUnassigned},
 		{"completion of a task never created", []step{env(bot, "task.complete", map[string]any{"task_id": "ghost"})}, Impossible, CodeCompletedUnassigned},
-		{"approval of the reviewed digest", []step{assign, submitDraft(), review, env(rev, "decide.approve", map[string]any{"task_id": "t1", "artefact_id": "a1", "content_hash": scenario.ContentDigest(draft)})}, Impossible, ""},
-		{"approval of another digest", []step{assign, submitDraft(), review, env(rev, "decide.approve", map[string]any{"task_id": "t1", "artefact_id": "a1", "content_hash": scenario.ContentDigest(other)})}, Impossible, CodeApprovalDigest},
+		{"approval of the reviewed digest", []step{assign, submitDraft(), review, env(rev, "decide.approve", map[string]any{"task_id": "t1", "artefact_id": "a1", "content_hash": chapscenario.ContentDigest(draft)})}, Impossible, ""},
+		{"approval of another digest", []step{assign, submitDraft(), review, env(rev, "decide.approve", map[string]any{"task_id": "t1", "artefact_id": "a1", "content_hash": chapscenario.ContentDigest(other)})}, Impossible, CodeApprovalDigest},
 		{"approval of the override's result", []step{assign, submitDraft(), review,
 			env(rev, "decide.override", map[string]any{"task_id": "t1", "logical_id": "l1", "diff": []any{map[string]any{"op": "remove", "path": "/refund_eur"}}}),
-			env(rev, "decide.approve", map[string]any{"task_id": "t1", "logical_id": "l1", "content_hash": scenario.ContentDigest(map[string]any{"body": "Refund of 100 EUR issued."})})}, Impossible, ""},
+			env(rev, "decide.approve", map[string]any{"task_id": "t1", "logical_id": "l1", "content_hash": chapscenario.ContentDigest(map[string]any{"body": "Refund of 100 EUR issued."})})}, Impossible, ""},
 		{"approval of the pre-override draft after an override", []step{assign, submitDraft(), review,
 			env(rev, "decide.override", map[string]any{"task_id": "t1", "logical_id": "l1", "diff": []any{map[string]any{"op": "remove", "path": "/refund_eur"}}}),
-			env(rev, "decide.approve", map[string]any{"task_id": "t1", "logical_id": "l1", "content_hash": scenario.ContentDigest(draft)})}, Impossible, CodeApprovalDigest},
+			env(rev, "decide.approve", map[string]any{"task_id": "t1", "logical_id": "l1", "content_hash": chapscenario.ContentDigest(draft)})}, Impossible, CodeApprovalDigest},
 		{"privileged call by the admin", []step{env(co, "mode.set", map[string]any{"mode": "production"})}, Impossible, ""},
 		{"privileged call by a member without the role", []step{env(alice, "mode.set", map[string]any{"mode": "production"})}, Impossible, CodeUnprivileged},
 		{"control call by a member without the admin role (the membership floor)", []step{env(bot, "control.rollback", map[string]any{"task_id": "t1"})}, Impossible, ""},
-		{"control call by a non-member", []step{func(b *scenario.Builder, c cast) error {
-			_, err := b.Envelope(scenario.NewParticipant("agent:stranger", "agent", "", "replay"), c.co.URI, "control.pause", map[string]any{"task_id": "t1"})
+		{"control call by a non-member", []step{func(b *chapscenario.Builder, c cast) error {
+			_, err := b.Envelope(chapscenario.NewParticipant("agent:stranger", "agent", "", "replay"), c.co.URI, "control.pause", map[string]any{"task_id": "t1"})
 			return err
 		}}, Impossible, CodeUnknownPrivileged},
 		{"workspace.set_profiles by a member without the admin role", []step{env(alice, "workspace.set_profiles", map[string]any{"profiles": []string{"core/1.0"}})}, Impossible, CodeUnprivileged},
@@ -119,9 +119,9 @@ func TestRules(t *testing.T) {
 		{"diff's from is not the base value", []step{assign, submitDraft(), env(rev, "decide.override", map[string]any{"task_id": "t1", "logical_id": "l1", "diff": []any{map[string]any{"op": "replace", "path": "/refund_eur", "from": 90, "to": 50}}})}, Impossible, CodeDiffNotApplicable},
 		{"stated result equals diff(base)", []step{assign, submitDraft(), env(rev, "decide.override", map[string]any{"task_id": "t1", "logical_id": "l1", "diff": []any{map[string]any{"op": "remove", "path": "/refund_eur"}}, "result": map[string]any{"body": "Refund of 100 EUR issued."}})}, Impossible, ""},
 		{"stated result differs from diff(base)", []step{assign, submitDraft(), env(rev, "decide.override", map[string]any{"task_id": "t1", "logical_id": "l1", "diff": []any{map[string]any{"op": "remove", "path": "/refund_eur"}}, "result": draft})}, Impossible, CodeResultMismatch},
-		{"artefact hash of another content", []step{assign, env(bot, "artefact.submit", map[string]any{"task_id": "t1", "artefact": map[string]any{"id": "a1", "content": draft, "content_hash": scenario.ContentDigest(other)}})}, Impossible, CodeArtefactHash},
+		{"artefact hash of another content", []step{assign, env(bot, "artefact.submit", map[string]any{"task_id": "t1", "artefact": map[string]any{"id": "a1", "content": draft, "content_hash": chapscenario.ContentDigest(other)}})}, Impossible, CodeArtefactHash},
 		{"timestamps non-decreasing", []step{assign}, Warning, ""},
-		{"a sender's timestamp goes backwards", []step{assign, func(b *scenario.Builder, c cast) error {
+		{"a sender's timestamp goes backwards", []step{assign, func(b *chapscenario.Builder, c cast) error {
 			b.Clock = t0
 			_, err := b.Envelope(c.alice, c.co.URI, "task.update", map[string]any{"task_id": "t1", "status": "in_progress"})
 			return err
@@ -195,7 +195,7 @@ func TestTimelineContent(t *testing.T) {
 	}
 	// A task filter keeps the task's events and the context-free ones out.
 	c := newCast()
-	b := scenario.NewBuilder("wsp_replay", t0)
+	b := chapscenario.NewBuilder("wsp_replay", t0)
 	for _, s := range append(prelude(), env(alice, "task.create", map[string]any{"task_id": "t2"}), env(alice, "task.update", map[string]any{"task_id": "t2", "status": "x"})) {
 		if err := s(b, c); err != nil {
 			t.Fatal(err)

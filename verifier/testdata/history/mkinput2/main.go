@@ -48,7 +48,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/evident-log/evident/ledger/profile/cop/scenario"
+	"github.com/evident-log/evident/internal/scenario/copscenario"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/regpolicy"
 	"github.com/veraison/go-cose"
@@ -167,7 +167,7 @@ func main() {
 	}
 
 	// COP: the scenario's Topic, split before the fifth event.
-	recs, err := scenario.ClaimsTopic(COPTopic, time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC))
+	recs, err := copscenario.ClaimsTopic(COPTopic, time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC))
 	check(err)
 	lines := func(rs [][]byte) []byte { return append(bytes.Join(rs, []byte("\n")), '\n') }
 	write("cop1.jsonl", lines(recs[:4]))

@@ -1,8 +1,8 @@
-// Package scenario builds realistic, signed OWP-2 Audit Envelopes for tests, the demo and the
+// Package owpscenario builds realistic, signed OWP-2 Audit Envelopes for tests, the demo and the
 // published vectors: a coverage team of three Workers signing with Ed25519, ECDSA P-256
 // (SHA3-256) and RSA-PSS-3072, a top-level Intent with a dispatched sub-Intent, a Knowledge
 // Base retrieval, an escalation and the root Intent's resolution, which closes the envelope.
-package scenario
+package owpscenario
 
 import (
 	"crypto"
@@ -10,10 +10,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/evident-log/evident/internal/sigalg"
+	"github.com/evident-log/evident/internal/testkeys"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
-	"github.com/evident-log/evident/ledger/internal/sigalg"
-	"github.com/evident-log/evident/ledger/internal/testkeys"
 	"github.com/evident-log/evident/ledger/profile/owp"
 )
 

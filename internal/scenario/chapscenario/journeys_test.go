@@ -1,12 +1,12 @@
-package scenario_test
+package chapscenario_test
 
 import (
 	"testing"
 
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/profile/chap"
 	"github.com/evident-log/evident/ledger/profile/chap/replay"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
 
 // admitAll runs records through a real chap chain exactly as ingest and the verifier do,
@@ -19,7 +19,7 @@ func admitAll(t *testing.T, ws string, recs [][]byte) (*ledger.Chain, int) {
 	}
 	signed := 0
 	for i, r := range recs {
-		a, err := c.Append(r, scenario.JourneyStart)
+		a, err := c.Append(r, chapscenario.JourneyStart)
 		if err != nil {
 			t.Fatalf("record %d refused: %v\n%s", i, err, r)
 		}
@@ -34,13 +34,13 @@ func admitAll(t *testing.T, ws string, recs [][]byte) (*ledger.Chain, int) {
 }
 
 func TestJourneysAdmitAndReplay(t *testing.T) {
-	js := scenario.Journeys()
+	js := chapscenario.Journeys()
 	if len(js) != 12 {
 		t.Fatalf("%d journeys, want D.1–D.12", len(js))
 	}
 	for _, j := range js {
 		t.Run(j.ID, func(t *testing.T) {
-			b, err := scenario.BuildJourney(j)
+			b, err := chapscenario.BuildJourney(j)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -76,7 +76,7 @@ func TestJourneysAdmitAndReplay(t *testing.T) {
 }
 
 func TestSupportTriageStillAdmits(t *testing.T) {
-	b, _, err := scenario.SupportTriage("wsp_demo", scenario.JourneyStart)
+	b, _, err := chapscenario.SupportTriage("wsp_demo", chapscenario.JourneyStart)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestSupportTriageStillAdmits(t *testing.T) {
 // verified (the create through the bootstrap rule), the chain head is the builder's, and its
 // replay finds nothing impossible.
 func TestSupportTriageReference(t *testing.T) {
-	b, ps, err := scenario.SupportTriageReference("wsp_demo", scenario.JourneyStart)
+	b, ps, err := chapscenario.SupportTriageReference("wsp_demo", chapscenario.JourneyStart)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,8 +127,8 @@ func TestSupportTriageReference(t *testing.T) {
 
 // TestLongForms: the long chain is admitted in both wire forms, every record signed.
 func TestLongForms(t *testing.T) {
-	for _, form := range []scenario.Form{scenario.Paper, scenario.Reference} {
-		b, err := scenario.LongForm("wsp_long", 40, scenario.JourneyStart, form, nil)
+	for _, form := range []chapscenario.Form{chapscenario.Paper, chapscenario.Reference} {
+		b, err := chapscenario.LongForm("wsp_long", 40, chapscenario.JourneyStart, form, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,9 +150,9 @@ func TestLongReplaysClean(t *testing.T) {
 	cases := []struct {
 		n, tasks int
 	}{{3, 0}, {4, 0}, {5, 1}, {10, 1}, {11, 2}, {40, 4}, {123, 13}}
-	for _, form := range []scenario.Form{scenario.Paper, scenario.Reference} {
+	for _, form := range []chapscenario.Form{chapscenario.Paper, chapscenario.Reference} {
 		for _, c := range cases {
-			b, err := scenario.LongForm("wsp_long", c.n, scenario.JourneyStart, form, nil)
+			b, err := chapscenario.LongForm("wsp_long", c.n, chapscenario.JourneyStart, form, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

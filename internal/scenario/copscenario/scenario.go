@@ -1,18 +1,18 @@
-// Package scenario builds a realistic COP 1.0 Topic for tests, the demo and the published
+// Package copscenario builds a realistic COP 1.0 Topic for tests, the demo and the published
 // vectors: a claims-handling Topic whose events arrive both as COP JSON and as CloudEvents 1.0
 // (structured mode), with copHash and the node's signature on each and a causal DAG through
 // parentEventIds.
-package scenario
+package copscenario
 
 import (
 	"encoding/json"
 	"fmt"
 	"time"
 
+	"github.com/evident-log/evident/internal/sigalg"
+	"github.com/evident-log/evident/internal/testkeys"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
-	"github.com/evident-log/evident/ledger/internal/sigalg"
-	"github.com/evident-log/evident/ledger/internal/testkeys"
 	"github.com/evident-log/evident/ledger/profile/cop"
 )
 

@@ -1,8 +1,8 @@
-// Package scenario builds realistic, signed CHAP 0.3 workspaces for the demo, tests and
+// Package chapscenario builds realistic, signed CHAP 0.3 workspaces for the demo, tests and
 // benchmarks: participants with deterministic Ed25519 keys and envelopes with a top-level
 // `sig`, either in the reference Coordinator's wire form (routing fields in params) or in
 // the paper's Listing 1 form (routing fields on top, with `evidence.prev_hash`).
-package scenario
+package chapscenario
 
 import (
 	"crypto/ed25519"

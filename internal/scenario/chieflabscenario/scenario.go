@@ -1,8 +1,8 @@
-// Package scenario builds a realistic ChiefLab run for tests and the demo: a product launch
+// Package chieflabscenario builds a realistic ChiefLab run for tests and the demo: a product launch
 // staging a LinkedIn post and an email send; the post is approved and executed (once, with a
 // retry under the same idempotency key answered from the prior result), the email is edited,
 // then rejected. Violating variants break exactly one rule of the contract.
-package scenario
+package chieflabscenario
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package scenario_test
+package chapscenario_test
 
 import (
 	"encoding/json"
@@ -7,9 +7,9 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/evident-log/evident/internal/scenario/chapscenario"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/profile/chap"
-	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 )
 
 // TestAppendIdentifiedRefusesAlike is TestAppendIdentifiedIsAppendBy (package chap, over
@@ -26,21 +26,21 @@ func TestAppendIdentifiedRefusesAlike(t *testing.T) {
 		recs     [][]byte
 	}
 	var all []chainRecs
-	for _, j := range scenario.Journeys() {
-		b, err := scenario.BuildJourney(j)
+	for _, j := range chapscenario.Journeys() {
+		b, err := chapscenario.BuildJourney(j)
 		if err != nil {
 			t.Fatal(err)
 		}
 		all = append(all, chainRecs{j.ID, j.Workspace, b.Records()})
 	}
-	for _, form := range []scenario.Form{scenario.Paper, scenario.Reference} {
-		b, err := scenario.LongForm("wsp_long", 40, scenario.JourneyStart, form, nil)
+	for _, form := range []chapscenario.Form{chapscenario.Paper, chapscenario.Reference} {
+		b, err := chapscenario.LongForm("wsp_long", 40, chapscenario.JourneyStart, form, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		all = append(all, chainRecs{fmt.Sprintf("long form %d", form), "wsp_long", b.Records()})
 	}
-	b, _, err := scenario.SupportTriageReference("wsp_ref", scenario.JourneyStart)
+	b, _, err := chapscenario.SupportTriageReference("wsp_ref", chapscenario.JourneyStart)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,11 +87,11 @@ func TestAppendIdentifiedRefusesAlike(t *testing.T) {
 // code ("" when admitted) and whether the admission's signature check fails.
 func appendBoth(t *testing.T, by, identified *ledger.Chain, rec []byte, id *ledger.Identity, ierr error) (string, bool) {
 	t.Helper()
-	a, aerr := by.AppendBy(rec, scenario.JourneyStart, "op:alice")
+	a, aerr := by.AppendBy(rec, chapscenario.JourneyStart, "op:alice")
 	var b *ledger.Appended
 	berr := ierr
 	if berr == nil {
-		b, berr = identified.AppendIdentified(rec, id, scenario.JourneyStart, "op:alice")
+		b, berr = identified.AppendIdentified(rec, id, chapscenario.JourneyStart, "op:alice")
 	}
 	if seen(aerr) != seen(berr) {
 		t.Fatalf("AppendBy: %s\nAppendIdentified: %s", seen(aerr), seen(berr))

@@ -1,4 +1,4 @@
-package scenario
+package chapscenario
 
 import (
 	"fmt"

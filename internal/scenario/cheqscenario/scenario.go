@@ -1,18 +1,18 @@
-// Package scenario builds a realistic CHEQ confirmation chain for tests, the demo and the
+// Package cheqscenario builds a realistic CHEQ confirmation chain for tests, the demo and the
 // published vectors: an airline's resource server (ECDSA P-256) and a confirmation server
 // (Ed25519) declare their keys; a flight booking is accepted, a seat upgrade rejected, and a
 // funds transfer confirmed in privacy mode (only the CHEQ hash is logged).
-package scenario
+package cheqscenario
 
 import (
 	"crypto"
 	"encoding/json"
 	"time"
 
+	"github.com/evident-log/evident/internal/sigalg"
+	"github.com/evident-log/evident/internal/testkeys"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
-	"github.com/evident-log/evident/ledger/internal/sigalg"
-	"github.com/evident-log/evident/ledger/internal/testkeys"
 	"github.com/evident-log/evident/ledger/profile/cheq"
 )
 
