@@ -27,9 +27,9 @@ import (
 	"maps"
 	"time"
 
+	"github.com/evident-log/evident/internal/sigalg"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
-	"github.com/evident-log/evident/ledger/internal/sigalg"
 )
 
 // Profile is the profile name of CHEQ confirmation chains.

@@ -30,9 +30,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/evident-log/evident/internal/sigalg"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
-	"github.com/evident-log/evident/ledger/internal/sigalg"
 )
 
 // Profile is the profile name of COP 1.0 topic chains.

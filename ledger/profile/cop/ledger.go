@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/evident-log/evident/internal/sigalg"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
-	"github.com/evident-log/evident/ledger/internal/sigalg"
 )
 
 // GenesisPrevHash is the prevHash value of a ledger's first record (64 zeros).

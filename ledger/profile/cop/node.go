@@ -10,8 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/evident-log/evident/internal/sigalg"
 	"github.com/evident-log/evident/ledger/canonical"
-	"github.com/evident-log/evident/ledger/internal/sigalg"
 )
 
 // NodeKeysFormat is the format string of a node key file (trust/cop-nodes.json in a bundle).

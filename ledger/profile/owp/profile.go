@@ -6,9 +6,9 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/evident-log/evident/internal/sigalg"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
-	"github.com/evident-log/evident/ledger/internal/sigalg"
 )
 
 // Adapter is the OWP-2 profile adapter.

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/evident-log/evident/internal/sigalg"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/canonical"
-	"github.com/evident-log/evident/ledger/internal/sigalg"
 )
 
 // Profile is the profile name of OWP-2 Audit Envelope chains.
