@@ -12,7 +12,7 @@
 //
 //   - the event names this envelope, a known type, an RFC 3339 time and a Worker ID actor;
 //   - every event is signed, {alg, kid, value} over JCS(event − sig), with algorithm agility
-//     (ed25519, ecdsa-p256-sha256/-sha3-256, rsa-pss-3072-sha256/-sha3-256, see ledger/internal/sigalg);
+//     (ed25519, ecdsa-p256-sha256/-sha3-256, rsa-pss-3072-sha256/-sha3-256, see internal/sigalg);
 //   - Worker keys are bound in the envelope by WorkerKeyBound events: the first binding of a
 //     Worker is signed by the key it binds (proof of possession), further keys (rotation, §3.1.4)
 //     by a key already bound; a kid is never re-bound to another key (§3.1.2);
