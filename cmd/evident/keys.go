@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/evident-log/evident/bundle"
-	"github.com/evident-log/evident/internal/evidentd/servicekey"
 	"github.com/evident-log/evident/receipts"
+	"github.com/evident-log/evident/servicekey"
 )
 
 // newKeysCmd is the `evident keys` group.

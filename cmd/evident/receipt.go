@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/evident-log/evident/internal/evidentd/servicekey"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/regpolicy"
+	"github.com/evident-log/evident/servicekey"
 	"github.com/fxamacker/cbor/v2"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )

@@ -21,12 +21,12 @@ import (
 	"github.com/evident-log/evident/api"
 	"github.com/evident-log/evident/internal/evidentd/scitt"
 	"github.com/evident-log/evident/internal/evidentd/server"
-	"github.com/evident-log/evident/internal/evidentd/servicekey"
 	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/ledger/profile/chap/scenario"
 	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/regpolicy/regpolicytest"
+	"github.com/evident-log/evident/servicekey"
 	"github.com/evident-log/evident/verifier"
 	"github.com/veraison/go-cose"
 )
