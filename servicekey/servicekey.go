@@ -26,6 +26,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/evident-log/evident/bundle"
@@ -116,6 +117,21 @@ func LoadPublic(path string) (crypto.PublicKey, error) {
 		return nil, fmt.Errorf("servicekey: %s: %T has no public key", path, k)
 	}
 	return receipts.ParseCOSEKey(b)
+}
+
+// LoadAnyPublic reads the public key of a PEM private key (an encrypted one with password),
+// of a PEM public key or of a COSE_Key.
+func LoadAnyPublic(path string, password []byte) (crypto.PublicKey, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		if blk, _ := pem.Decode(b); blk != nil && strings.Contains(blk.Type, "ENCRYPTED") {
+			k, err := Load(path, password)
+			if err != nil {
+				return nil, err
+			}
+			return k.Public(), nil
+		}
+	}
+	return LoadPublic(path)
 }
 
 // WriteNew writes data to path (mode 0600), synced, refusing to overwrite.
