@@ -33,8 +33,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/evident-log/evident/internal/strictjson"
 	"github.com/evident-log/evident/ledger"
+	"github.com/evident-log/evident/ledger/strictjson"
 )
 
 // Format is the manifest format string of this version.

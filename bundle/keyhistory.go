@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/evident-log/evident/internal/strictjson"
+	"github.com/evident-log/evident/ledger/strictjson"
 )
 
 // KeyHistoryFile is the optional trust file that gives every service key its validity

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/evident-log/evident/internal/strictjson"
+	"github.com/evident-log/evident/ledger/strictjson"
 )
 
 // The scitt/ section of a bundle holds SCITT registrations made through SCRAPI (POST

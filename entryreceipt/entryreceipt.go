@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/evident-log/evident/internal/strictjson"
+	"github.com/evident-log/evident/ledger/strictjson"
 	"github.com/evident-log/evident/receipts"
 )
 

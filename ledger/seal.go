@@ -7,7 +7,7 @@ import (
 
 	"github.com/gowebpki/jcs"
 
-	"github.com/evident-log/evident/internal/strictjson"
+	"github.com/evident-log/evident/ledger/strictjson"
 )
 
 // SealContentType is the COSE content type of a seal statement's payload.

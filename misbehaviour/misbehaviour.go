@@ -14,7 +14,7 @@ import (
 	tlog "github.com/transparency-dev/formats/log"
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/evident-log/evident/internal/strictjson"
+	"github.com/evident-log/evident/ledger/strictjson"
 	"github.com/evident-log/evident/tlogpolicy"
 	"github.com/evident-log/evident/tlogwitness"
 	"github.com/evident-log/evident/trustfile"

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/evident-log/evident/internal/strictjson"
+	"github.com/evident-log/evident/ledger/strictjson"
 )
 
 // RefusalFormat is Refusal.Format for this version.

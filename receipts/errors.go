@@ -31,6 +31,11 @@ var (
 	// (protected header 395) is not RFC9162_SHA256 (1).
 	ErrUnsupportedVDS = errors.New("receipts: unsupported verifiable data structure")
 
+	// ErrUnknownKey reports a receipt that none of the keys given to a verifier of several
+	// (VerifyInclusionKeys, VerifyConsistencyKeys) can verify because its kid names none
+	// of them, or because no key was given.
+	ErrUnknownKey = errors.New("receipts: no given key fits the receipt")
+
 	// ErrEmptyPath reports a receipt that would carry an empty proof path — an inclusion
 	// proof in a one-leaf tree, a consistency proof between equal sizes — which the CDDL
 	// of RFC 9942 ([ + bstr ]) does not allow. The builders refuse to make one for a

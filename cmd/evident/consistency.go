@@ -17,12 +17,10 @@ import (
 	"github.com/evident-log/evident/receipts"
 )
 
-// treeHead is one end of a consistency receipt: a tree size (0 when only a root was given)
-// and its root.
+// treeHead is one end of a consistency receipt (a tree size, 0 when only a root was given,
+// its root and its description) and the log key that signed its checkpoint.
 type treeHead struct {
-	size   uint64
-	root   []byte
-	from   string
+	receipts.TreeHead
 	signer string // the log key that verified the checkpoint, name+hash
 }
 
@@ -46,7 +44,7 @@ func readCheckpoint(path string, logKeys []note.Verifier) (treeHead, error) {
 	for _, k := range logKeys {
 		cp, _, _, perr := tlog.ParseCheckpoint(raw, string(origin), k)
 		if perr == nil {
-			return treeHead{size: cp.Size, root: cp.Hash, from: fmt.Sprintf("checkpoint %s (%s, size %d)", path, cp.Origin, cp.Size),
+			return treeHead{TreeHead: receipts.TreeHead{Size: cp.Size, Root: cp.Hash, Name: fmt.Sprintf("checkpoint %s (%s, size %d)", path, cp.Origin, cp.Size)},
 				signer: fmt.Sprintf("%s+%08x", k.Name(), k.KeyHash())}, nil
 		}
 		err = perr
@@ -60,7 +58,7 @@ func readCheckpoint(path string, logKeys []note.Verifier) (treeHead, error) {
 // are those of the checkpoints when checkpoints were given.
 //
 // asJSON writes a receiptOutput object on stdout instead of the text.
-func verifyConsistencyReceipt(stdout, stderr io.Writer, rcptPath string, keys []keyEntry, oldRoot, newRoot, oldCP, newCP, logKeyPath string, asJSON bool) int {
+func verifyConsistencyReceipt(stdout, stderr io.Writer, rcptPath string, keys []receipts.Key, oldRoot, newRoot, oldCP, newCP, logKeyPath string, asJSON bool) int {
 	text := stdout
 	if asJSON {
 		text = io.Discard
@@ -118,15 +116,15 @@ func verifyConsistencyReceipt(stdout, stderr io.Writer, rcptPath string, keys []
 				res.Error = fmt.Sprintf("%s checkpoint: %v", end.name, err)
 				return done(exitBroken)
 			}
-			fmt.Fprintf(text, "%s tree: %s, signature by %s verified\n", end.name, end.th.from, end.th.signer)
-			details = append(details, fmt.Sprintf("%s tree: %s, signature by %s verified", end.name, end.th.from, end.th.signer))
+			fmt.Fprintf(text, "%s tree: %s, signature by %s verified\n", end.name, end.th.Name, end.th.signer)
+			details = append(details, fmt.Sprintf("%s tree: %s, signature by %s verified", end.name, end.th.Name, end.th.signer))
 			continue
 		}
-		if end.th.root, err = parseRoot(end.root); err != nil {
+		if end.th.Root, err = parseRoot(end.root); err != nil {
 			fmt.Fprintln(stderr, "evident receipt verify:", err)
 			return exitUsage
 		}
-		end.th.from = "root " + hex.EncodeToString(end.th.root)
+		end.th.Name = "root " + hex.EncodeToString(end.th.Root)
 	}
 	rc, err := os.ReadFile(rcptPath)
 	if err != nil {
@@ -144,57 +142,20 @@ func verifyConsistencyReceipt(stdout, stderr io.Writer, rcptPath string, keys []
 	return done(exitVerified)
 }
 
-func checkConsistency(rc []byte, keys []keyEntry, old, nw treeHead) (string, error) {
-	r, err := receipts.ParseReceipt(rc)
+// checkConsistency verifies the consistency receipt rc between old and nw and describes it.
+func checkConsistency(rc []byte, keys []receipts.Key, old, nw treeHead) (string, error) {
+	v, err := receipts.VerifyConsistencyKeys(rc, keys, old.TreeHead, nw.TreeHead)
 	if err != nil {
 		return "", err
 	}
-	if len(r.Consistency) != 1 || len(r.Inclusion) != 0 {
-		return "", fmt.Errorf("not a consistency receipt: %d consistency and %d inclusion proof(s)", len(r.Consistency), len(r.Inclusion))
+	rr := v.Receipt
+	p := rr.Consistency[0]
+	s := fmt.Sprintf("tree size %d → %d, old root %x, new root %x, alg %v, key %x", p.Size1, p.Size2, old.Root, v.Root, rr.Alg, v.Key.Thumbprint)
+	if rr.Claims.Issuer != "" || rr.Claims.Subject != "" {
+		s += fmt.Sprintf(", iss %q sub %q", rr.Claims.Issuer, rr.Claims.Subject)
 	}
-	p := r.Consistency[0]
-	if old.size != 0 && p.Size1 != old.size {
-		return "", fmt.Errorf("the proof starts at tree size %d, the old %s", p.Size1, old.from)
+	if len(p.Path) == 0 {
+		s += emptyPathNote
 	}
-	if nw.size != 0 && p.Size2 != nw.size {
-		return "", fmt.Errorf("the proof ends at tree size %d, the new %s", p.Size2, nw.from)
-	}
-	var lastErr error = errors.New("no key to try")
-	for _, k := range candidates(r, keys) {
-		root, rr, err := receipts.VerifyConsistency(rc, old.root, k.pub)
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		if !bytes.Equal(root, nw.root) {
-			return "", fmt.Errorf("the proof leads from the old root to %x, not to the new %s", root, nw.from)
-		}
-		s := fmt.Sprintf("tree size %d → %d, old root %x, new root %x, alg %v, key %x", p.Size1, p.Size2, old.root, root, rr.Alg, k.kid)
-		if rr.Claims.Issuer != "" || rr.Claims.Subject != "" {
-			s += fmt.Sprintf(", iss %q sub %q", rr.Claims.Issuer, rr.Claims.Subject)
-		}
-		if len(p.Path) == 0 {
-			s += emptyPathNote
-		}
-		return s, nil
-	}
-	return "", lastErr
-}
-
-// candidates returns the keys to try for a receipt: those its kid names (by thumbprint or
-// declared kid), a single given key, or every key when the receipt names none.
-func candidates(r *receipts.Receipt, keys []keyEntry) []keyEntry {
-	if len(r.KeyID) == 0 {
-		return keys
-	}
-	var out []keyEntry
-	for _, k := range keys {
-		if bytes.Equal(k.kid, r.KeyID) || bytes.Equal(k.declared, r.KeyID) {
-			out = append(out, k)
-		}
-	}
-	if len(out) == 0 && len(keys) == 1 && keys[0].declared == nil {
-		return keys
-	}
-	return out
+	return s, nil
 }

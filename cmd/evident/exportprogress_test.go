@@ -38,45 +38,6 @@ func streamBundle(t *testing.T, lines ...int) []byte {
 	return buf.Bytes()
 }
 
-// TestCountEntries: the entries lines of every chain are counted as the bundle streams,
-// in pieces of any size; other files' newlines are not; a stream that is not a bundle, or
-// stops short, is read to its end and counted as far as it goes.
-func TestCountEntries(t *testing.T) {
-	full := streamBundle(t, 3, 0, 25000)
-	for _, tc := range []struct {
-		name  string
-		data  []byte
-		piece int
-		want  uint64
-	}{
-		{"whole", full, len(full), 25003},
-		{"one byte at a time", full, 1, 25003},
-		{"odd pieces", full, 4093, 25003},
-		{"no chain", streamBundle(t), 512, 0},
-		{"not a zip", []byte("PK\x03\x04 but nothing after"), 3, 0},
-		{"cut in the last entries file", full[:len(full)/2], 1000, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := newEntryCounter()
-			for b := tc.data; len(b) > 0; b = b[min(tc.piece, len(b)):] {
-				if _, err := c.Write(b[:min(tc.piece, len(b))]); err != nil {
-					t.Fatal(err)
-				}
-			}
-			got := c.Close()
-			if tc.name == "cut in the last entries file" {
-				if got == 0 || got >= 25003 {
-					t.Fatalf("counted %d of a bundle cut half way", got)
-				}
-				return
-			}
-			if got != tc.want {
-				t.Fatalf("counted %d entries, want %d", got, tc.want)
-			}
-		})
-	}
-}
-
 // TestExportProgressEntries: with a total announced the report counts entries; without, bytes.
 func TestExportProgressEntries(t *testing.T) {
 	data := streamBundle(t, 2500)

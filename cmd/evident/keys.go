@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/evident-log/evident/bundle"
-	"github.com/evident-log/evident/internal/evidentd/servicekey"
 	"github.com/evident-log/evident/receipts"
+	"github.com/evident-log/evident/servicekey"
 )
 
 // newKeysCmd is the `evident keys` group.
@@ -131,7 +131,7 @@ func newKeysShowCmd(a *app, name string) *cobra.Command {
 				return showHistory(cmd, a.stdout, a.stderr, path, b, format.json())
 			}
 		}
-		pub, err := loadAnyPublic(path, keyPassword())
+		pub, err := servicekey.LoadAnyPublic(path, keyPassword())
 		if err != nil {
 			fmt.Fprintf(a.stderr, "evident keys %s: %v\n", name, err)
 			return exitFailure
@@ -211,21 +211,6 @@ func reportJSON(cmd *cobra.Command, w io.Writer, v any) int {
 		return exitFailure
 	}
 	return 0
-}
-
-// loadAnyPublic reads the public key of a PEM private key (encrypted ones with password),
-// a PEM public key or a COSE_Key.
-func loadAnyPublic(path string, password []byte) (crypto.PublicKey, error) {
-	if b, err := os.ReadFile(path); err == nil {
-		if blk, _ := pem.Decode(b); blk != nil && strings.Contains(blk.Type, "ENCRYPTED") {
-			k, err := servicekey.Load(path, password)
-			if err != nil {
-				return nil, err
-			}
-			return k.Public(), nil
-		}
-	}
-	return servicekey.LoadPublic(path)
 }
 
 func keyType(pub crypto.PublicKey) string {

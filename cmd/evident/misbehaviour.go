@@ -12,10 +12,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	tlog "github.com/transparency-dev/formats/log"
 
 	"github.com/evident-log/evident/misbehaviour"
-	"github.com/evident-log/evident/trustfile"
 )
 
 const misbehaviourLong = `check FILE... (--log-key KEY | --trust FILE) [--format text|json]
@@ -91,10 +89,7 @@ func readProofRecords(cmd *cobra.Command, files []string, stderr io.Writer) ([]r
 			fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), err)
 			return nil, exitFailure, false
 		}
-		ps, err := misbehaviour.ParseAll(b)
-		if err == nil && len(ps) == 0 {
-			err = fmt.Errorf("%w: an empty list", misbehaviour.ErrNoProof)
-		}
+		ps, err := misbehaviour.ParseSome(b)
 		if err != nil {
 			out = append(out, record{File: name, Index: 1, Count: 1, Err: err})
 			continue
@@ -214,14 +209,9 @@ func checkRecord(r record, keys misbehaviour.Keys) checked {
 	}
 	c.Observer, c.Observed = r.Proof.Observer, r.Proof.Observed
 	for _, s := range res.Sides {
-		cs := checkedSide{Size: s.Size, Root: base64.StdEncoding.EncodeToString(s.Root), Signer: s.Signer, KeyType: "ed25519", Cosigners: s.Cosigners}
+		cs := checkedSide{Size: s.Size, Root: base64.StdEncoding.EncodeToString(s.Root), Signer: s.Signer, KeyType: keys.KeyType(s.Signer), Cosigners: s.Cosigners}
 		if keys.Witnesses != nil && cs.Cosigners == nil {
 			cs.Cosigners = []string{}
-		}
-		for _, k := range keys.LogKeys {
-			if strings.HasPrefix(k, s.Signer+"+") && trustfile.IsMLDSA44(k) {
-				cs.KeyType = "ml-dsa-44"
-			}
 		}
 		c.Checkpoints = append(c.Checkpoints, cs)
 	}
@@ -317,18 +307,11 @@ func misbehaviourShow(cmd *cobra.Command, args []string, stdout, stderr io.Write
 
 // claimedCheckpoint describes a checkpoint note as it reads, signatures unchecked.
 func claimedCheckpoint(n string) string {
-	text, sigs, _ := strings.Cut(n, "\n\n")
-	var cp tlog.Checkpoint
-	if _, err := cp.Unmarshal([]byte(text + "\n")); err != nil {
+	c, err := misbehaviour.ClaimOf(n)
+	if err != nil {
 		return fmt.Sprintf("unreadable (%v)", err)
 	}
-	var names []string
-	for _, l := range strings.Split(strings.TrimSpace(sigs), "\n") {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "—" && !slices.Contains(names, f[1]) {
-			names = append(names, f[1])
-		}
-	}
-	return fmt.Sprintf("tree size %d, root %s, signature lines by %s", cp.Size, base64.StdEncoding.EncodeToString(cp.Hash), strings.Join(names, ", "))
+	return c.String()
 }
 
 // dashIfEmpty returns s, or "-" when it is empty.

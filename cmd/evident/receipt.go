@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"crypto"
 	"encoding/base64"
 	"encoding/hex"
@@ -12,10 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/evident-log/evident/internal/evidentd/servicekey"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/regpolicy"
-	"github.com/fxamacker/cbor/v2"
+	"github.com/evident-log/evident/servicekey"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
@@ -244,44 +242,23 @@ func runReceiptVerify(cmd *cobra.Command, fl *receiptFlags, args []string, stdou
 	return done(code)
 }
 
-// verifyOneReceipt verifies a receipt of inclusion with the key its kid names (or every key).
-func verifyOneReceipt(rc, leaf []byte, keys []keyEntry) (string, error) {
-	r, err := receipts.ParseReceipt(rc)
+// verifyOneReceipt verifies a receipt of inclusion with the key its kid names (or every key)
+// and describes it.
+func verifyOneReceipt(rc, leaf []byte, keys []receipts.Key) (string, error) {
+	v, err := receipts.VerifyInclusionKeys(rc, leaf, keys)
 	if err != nil {
 		return "", err
 	}
-	cands := keys
-	if len(r.KeyID) > 0 {
-		cands = nil
-		for _, k := range keys {
-			if bytes.Equal(k.kid, r.KeyID) || bytes.Equal(k.declared, r.KeyID) {
-				cands = append(cands, k)
-			}
-		}
-		if len(cands) == 0 && len(keys) == 1 && keys[0].declared == nil {
-			cands = keys // a single pinned key whose kid the service spells its own way
-		}
-		if len(cands) == 0 {
-			return "", fmt.Errorf("the receipt names kid %x, which is not among the given keys", r.KeyID)
-		}
+	rr := v.Receipt
+	p := rr.Inclusion[0]
+	s := fmt.Sprintf("alg %v, leaf %d of tree size %d, root %x, key %x", rr.Alg, p.LeafIndex, p.TreeSize, v.Root, v.Key.Thumbprint)
+	if rr.Claims.Issuer != "" || rr.Claims.Subject != "" {
+		s += fmt.Sprintf(", iss %q sub %q", rr.Claims.Issuer, rr.Claims.Subject)
 	}
-	var lastErr error
-	for _, k := range cands {
-		root, rr, err := receipts.VerifyInclusion(rc, leaf, k.pub)
-		if err == nil {
-			p := rr.Inclusion[0]
-			s := fmt.Sprintf("alg %v, leaf %d of tree size %d, root %x, key %x", rr.Alg, p.LeafIndex, p.TreeSize, root, k.kid)
-			if rr.Claims.Issuer != "" || rr.Claims.Subject != "" {
-				s += fmt.Sprintf(", iss %q sub %q", rr.Claims.Issuer, rr.Claims.Subject)
-			}
-			if len(p.Path) == 0 {
-				s += emptyPathNote
-			}
-			return s, nil
-		}
-		lastErr = err
+	if len(p.Path) == 0 {
+		s += emptyPathNote
 	}
-	return "", lastErr
+	return s, nil
 }
 
 // emptyPathNote marks a receipt accepted with an empty proof path: RFC 9162 gives one in a
@@ -306,7 +283,7 @@ func recheckPolicy(stdout, stderr io.Writer, stmt []byte, policyPath, keyPath st
 	}
 	var p *regpolicy.Policy
 	for _, k := range keys {
-		if p, err = regpolicy.FromStatement(ps, k.pub); err == nil {
+		if p, err = regpolicy.FromStatement(ps, k.Public); err == nil {
 			break
 		}
 	}
@@ -327,65 +304,28 @@ func recheckPolicy(stdout, stderr io.Writer, stmt []byte, policyPath, keyPath st
 	return res, exitVerified
 }
 
-type keyEntry struct {
-	pub      crypto.PublicKey
-	kid      []byte // RFC 9679 thumbprint
-	declared []byte // kid (2) written in the COSE_Key, if any
-}
-
 // readKeys reads PEM public keys, a COSE_Key or a COSE_KeySet.
-func readKeys(path string) ([]keyEntry, error) {
+func readKeys(path string) ([]receipts.Key, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	var out []keyEntry
-	add := func(pub crypto.PublicKey, declared []byte) error {
-		kid, err := receipts.KeyThumbprint(pub)
-		if err != nil {
-			return err
-		}
-		out = append(out, keyEntry{pub: pub, kid: kid, declared: declared})
-		return nil
-	}
 	if blk, _ := pem.Decode(b); blk != nil {
+		var pub crypto.PublicKey
 		if blk.Type != "PUBLIC KEY" {
-			pub, err := servicekey.LoadPublic(path)
-			if err != nil {
+			if pub, err = servicekey.LoadPublic(path); err != nil {
 				return nil, err
 			}
-			return out, add(pub, nil)
-		}
-		pubs, err := cryptoutils.UnmarshalPEMToPublicKey(b)
-		if err != nil {
+		} else if pub, err = cryptoutils.UnmarshalPEMToPublicKey(b); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		return out, add(pubs, nil)
-	}
-	var list []cbor.RawMessage
-	if err := cbor.Unmarshal(b, &list); err != nil {
-		list = []cbor.RawMessage{b} // a single COSE_Key
-	}
-	for i, kb := range list {
-		pub, err := receipts.ParseCOSEKey(kb)
+		k, err := receipts.NewKey(pub, nil)
 		if err != nil {
-			return nil, fmt.Errorf("%s: key %d: %w", path, i, err)
-		}
-		var m map[int64]cbor.RawMessage
-		var declared []byte
-		if cbor.Unmarshal(kb, &m) == nil {
-			if raw, ok := m[2]; ok {
-				cbor.Unmarshal(raw, &declared)
-			}
-		}
-		if err := add(pub, declared); err != nil {
 			return nil, err
 		}
+		return []receipts.Key{k}, nil
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no key", path)
-	}
-	return out, nil
+	return receipts.ParseKeySet(path, b)
 }
 
 // kidStrings renders a kid in the two spellings people meet.

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evident-log/evident/internal/evidentd/servicekey"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/regpolicy"
 	"github.com/evident-log/evident/regpolicy/regpolicytest"
+	"github.com/evident-log/evident/servicekey"
 	"github.com/veraison/go-cose"
 )
 

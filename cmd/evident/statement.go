@@ -17,9 +17,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/evident-log/evident/internal/evidentd/servicekey"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/regpolicy"
+	"github.com/evident-log/evident/servicekey"
 )
 
 // Registration policies and statements carry at most this much payload (the service's limit).

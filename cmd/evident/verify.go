@@ -121,7 +121,7 @@ func runVerify(ctx context.Context, cmd *cobra.Command, path string, fl verifyFl
 			return exitUsage
 		}
 		for _, k := range keys {
-			issuers = append(issuers, k.pub)
+			issuers = append(issuers, k.Public)
 		}
 	}
 	pinnedLog, err := readVKeys(logKeys)

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/evident-log/evident/internal/evidentd/servicekey"
 	"github.com/evident-log/evident/log"
+	"github.com/evident-log/evident/servicekey"
 )
 
 // KeyFile is one key file evidentd keeps in its data directory, with what it holds and

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/bundle"
-	"github.com/evident-log/evident/internal/evidentd/servicekey"
 	"github.com/evident-log/evident/internal/scenario/chapscenario"
+	"github.com/evident-log/evident/servicekey"
 	"github.com/evident-log/evident/trustfile"
 	"github.com/evident-log/evident/verifier"
 )

@@ -11,9 +11,9 @@ import (
 
 	"github.com/evident-log/evident/internal/evidentd/scitt"
 	"github.com/evident-log/evident/internal/evidentd/server"
-	"github.com/evident-log/evident/internal/evidentd/servicekey"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/regpolicy"
+	"github.com/evident-log/evident/servicekey"
 )
 
 // SCITT configures evidentd as a SCITT transparency service for external issuers.

@@ -14,10 +14,10 @@ import (
 
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/evidentd/server"
-	"github.com/evident-log/evident/internal/evidentd/servicekey"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/regpolicy/regpolicytest"
+	"github.com/evident-log/evident/servicekey"
 	"github.com/evident-log/evident/verifier"
 	"github.com/veraison/go-cose"
 )

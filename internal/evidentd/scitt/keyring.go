@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/evident-log/evident/bundle"
-	"github.com/evident-log/evident/internal/evidentd/servicekey"
+	"github.com/evident-log/evident/servicekey"
 	"github.com/fxamacker/cbor/v2"
 	"github.com/sigstore/sigstore/pkg/signature/kms"
 )

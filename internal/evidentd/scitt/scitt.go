@@ -27,10 +27,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/evident-log/evident/internal/evidentd/servicekey"
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/log"
 	"github.com/evident-log/evident/receipts"
+	"github.com/evident-log/evident/servicekey"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 

@@ -12,10 +12,10 @@ import (
 	"github.com/veraison/go-cose"
 
 	"github.com/evident-log/evident/internal/evidentd/server"
-	"github.com/evident-log/evident/internal/evidentd/servicekey"
 	"github.com/evident-log/evident/internal/testinfra"
 	"github.com/evident-log/evident/receipts"
 	"github.com/evident-log/evident/regpolicy/regpolicytest"
+	"github.com/evident-log/evident/servicekey"
 )
 
 // TestReceiptAfterRotation: a statement is registered, the service key is rotated (`evident

@@ -1,4 +1,4 @@
-// Package servicekey manages evidentd's statement and receipt key on disk: generating
+// Package servicekey manages the service's statement and receipt key on disk: generating
 // Ed25519 or ECDSA P-256 keys as PEM files (optionally encrypted with a password in
 // sigstore's "ENCRYPTED SIGSTORE PRIVATE KEY" format, through sigstore/sigstore's
 // cryptoutils), rotating them, and keeping the key history: every key the service ever
@@ -9,7 +9,8 @@
 // the history (and so in /.well-known/scitt-keys and in every exported bundle), and the
 // verifier accepts a signature by a key whose window covers the signing time.
 //
-// It depends on no service code, so the evident CLI (evident keys) uses it too.
+// The key-file format is shared by evidentd and the evident CLI (evident keys), so the
+// package sits beside the other formats and depends on no service code.
 package servicekey
 
 import (
@@ -25,6 +26,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/evident-log/evident/bundle"
@@ -115,6 +117,21 @@ func LoadPublic(path string) (crypto.PublicKey, error) {
 		return nil, fmt.Errorf("servicekey: %s: %T has no public key", path, k)
 	}
 	return receipts.ParseCOSEKey(b)
+}
+
+// LoadAnyPublic reads the public key of a PEM private key (an encrypted one with password),
+// of a PEM public key or of a COSE_Key.
+func LoadAnyPublic(path string, password []byte) (crypto.PublicKey, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		if blk, _ := pem.Decode(b); blk != nil && strings.Contains(blk.Type, "ENCRYPTED") {
+			k, err := Load(path, password)
+			if err != nil {
+				return nil, err
+			}
+			return k.Public(), nil
+		}
+	}
+	return LoadPublic(path)
 }
 
 // WriteNew writes data to path (mode 0600), synced, refusing to overwrite.
