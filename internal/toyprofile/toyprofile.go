@@ -27,7 +27,7 @@ import (
 
 // The toy profile's names.
 const (
-	Profile         = "toy/1"
+	Profile                          = "toy/1"
 	CodeGap         ledger.Code      = "toy_gap"          // refusal: n is not the previous + 1
 	CodeNotToy      ledger.Code      = "not_toy"          // problem: the tally of a chain that is not a toy chain
 	CodeTallyWrong  ledger.Code      = "toy_tally_wrong"  // verification: the bundle's tally is not its entries'
