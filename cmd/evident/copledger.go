@@ -1,21 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto"
-	"crypto/x509"
-	"encoding/pem"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/evident-log/evident/internal/rawjson"
-	"github.com/evident-log/evident/ledger/canonical"
 	"github.com/evident-log/evident/ledger/profile/cop"
 	"github.com/evident-log/evident/verifier"
 )
@@ -116,7 +109,7 @@ func copLedgerVerify(ctx context.Context, cmd *cobra.Command, path string, keys 
 			fmt.Fprintln(stderr, "evident cop-ledger verify:", err)
 			return exitFailure
 		}
-		nks, err := parseLedgerKey(b)
+		nks, err := cop.ParseKeyFile(b)
 		if err != nil {
 			fmt.Fprintf(stderr, "evident cop-ledger verify: %s: %v\n", k, err)
 			return exitUsage
@@ -130,66 +123,40 @@ func copLedgerVerify(ctx context.Context, cmd *cobra.Command, path string, keys 
 		}
 	}
 	if events != "" {
-		ev, err := readEvents(events, lim)
+		f, err := os.Open(events)
+		if err != nil {
+			fmt.Fprintln(stderr, "evident cop-ledger verify:", err)
+			return exitFailure
+		}
+		ev, err := cop.ReadEvents(f, events, verifier.MaxLineSize(lim)) // an event as large as the record limit, in an entry line
+		f.Close()
 		if err != nil {
 			fmt.Fprintln(stderr, "evident cop-ledger verify:", err)
 			return exitFailure
 		}
 		chk.Events = ev
 	}
-	pos := []string{path}
-	f, err := os.Open(pos[0])
+	f, err := os.Open(path)
 	if err != nil {
 		fmt.Fprintln(stderr, "evident cop-ledger verify:", err)
 		return exitFailure
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<16)
-	var n int
-	var first, last cop.LedgerRecord
-	for {
-		if err := ctx.Err(); err != nil {
-			fmt.Fprintln(stderr, "evident cop-ledger verify:", err)
-			return exitFailure
-		}
-		line, err := br.ReadBytes('\n')
-		if len(line) == 0 && err == io.EOF {
-			break
-		}
-		if err != nil && err != io.EOF {
-			fmt.Fprintln(stderr, "evident cop-ledger verify:", err)
-			return exitFailure
-		}
-		line = []byte(strings.TrimRight(string(line), "\r\n"))
-		if len(line) == 0 {
-			continue
-		}
-		cerr := lim.Check(line) // the ledger's lines are records: the limits apply before they are parsed
-		if cerr == nil {
-			cerr = chk.Next(line)
-		}
-		if cerr != nil {
-			var le *cop.LedgerError
-			res.Error = cerr.Error()
-			if errors.As(cerr, &le) {
-				res.Error = le.Detail
-			}
-			fmt.Fprintf(text, "BROKEN: %s line %d: %s\n", pos[0], n+1, res.Error)
-			fmt.Fprintf(text, "  %d record(s) before it verified\n", n)
-			res.Verdict, res.Records, res.BrokenLine, res.Signed, res.Matched = "broken", n, n+1, chk.Signed, chk.Matched
-			return done(exitBroken)
-		}
-		if n == 0 {
-			first = chk.Last
-		}
-		last = chk.Last
-		n++
-		if err == io.EOF {
-			break
-		}
+	scan, err := cop.ScanLedger(ctx, f, chk, lim.Check)
+	if err != nil {
+		fmt.Fprintln(stderr, "evident cop-ledger verify:", err)
+		return exitFailure
+	}
+	n, first, last := scan.Records, scan.First, scan.Last
+	if scan.Err != nil {
+		res.Error = cop.BrokenDetail(scan.Err)
+		fmt.Fprintf(text, "BROKEN: %s line %d: %s\n", path, scan.Broken, res.Error)
+		fmt.Fprintf(text, "  %d record(s) before it verified\n", n)
+		res.Verdict, res.Records, res.BrokenLine, res.Signed, res.Matched = "broken", n, scan.Broken, chk.Signed, chk.Matched
+		return done(exitBroken)
 	}
 	if n == 0 {
-		fmt.Fprintf(text, "NOT EVALUATED: %s holds no ledger record\n", pos[0])
+		fmt.Fprintf(text, "NOT EVALUATED: %s holds no ledger record\n", path)
 		res.Verdict, res.Notes = "not_evaluated", []string{"the file holds no ledger record"}
 		return done(exitNotEvaluated)
 	}
@@ -205,7 +172,7 @@ func copLedgerVerify(ctx context.Context, cmd *cobra.Command, path string, keys 
 	if len(notes) > 0 {
 		code, verdict = exitNotEvaluated, "NOT EVALUATED"
 	}
-	fmt.Fprintf(text, "%s: %s: %d COP Ledger record(s), index %d..%d, Topic %s, node %s\n", verdict, pos[0], n, first.Index, last.Index, last.TopicID, last.NodeID)
+	fmt.Fprintf(text, "%s: %s: %d COP Ledger record(s), index %d..%d, Topic %s, node %s\n", verdict, path, n, first.Index, last.Index, last.TopicID, last.NodeID)
 	fmt.Fprintf(text, "  index +1 and the prevHash chain hold; %d node signature(s) verified; %d eventHash(es) matched their event's copHash\n", chk.Signed, chk.Matched)
 	if first.Index > 0 {
 		fmt.Fprintf(text, "  the ledger starts at index %d: its first prevHash is taken as given\n", first.Index)
@@ -229,52 +196,4 @@ func orCode(first, code int) int {
 		return first
 	}
 	return code
-}
-
-// parseLedgerKey reads a PEM "PUBLIC KEY" (PKIX) or what cop.ParsePublicKey reads.
-func parseLedgerKey(b []byte) ([]cop.NodeKey, error) {
-	s := strings.TrimSpace(string(b))
-	if !strings.HasPrefix(s, "-----BEGIN") {
-		return cop.ParsePublicKey(b)
-	}
-	blk, rest := pem.Decode([]byte(s))
-	if blk == nil || blk.Type != "PUBLIC KEY" || len(strings.TrimSpace(string(rest))) != 0 {
-		return nil, errors.New(`one PEM "PUBLIC KEY" block expected`)
-	}
-	pub, err := x509.ParsePKIXPublicKey(blk.Bytes)
-	if err != nil {
-		return nil, err
-	}
-	if err := cop.CheckPublicKey(pub); err != nil {
-		return nil, err
-	}
-	return []cop.NodeKey{{Public: pub}}, nil
-}
-
-// readEvents reads COP Events from JSON Lines: raw events, or entry lines carrying "record".
-func readEvents(path string, lim canonical.Limits) (map[string][]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	out := map[string][]byte{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<16), verifier.MaxLineSize(lim)) // an event as large as the record limit, in an entry line
-	for i := 1; sc.Scan(); i++ {
-		line := sc.Bytes()
-		if len(strings.TrimSpace(string(line))) == 0 {
-			continue
-		}
-		rec := append([]byte(nil), line...)
-		if r, ok, err := rawjson.Member(line, "record"); err == nil && ok && len(r) > 0 { // not encoding/json: deep records
-			rec = append([]byte(nil), r...)
-		}
-		e, err := cop.Parse(rec)
-		if err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", path, i, err)
-		}
-		out[e.ID] = rec
-	}
-	return out, sc.Err()
 }

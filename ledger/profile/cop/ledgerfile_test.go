@@ -1,0 +1,125 @@
+package cop_test
+
+import (
+	"bytes"
+	"context"
+	"crypto"
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/evident-log/evident/internal/scenario/copscenario"
+	"github.com/evident-log/evident/ledger/profile/cop"
+)
+
+// ledgerOf writes the COP Ledger of a scenario Topic with a fresh node key.
+func ledgerOf(t *testing.T) ([][]byte, []byte, *cop.Node) {
+	t.Helper()
+	recs, err := copscenario.ClaimsTopic("urn:cop:topic:scan", time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, k, _ := ed25519.GenerateKey(nil)
+	node, err := cop.NewNode("urn:cop:node:test", k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw := cop.NewLedgerWriter(*node)
+	var b bytes.Buffer
+	for i, r := range recs {
+		line, err := lw.Append(r, time.Date(2026, 3, 2, 8, 0, i, 0, time.UTC))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(line)
+		b.WriteString("\n")
+	}
+	return recs, b.Bytes(), node
+}
+
+func noLimit([]byte) error { return nil }
+
+// TestScanLedger: a whole ledger verifies record by record; an altered record stops the scan
+// at its number with the check's detail; a limit refuses a line before it is parsed; a
+// cancelled context is an error, not a verdict.
+func TestScanLedger(t *testing.T) {
+	recs, ledgerBytes, node := ledgerOf(t)
+	check := func() *cop.LedgerCheck {
+		return &cop.LedgerCheck{Keys: map[string]crypto.PublicKey{node.KeyID: node.Signer.Public()}, RequireSignature: true}
+	}
+	chk := check()
+	s, err := cop.ScanLedger(context.Background(), bytes.NewReader(append([]byte("\n"), ledgerBytes...)), chk, noLimit)
+	if err != nil || s.Err != nil || s.Records != len(recs) || s.Broken != 0 || chk.Signed != len(recs) || s.First.Index != 0 || s.Last.Index != uint64(len(recs)-1) {
+		t.Fatalf("scan %+v %v", s, err)
+	}
+	lines := bytes.SplitAfter(ledgerBytes, []byte("\n"))
+	lines[2] = bytes.Replace(lines[2], []byte(`"createdAt":"20`), []byte(`"createdAt":"19`), 1)
+	s, err = cop.ScanLedger(context.Background(), bytes.NewReader(bytes.Join(lines, nil)), check(), noLimit)
+	if err != nil || s.Broken != 3 || s.Records != 2 || s.Err == nil || cop.BrokenDetail(s.Err) == "" {
+		t.Fatalf("altered third record: %+v %v", s, err)
+	}
+	tooLong := errors.New("too long")
+	s, _ = cop.ScanLedger(context.Background(), bytes.NewReader(ledgerBytes), check(), func([]byte) error { return tooLong })
+	if s.Broken != 1 || !errors.Is(s.Err, tooLong) || cop.BrokenDetail(s.Err) != "too long" {
+		t.Fatalf("limit: %+v", s)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := cop.ScanLedger(ctx, bytes.NewReader(ledgerBytes), check(), noLimit); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+}
+
+// TestParseKeyFile: a PEM public key verifies any keyId; a node key file names its key ids;
+// anything else is refused.
+func TestParseKeyFile(t *testing.T) {
+	_, _, node := ledgerOf(t)
+	der, _ := x509.MarshalPKIXPublicKey(node.Signer.Public())
+	ks, err := cop.ParseKeyFile(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+	if err != nil || len(ks) != 1 || ks[0].KeyID != "" {
+		t.Fatalf("PEM: %+v %v", ks, err)
+	}
+	nf, _ := cop.MarshalNodeKeys([]cop.NodeKey{{NodeID: node.ID, KeyID: node.KeyID, Public: node.Signer.Public()}})
+	if ks, err := cop.ParseKeyFile(nf); err != nil || len(ks) != 1 || ks[0].KeyID != node.KeyID {
+		t.Fatalf("node key file: %+v %v", ks, err)
+	}
+	for _, bad := range []string{"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n", "not a key", ""} {
+		if _, err := cop.ParseKeyFile([]byte(bad)); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// TestReadEvents: raw events and a bundle's entry lines give the same events by id; a line
+// that is no event names its line.
+func TestReadEvents(t *testing.T) {
+	recs, _, _ := ledgerOf(t)
+	var raw, entries bytes.Buffer
+	for _, r := range recs {
+		raw.Write(r)
+		raw.WriteString("\n\n")
+		entries.WriteString(`{"seq":1,"record":`)
+		entries.Write(r)
+		entries.WriteString("}\n")
+	}
+	a, err := cop.ReadEvents(&raw, "raw", 1<<20)
+	if err != nil || len(a) != len(recs) {
+		t.Fatalf("raw: %d %v", len(a), err)
+	}
+	b, err := cop.ReadEvents(&entries, "entries", 1<<20)
+	if err != nil || len(b) != len(recs) {
+		t.Fatalf("entries: %d %v", len(b), err)
+	}
+	for id, r := range a {
+		if !bytes.Equal(b[id], r) {
+			t.Fatalf("event %s differs", id)
+		}
+	}
+	if _, err := cop.ReadEvents(strings.NewReader(string(recs[0])+"\n{}\n"), "f", 1<<20); err == nil || !strings.Contains(err.Error(), "f line 2") {
+		t.Fatalf("a bad line: %v", err)
+	}
+}
