@@ -12,7 +12,7 @@ import (
 // bundleChecks runs the checks a chain's profile makes on files of its own the bundle carries
 // beside the entries (ledger.BundleChecker: the COP Ledger).
 func (v *verifier) bundleChecks(ref bundle.ChainRef) []Check {
-	prof, ok := v.o.Profiles.Lookup(ref.Profile)
+	prof, ok := v.registry().Lookup(ref.Profile)
 	if !ok {
 		return nil
 	}

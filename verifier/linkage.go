@@ -96,7 +96,7 @@ func (t *linkageTrack) coverage() Linkage {
 // linked reports whether a profile's records are meant to name their predecessor
 // (ledger.Linked: CHAP's evidence.prev_hash), so the chain's own linkage is reported.
 func (v *verifier) linked(name string) bool {
-	prof, ok := v.o.Profiles.Lookup(name)
+	prof, ok := v.registry().Lookup(name)
 	if !ok {
 		return false
 	}

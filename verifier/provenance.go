@@ -61,7 +61,7 @@ func (v *verifier) recordProvenance(ref bundle.ChainRef, res *replayResult, seal
 
 // crossChain returns the registry's adapter of a profile whose chains reference other chains.
 func (v *verifier) crossChain(name string) (ledger.CrossChain, bool) {
-	prof, ok := v.o.Profiles.Lookup(name)
+	prof, ok := v.registry().Lookup(name)
 	if !ok {
 		return nil, false
 	}

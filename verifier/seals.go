@@ -48,7 +48,7 @@ func (v *verifier) verifyChain(ref bundle.ChainRef) (ChainReport, []Check, error
 		}
 	}
 	var res *replayResult
-	if prof, ok := v.o.Profiles.Lookup(ref.Profile); !ok {
+	if prof, ok := v.registry().Lookup(ref.Profile); !ok {
 		v.state(bundle.EntriesFile(ref.Dir)).interpreted = true
 		checks = append(checks, Check{Name: CheckChainProfile, Chain: ref.ID, Status: NotEvaluated, Code: CodeUnknownProfile,
 			Detail: fmt.Sprintf("this verifier has no adapter for profile %q: the chain's entries, signatures and seal states are not evaluated", ref.Profile)})

@@ -119,12 +119,12 @@ type sliceResult struct {
 // slices (ledger.Sliceable), and the names of every such profile.
 func (v *verifier) sliceable(name string) (ledger.Profile, ledger.Sliceable, []string) {
 	var names []string
-	for _, p := range v.o.Profiles.All() {
+	for _, p := range v.registry().All() {
 		if _, ok := p.(ledger.Sliceable); ok {
 			names = append(names, p.Name())
 		}
 	}
-	prof, ok := v.o.Profiles.Lookup(name)
+	prof, ok := v.registry().Lookup(name)
 	if !ok {
 		return nil, nil, names
 	}

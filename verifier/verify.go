@@ -549,3 +549,11 @@ func (v *verifier) checkLog(rep *Report) []Check {
 	// Checkpoints of different sizes: checkLogConsistency (consistency.go).
 	return checks
 }
+
+// registry returns the profiles the chains are replayed with (Options.Profiles).
+func (v *verifier) registry() *profile.Registry {
+	if v.o.Profiles == nil {
+		return profile.Default()
+	}
+	return v.o.Profiles
+}

@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"crypto"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -109,7 +113,7 @@ func copLedgerVerify(ctx context.Context, cmd *cobra.Command, path string, keys 
 			fmt.Fprintln(stderr, "evident cop-ledger verify:", err)
 			return exitFailure
 		}
-		nks, err := cop.ParseKeyFile(b)
+		nks, err := parseLedgerKey(b)
 		if err != nil {
 			fmt.Fprintf(stderr, "evident cop-ledger verify: %s: %v\n", k, err)
 			return exitUsage
@@ -196,4 +200,26 @@ func orCode(first, code int) int {
 		return first
 	}
 	return code
+}
+
+// parseLedgerKey reads a PEM "PUBLIC KEY" (PKIX, no key id: it verifies records of any
+// keyId), or what cop.ParsePublicKey reads. PEM is read here, not in package cop: crypto/x509
+// would bring the network stack into the offline verifier, which imports the profiles.
+func parseLedgerKey(b []byte) ([]cop.NodeKey, error) {
+	s := strings.TrimSpace(string(b))
+	if !strings.HasPrefix(s, "-----BEGIN") {
+		return cop.ParsePublicKey(b)
+	}
+	blk, rest := pem.Decode([]byte(s))
+	if blk == nil || blk.Type != "PUBLIC KEY" || len(strings.TrimSpace(string(rest))) != 0 {
+		return nil, errors.New(`one PEM "PUBLIC KEY" block expected`)
+	}
+	pub, err := x509.ParsePKIXPublicKey(blk.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	if err := cop.CheckPublicKey(pub); err != nil {
+		return nil, err
+	}
+	return []cop.NodeKey{{Public: pub}}, nil
 }

@@ -3,8 +3,6 @@ package cop
 import (
 	"bufio"
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -72,28 +70,6 @@ func BrokenDetail(err error) string {
 		return le.Detail
 	}
 	return err.Error()
-}
-
-// ParseKeyFile reads the public key of a COP node in any form an operator hands it over: a
-// PEM "PUBLIC KEY" (PKIX, no key id: it verifies records of any keyId), or what
-// ParsePublicKey reads (a JWK, or a node key file such as a bundle's trust/cop-nodes.json).
-func ParseKeyFile(b []byte) ([]NodeKey, error) {
-	s := strings.TrimSpace(string(b))
-	if !strings.HasPrefix(s, "-----BEGIN") {
-		return ParsePublicKey(b)
-	}
-	blk, rest := pem.Decode([]byte(s))
-	if blk == nil || blk.Type != "PUBLIC KEY" || len(strings.TrimSpace(string(rest))) != 0 {
-		return nil, errors.New(`one PEM "PUBLIC KEY" block expected`)
-	}
-	pub, err := x509.ParsePKIXPublicKey(blk.Bytes)
-	if err != nil {
-		return nil, err
-	}
-	if err := CheckPublicKey(pub); err != nil {
-		return nil, err
-	}
-	return []NodeKey{{Public: pub}}, nil
 }
 
 // ReadEvents reads COP Events from JSON Lines, keyed by event id: raw events, or entry lines

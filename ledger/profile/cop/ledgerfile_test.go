@@ -5,8 +5,6 @@ import (
 	"context"
 	"crypto"
 	"crypto/ed25519"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"strings"
 	"testing"
@@ -71,26 +69,6 @@ func TestScanLedger(t *testing.T) {
 	cancel()
 	if _, err := cop.ScanLedger(ctx, bytes.NewReader(ledgerBytes), check(), noLimit); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
-	}
-}
-
-// TestParseKeyFile: a PEM public key verifies any keyId; a node key file names its key ids;
-// anything else is refused.
-func TestParseKeyFile(t *testing.T) {
-	_, _, node := ledgerOf(t)
-	der, _ := x509.MarshalPKIXPublicKey(node.Signer.Public())
-	ks, err := cop.ParseKeyFile(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
-	if err != nil || len(ks) != 1 || ks[0].KeyID != "" {
-		t.Fatalf("PEM: %+v %v", ks, err)
-	}
-	nf, _ := cop.MarshalNodeKeys([]cop.NodeKey{{NodeID: node.ID, KeyID: node.KeyID, Public: node.Signer.Public()}})
-	if ks, err := cop.ParseKeyFile(nf); err != nil || len(ks) != 1 || ks[0].KeyID != node.KeyID {
-		t.Fatalf("node key file: %+v %v", ks, err)
-	}
-	for _, bad := range []string{"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n", "not a key", ""} {
-		if _, err := cop.ParseKeyFile([]byte(bad)); err == nil {
-			t.Errorf("%q parsed", bad)
-		}
 	}
 }
 

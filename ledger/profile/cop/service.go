@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 
 	"github.com/evident-log/evident/ledger"
 	"github.com/evident-log/evident/ledger/profile/service"
@@ -86,7 +85,7 @@ func (s nodeService) Routes() []service.Route {
 // signatures are deterministic, so the ledger of an entry never changes once it is durable.
 func (s nodeService) WriteLedger(ctx context.Context, w io.Writer, c service.Chain) (uint64, error) {
 	if c.Profile() != Profile {
-		return 0, &service.Problem{Status: http.StatusNotFound, Code: string(CodeNotCOP),
+		return 0, &service.Problem{Status: 404, Code: string(CodeNotCOP),
 			Detail: fmt.Sprintf("chain %q is a %s chain; a COP Ledger exists only for %s Topics", c.ID(), c.Profile(), Profile)}
 	}
 	lw := NewLedgerWriter(*s.node)

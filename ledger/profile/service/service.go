@@ -96,7 +96,7 @@ type Bundle interface {
 
 // Problem is an error a Route's Serve returns to be answered as an RFC 9457 problem.
 type Problem struct {
-	Status int    // HTTP status
+	Status int    // HTTP status, e.g. 404 (a number: the profiles, and so the verifier, link no net/http)
 	Code   string // the stable problem code, declared by the profile (ledger.CodeDoc)
 	Detail string
 }
