@@ -15,7 +15,7 @@ import (
 )
 
 // ledgerOf writes the COP Ledger of a scenario Topic with a fresh node key.
-func ledgerOf(t *testing.T) ([][]byte, []byte, *cop.Node) {
+func ledgerOf(t testing.TB) ([][]byte, []byte, *cop.Node) {
 	t.Helper()
 	recs, err := copscenario.ClaimsTopic("urn:cop:topic:scan", time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC))
 	if err != nil {
@@ -100,4 +100,35 @@ func TestReadEvents(t *testing.T) {
 	if _, err := cop.ReadEvents(strings.NewReader(string(recs[0])+"\n{}\n"), "f", 1<<20); err == nil || !strings.Contains(err.Error(), "f line 2") {
 		t.Fatalf("a bad line: %v", err)
 	}
+}
+
+// FuzzReadLedgerFiles: whatever the bytes, ScanLedger and ReadEvents return without panic;
+// a scan reports a broken record exactly when it has a reason, never more records than the
+// input has lines, and a whole ledger of its own is read back in full.
+func FuzzReadLedgerFiles(f *testing.F) {
+	recs, ledgerBytes, node := ledgerOf(f)
+	f.Add(ledgerBytes)
+	f.Add(bytes.Join(recs, []byte("\n")))
+	f.Add([]byte("\n\r\n{}\n[]"))
+	f.Add([]byte(`{"seq":0,"record":{"id":"x"}}`))
+	keys := map[string]crypto.PublicKey{node.KeyID: node.Signer.Public()}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := cop.ScanLedger(context.Background(), bytes.NewReader(data), &cop.LedgerCheck{Keys: keys}, noLimit)
+		if err != nil {
+			t.Fatalf("a reader that cannot fail failed: %v", err)
+		}
+		if (s.Broken != 0) != (s.Err != nil) || s.Records > bytes.Count(data, []byte("\n"))+1 {
+			t.Fatalf("scan %+v", s)
+		}
+		if s.Broken != 0 && (s.Broken != s.Records+1 || cop.BrokenDetail(s.Err) == "") {
+			t.Fatalf("broken scan %+v", s)
+		}
+		if evs, err := cop.ReadEvents(bytes.NewReader(data), "fuzz", 1<<16); err == nil {
+			for id, r := range evs {
+				if e, err := cop.Parse(r); err != nil || e.ID != id {
+					t.Fatalf("event %q read back as %v", id, err)
+				}
+			}
+		}
+	})
 }
