@@ -90,3 +90,27 @@ func TestKeyType(t *testing.T) {
 		t.Errorf("Ed25519 signer: %s", got)
 	}
 }
+
+// FuzzClaimOf: any text is read as a claim or refused with ErrFormat, never a panic; a claim
+// names each signer once.
+func FuzzClaimOf(f *testing.F) {
+	f.Add("example.org/log\n4\nqUpJ6LpStB5hCdUZ8sbUXp/G6tuG3Lno9hpd0fGfjRw=\n\n— example.org/log AbCdEf==\n— w1 xyz=\n— w1 xyz=\n")
+	f.Add("")
+	f.Add("a\n\n\n")
+	f.Fuzz(func(t *testing.T, n string) {
+		c, err := misbehaviour.ClaimOf(n)
+		if err != nil {
+			if !errors.Is(err, misbehaviour.ErrFormat) {
+				t.Fatalf("%v does not match ErrFormat", err)
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for _, s := range c.Signers {
+			if seen[s] {
+				t.Fatalf("signer %q twice", s)
+			}
+			seen[s] = true
+		}
+	})
+}

@@ -106,3 +106,22 @@ func TestVerifyKeys(t *testing.T) {
 		t.Errorf("inclusion receipt as consistency: %v", err)
 	}
 }
+
+// FuzzParseKeySet: any bytes give keys or an error, never a panic; every key it returns has
+// its thumbprint.
+func FuzzParseKeySet(f *testing.F) {
+	f.Add([]byte{0x80})
+	f.Add([]byte{0xa1, 0x01, 0x01})
+	f.Add([]byte("not cbor"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		keys, err := ParseKeySet("fuzz", b)
+		if err != nil {
+			return
+		}
+		for _, k := range keys {
+			if k.Public == nil || len(k.Thumbprint) == 0 {
+				t.Fatalf("key %+v", k)
+			}
+		}
+	})
+}
