@@ -1,47 +1,17 @@
 package bundle_test
 
 import (
-	"bytes"
-	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/internal/testinfra"
 )
-
-// streamBundle writes a bundle with bundle.Writer: chains with the given numbers of entry
-// lines, each beside other files.
-func streamBundle(t testing.TB, lines ...int) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	w := bundle.NewWriter(&buf)
-	if err := w.WriteFile(bundle.LogKeyFile, []byte("key\n")); err != nil {
-		t.Fatal(err)
-	}
-	for i, n := range lines {
-		dir := bundle.ChainDir(fmt.Sprintf("ws-%d", i))
-		var b strings.Builder
-		for q := range n {
-			fmt.Fprintf(&b, `{"seq":%d,"record":{"text":"%s"}}`+"\n", q, strings.Repeat("x", q%200))
-		}
-		if err := w.WriteFile(bundle.EntriesFile(dir), []byte(b.String())); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.WriteFile(bundle.SealFile(dir, 0), bytes.Repeat([]byte("\n"), 77)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(bundle.Manifest{}); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 // TestCountEntries: the entries lines of every chain are counted as the bundle streams,
 // in pieces of any size; other files' newlines are not; a stream that is not a bundle, or
 // stops short, is read to its end and counted as far as it goes.
 func TestCountEntries(t *testing.T) {
-	full := streamBundle(t, 3, 0, 25000)
+	full := testinfra.StreamedBundle(t, 3, 0, 25000)
 	for _, tc := range []struct {
 		name  string
 		data  []byte
@@ -51,7 +21,7 @@ func TestCountEntries(t *testing.T) {
 		{"whole", full, len(full), 25003},
 		{"one byte at a time", full, 1, 25003},
 		{"odd pieces", full, 4093, 25003},
-		{"no chain", streamBundle(t), 512, 0},
+		{"no chain", testinfra.StreamedBundle(t), 512, 0},
 		{"not a zip", []byte("PK\x03\x04 but nothing after"), 3, 0},
 		{"cut in the last entries file", full[:len(full)/2], 1000, 0},
 	} {
@@ -80,8 +50,8 @@ func TestCountEntries(t *testing.T) {
 // never counts more lines than the bytes hold newlines once inflated; a bundle of its own is
 // counted exactly.
 func FuzzEntryCounter(f *testing.F) {
-	f.Add(streamBundle(f, 2, 0), uint8(7))
-	f.Add(streamBundle(f, 1), uint8(200))
+	f.Add(testinfra.StreamedBundle(f, 2, 0), uint8(7))
+	f.Add(testinfra.StreamedBundle(f, 1), uint8(200))
 	f.Add([]byte("PK\x03\x04"), uint8(3))
 	f.Fuzz(func(t *testing.T, data []byte, step uint8) {
 		c := bundle.NewEntryCounter()

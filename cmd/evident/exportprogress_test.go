@@ -7,40 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/evident-log/evident/bundle"
+	"github.com/evident-log/evident/internal/testinfra"
 )
-
-// streamBundle writes a bundle with bundle.Writer: chains with the given numbers of entry
-// lines, each beside other files.
-func streamBundle(t *testing.T, lines ...int) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	w := bundle.NewWriter(&buf)
-	if err := w.WriteFile(bundle.LogKeyFile, []byte("key\n")); err != nil {
-		t.Fatal(err)
-	}
-	for i, n := range lines {
-		dir := bundle.ChainDir(fmt.Sprintf("ws-%d", i))
-		var b strings.Builder
-		for q := range n {
-			fmt.Fprintf(&b, `{"seq":%d,"record":{"text":"%s"}}`+"\n", q, strings.Repeat("x", q%200))
-		}
-		if err := w.WriteFile(bundle.EntriesFile(dir), []byte(b.String())); err != nil {
-			t.Fatal(err)
-		}
-		if err := w.WriteFile(bundle.SealFile(dir, 0), bytes.Repeat([]byte("\n"), 77)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(bundle.Manifest{}); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 // TestExportProgressEntries: with a total announced the report counts entries; without, bytes.
 func TestExportProgressEntries(t *testing.T) {
-	data := streamBundle(t, 2500)
+	data := testinfra.StreamedBundle(t, 2500)
 	for _, tc := range []struct {
 		name      string
 		announced bool
