@@ -1,5 +1,5 @@
 // Package chapdemo_test keeps the README's walk-through files equal to what
-// ledger/profile/chap/scenario builds (`go test ./testvectors/chap-demo -update` rewrites
+// internal/scenario/chapscenario builds (`go test ./testvectors/chap-demo -update` rewrites
 // them): support-triage.jsonl, the ten signed envelopes of `evident demo` in the reference
 // Coordinator's wire form, and support-triage.paper.jsonl, the same triage in the paper's
 // Listing 1 form (thirteen envelopes).

@@ -6,7 +6,7 @@
 // recorded bytes. It refuses to overwrite a file.
 //
 // COP (profile cop/1.0, chain urn:cop:topic:history-1, whose directory in a bundle is
-// %XX-escaped): the claims-handling Topic of ledger/profile/cop/scenario, seven events
+// %XX-escaped): the claims-handling Topic of internal/scenario/copscenario, seven events
 // with copHash and the emitting node's Ed25519 signature, COP JSON and structured-mode
 // CloudEvents mixed, a cop.key.declared event first and a causal DAG through
 // parentEventIds; cop1.jsonl holds the first four (sealed after them), cop2.jsonl the
