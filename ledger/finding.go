@@ -50,7 +50,7 @@ type ServiceAttested interface {
 type CodeDoc struct {
 	Code    Code
 	Kind    string // as docs/errors.md shows it: "refusal", "critical finding", "notice", "verification", …
-	HTTP    int    // the status evidentd answers the code with (422 for a refusal); 0 when it is no HTTP problem
+	HTTP    int    // the status evidentd answers the code with (422 is usual for a refusal); 0 when it is no HTTP problem
 	Meaning string // one line for a person
 }
 

@@ -28,7 +28,7 @@ import (
 // The toy profile's names.
 const (
 	Profile                          = "toy/1"
-	CodeGap         ledger.Code      = "toy_gap"          // refusal: n is not the previous + 1
+	CodeGap         ledger.Code      = "toy_gap"          // refusal (409): n is not the previous + 1
 	CodeNotToy      ledger.Code      = "not_toy"          // problem: the tally of a chain that is not a toy chain
 	CodeTallyWrong  ledger.Code      = "toy_tally_wrong"  // verification: the bundle's tally is not its entries'
 	CodeTallyAbsent ledger.Code      = "toy_tally_absent" // verification (not evaluated): no tally in the bundle
@@ -98,7 +98,7 @@ func (s *State) Admit(at ledger.Position, record []byte) (*ledger.Admission, err
 // CodeDocs documents the toy codes.
 func (Adapter) CodeDocs() []ledger.CodeDoc {
 	return []ledger.CodeDoc{
-		{Code: CodeGap, Kind: "refusal", HTTP: 422, Meaning: "Toy: `n` is not the previous + 1"},
+		{Code: CodeGap, Kind: "refusal", HTTP: 409, Meaning: "Toy: `n` is not the previous + 1"},
 		{Code: CodeNotToy, Kind: "problem", HTTP: 404, Meaning: "`GET …/toy-tally` of a chain that is not a toy chain"},
 		{Code: CodeTallyWrong, Kind: "verification", Meaning: "Toy: the bundle's tally is not the count of its entries"},
 		{Code: CodeTallyAbsent, Kind: "verification (not evaluated)", Meaning: "Toy: a toy chain exported without its tally"},

@@ -58,6 +58,9 @@ func New(ps ...ledger.Profile) (*Registry, error) {
 				if c.Code == "" || c.Kind == "" || c.Meaning == "" {
 					return nil, fmt.Errorf("%w: %s: code %q is empty or undocumented", ErrRegistry, name, c.Code)
 				}
+				if c.HTTP != 0 && (c.HTTP < 400 || c.HTTP > 499) {
+					return nil, fmt.Errorf("%w: %s: code %q with HTTP status %d, not a client error", ErrRegistry, name, c.Code, c.HTTP)
+				}
 				if prev, ok := codes[c.Code]; ok {
 					return nil, fmt.Errorf("%w: code %q of %s is also %s's", ErrRegistry, c.Code, name, prev)
 				}

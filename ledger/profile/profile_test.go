@@ -104,6 +104,7 @@ func TestNewRefuses(t *testing.T) {
 		{"a name twice", []ledger.Profile{fake{name: "a/1"}, fake{name: "a/1"}}},
 		{"an empty name", []ledger.Profile{fake{}}},
 		{"a code twice", []ledger.Profile{fake{name: "a/1", codes: []ledger.CodeDoc{code}}, fake{name: "b/1", codes: []ledger.CodeDoc{code}}}},
+		{"a code answered 500", []ledger.Profile{fake{name: "a/1", codes: []ledger.CodeDoc{{Code: "y", Kind: "refusal", HTTP: 500, Meaning: "m"}}}}},
 		{"an undocumented code", []ledger.Profile{fake{name: "a/1", codes: []ledger.CodeDoc{{Code: "y", Kind: "refusal"}}}}},
 		{"a check twice", []ledger.Profile{fake{name: "a/1", checks: []ledger.CheckDoc{check}}, fake{name: "b/1", checks: []ledger.CheckDoc{check}}}},
 		{"a setting twice", []ledger.Profile{fake{name: "a/1", settings: []service.Setting{setting}}, fake{name: "b/1", settings: []service.Setting{setting}}}},

@@ -264,7 +264,7 @@ func Open(ctx context.Context, cfg Config) (*Daemon, error) {
 	}
 	d.handler = server.New(server.Config{Pipeline: p, Store: st, Service: svc, Tokens: cfg.Tokens, ClientCerts: cfg.ClientCA != "", MaxBody: cfg.MaxBody, MaxBatch: cfg.MaxBatch, Limits: limits, PacketBound: packetBound,
 		MaxInFlight: cfg.HTTP.MaxInFlight, WriteTimeout: cfg.HTTP.WriteTimeout,
-		Producer: buildinfo.Read().Program("evidentd"), Logger: cfg.Logger, SCITT: sc, Extensions: exts, AccessLog: cfg.AccessLog,
+		Producer: buildinfo.Read().Program("evidentd"), Logger: cfg.Logger, SCITT: sc, Extensions: exts, Profiles: cfg.Profiles, AccessLog: cfg.AccessLog,
 		Metrics: append([]prometheus.Collector{refused.Collector(), d.connMetric()}, storeMetrics(st)...)})
 	bg, cancel := context.WithCancel(context.Background())
 	d.cancel = cancel

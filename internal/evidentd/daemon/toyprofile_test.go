@@ -43,11 +43,12 @@ func TestToyProfileThroughTheSeam(t *testing.T) {
 	srv := serveUntilCleanup(t, d).URL
 	const chain = "toy-chain"
 
-	// Served: records admitted under the toy profile, and refused with its code.
+	// Served: records admitted under the toy profile, and refused with its code and the
+	// status it declares.
 	postJSONL(t, srv+"/v1/chains/"+chain+"/entries?profile="+toyprofile.Profile, []byte(`{"id":"a","n":1}`+"\n"+`{"id":"b","n":2}`+"\n"+`{"id":"c","n":3}`))
 	status, b := post(t, srv+"/v1/chains/"+chain+"/entries", "application/jsonl", []byte(`{"id":"d","n":5}`))
 	var p api.Problem
-	if err := json.Unmarshal(b, &p); err != nil || status != http.StatusUnprocessableEntity || p.Code != api.ProblemCode(toyprofile.CodeGap) {
+	if err := json.Unmarshal(b, &p); err != nil || status != http.StatusConflict || p.Code != api.ProblemCode(toyprofile.CodeGap) {
 		t.Fatalf("a gap: %d %s", status, b)
 	}
 	postJSONL(t, srv+"/v1/chains/"+chain+"/entries", []byte(`{"id":"d","n":4}`))
@@ -107,7 +108,7 @@ func TestToyProfileThroughTheSeam(t *testing.T) {
 	expectProfileBroken(t, "a wrong tally", verifyWith(t, reg, trust, rezip(t, f)), toyprofile.CheckTally, verifier.Code(toyprofile.CodeTallyWrong))
 
 	// Documented: the docs' tables, made from the registry, hold the toy rows.
-	for _, want := range []string{"| `toy_gap` | refusal | 422 | `toy/1` |", "| `not_toy` | problem | 404 | `toy/1` |", "| `toy_tally_wrong` | verification | — | `toy/1` |"} {
+	for _, want := range []string{"| `toy_gap` | refusal | 409 | `toy/1` |", "| `not_toy` | problem | 404 | `toy/1` |", "| `toy_tally_wrong` | verification | — | `toy/1` |"} {
 		if !strings.Contains(profiledocs.Codes(reg), want) {
 			t.Errorf("codes table lacks %q", want)
 		}

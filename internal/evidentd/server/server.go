@@ -91,6 +91,10 @@ type Config struct {
 	// served below each chain of their profile and their files exported with it
 	// (extension.go). CheckExtensions tells whether they fit beside evidentd's own routes.
 	Extensions []profile.Extension
+	// Profiles is the registry of the served profiles; the HTTP status each of their codes
+	// declares (ledger.CodeDoc.HTTP) is the status of a record refused with it. Nil is
+	// profile.Default().
+	Profiles *profile.Registry
 	// Metrics are served at GET /metrics besides the server's own (e.g. the witness refusals
 	// the daemon counts).
 	Metrics []prometheus.Collector
@@ -103,8 +107,9 @@ type Server struct {
 	handler  http.Handler // mux behind the access log and the request metrics
 	m        *metrics
 	ex       *export.Exporter
-	inflight *inflight // request body bytes held at once (inflight.go)
-	openAPI  []byte    // the OpenAPI description, the extensions' routes included
+	inflight *inflight           // request body bytes held at once (inflight.go)
+	openAPI  []byte              // the OpenAPI description, the extensions' routes included
+	statuses map[ledger.Code]int // the HTTP status the profiles declare for their codes
 }
 
 // route is one route of the API: a ServeMux pattern, its handler, and when it is served.
@@ -175,7 +180,15 @@ func New(c Config) *Server {
 		keys = c.SCITT.Keys
 	}
 	ex := export.New(export.Config{Pipeline: c.Pipeline, Store: c.Store, Service: c.Service, Keys: keys, Extensions: c.Extensions, Producer: c.Producer})
-	s := &Server{c: c, mux: http.NewServeMux(), ex: ex, inflight: &inflight{limit: c.MaxInFlight}}
+	s := &Server{c: c, mux: http.NewServeMux(), ex: ex, inflight: &inflight{limit: c.MaxInFlight}, statuses: map[ledger.Code]int{}}
+	if c.Profiles == nil {
+		c.Profiles = profile.Default()
+	}
+	for _, pc := range c.Profiles.Codes() {
+		if pc.HTTP != 0 {
+			s.statuses[pc.Code] = pc.HTTP
+		}
+	}
 	s.m = newMetrics(s.logSize, s.conflictRetries, append(s.groupCommitMetrics(), append(s.inflightMetrics(), c.Metrics...)...)...)
 	s.scittDefaults()
 	desc, err := describe(c.Extensions)
@@ -376,6 +389,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 			status = http.StatusRequestEntityTooLarge
 		case ledger.CodeFork, ledger.CodePrevMismatch, ledger.CodeIDReused, ledger.CodeClosed, ledger.CodeProfileMismatch:
 			status = http.StatusConflict
+		default:
+			if st, ok := s.statuses[re.Code]; ok { // a profile's own refusal, with the status it declares
+				status = st
+			}
 		}
 		problemLimit(w, status, api.LedgerCode(re.Code), re.Detail, re.Index, s.recordLimit(re))
 	case errors.Is(err, ingest.ErrNoChain):
