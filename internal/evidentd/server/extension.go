@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/evident-log/evident/api"
+	"github.com/evident-log/evident/internal/echo"
 	"github.com/evident-log/evident/ledger/profile"
 	"github.com/evident-log/evident/ledger/profile/service"
 )
@@ -43,7 +44,8 @@ func CheckExtensions(exts []profile.Extension) error {
 }
 
 // extensionHandler serves a profile's route: the chain's head first (so the route sees the
-// chain up to the size it had when the request came), then the route's own answer. A
+// chain up to the size it had when the request came; a chain of another profile is answered
+// 404 with the route's WrongProfile code), then the route's own answer. A
 // problem the route returns before writing is answered as such; an error after the first
 // byte cuts the answer short, which its reader detects (the records end early).
 func extensionHandler(prof string, rt service.Route) handlerMethod {
@@ -52,6 +54,11 @@ func extensionHandler(prof string, rt service.Route) handlerMethod {
 		h, err := s.c.Pipeline.Head(r.Context(), id)
 		if err != nil {
 			s.fail(w, r, err)
+			return
+		}
+		if h.Profile != prof {
+			problem(w, http.StatusNotFound, api.ProblemCode(rt.WrongProfile),
+				fmt.Sprintf("chain %s is a %s chain; …/%s is served for %s chains only", echo.Quote(id), h.Profile, rt.Path, prof), -1)
 			return
 		}
 		c := s.ex.Chain(id, h.Profile, h.Size)
