@@ -15,6 +15,7 @@ import (
 
 	tlog "github.com/transparency-dev/formats/log"
 
+	"github.com/evident-log/evident/internal/durable"
 	"github.com/evident-log/evident/trustfile"
 )
 
@@ -67,26 +68,15 @@ func WriteFile(dir string, p *Proof) (string, error) {
 	return "", fmt.Errorf("%s: %d names taken", filepath.Join(dir, base), maxFileNames)
 }
 
-// createOnce creates path holding data; done is false when path exists with other bytes.
+// createOnce creates path holding data, durably (internal/durable: a crash leaves the whole
+// file or none); done is false when path exists with other bytes.
 func createOnce(path string, data []byte) (done bool, err error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	err = durable.CreateFile(path, data, 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		old, rerr := os.ReadFile(path)
 		return rerr == nil && bytes.Equal(old, data), nil
 	}
-	if err != nil {
-		return false, err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		os.Remove(path)
-		return false, err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(path)
-		return false, err
-	}
-	return true, nil
+	return err == nil, err
 }
 
 // noteSize is the tree size of a checkpoint note's body, 0 if it states none.

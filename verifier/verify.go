@@ -133,9 +133,6 @@ func Verify(ctx context.Context, r *bundle.Reader, o Options) (*Report, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Profiles == nil {
-		o.Profiles = profile.Default()
-	}
 	v := &verifier{ctx: ctx, r: r, o: o, files: map[string]*fileState{},
 		cpFiles: map[uint64][]byte{}, cps: map[cpKey][]string{}, cpBroken: map[string]struct{}{}}
 	pn, err := collectPins(o)

@@ -4,11 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/evident-log/evident/internal/gendoc"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated sections of docs/packages.md")
@@ -113,7 +114,7 @@ func drawn(p string) bool {
 	}
 	switch p {
 	case "internal/testinfra", "internal/chaptest", "internal/testkeys", "internal/benchutil", "internal/toyprofile", "internal/profiledocs",
-		"internal/depgraph", "internal/evidentd/store/storetest", "regpolicy/regpolicytest",
+		"internal/depgraph", "internal/gendoc", "internal/evidentd/store/storetest", "regpolicy/regpolicytest",
 		"internal/echo", "internal/rawjson", "internal/durable", "internal/wait", "internal/logging", "internal/buildinfo", "internal/netlimit", "internal/sigalg":
 		return false
 	}
@@ -134,41 +135,9 @@ func TestDocsCurrent(t *testing.T) {
 		}
 		fmt.Fprintf(&links, "| `%s` | %d | %d: %s |\n", c, len(own), len(mods), strings.Join(mods, ", "))
 	}
-	b, err := os.ReadFile(root + "/docs/packages.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(b)
-	for _, s := range []struct{ name, body string }{
-		{"import-graph", g.Without(func(p string) bool { return !drawn(p) }).Reduced().Mermaid()},
-		{"links", links.String()},
-	} {
-		doc, err = splice(doc, s.name, s.body)
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if doc == string(b) {
-		return
-	}
-	if *update {
-		if err := os.WriteFile(root+"/docs/packages.md", []byte(doc), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Error("docs/packages.md is not today's graph; run go test ./internal/depgraph -update")
-}
-
-func splice(doc, name, body string) (string, error) {
-	begin := fmt.Sprintf("<!-- generated: %s (go test ./internal/depgraph -update); do not edit -->\n", name)
-	end := fmt.Sprintf("<!-- end: %s -->", name)
-	i := strings.Index(doc, begin)
-	j := strings.Index(doc, end)
-	if i < 0 || j < i {
-		return "", fmt.Errorf("docs/packages.md: no section %s", name)
-	}
-	return doc[:i+len(begin)] + body + doc[j:], nil
+	gendoc.Keep(t, root+"/docs/packages.md", *update, "go test ./internal/depgraph -update",
+		gendoc.Section{Name: "import-graph", Body: g.Without(func(p string) bool { return !drawn(p) }).Reduced().Mermaid()},
+		gendoc.Section{Name: "links", Body: links.String()})
 }
 
 // TestReduced: an edge another path implies is dropped, the others kept.

@@ -6,7 +6,6 @@
 package profiledocs
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -46,25 +45,3 @@ func Checks(r *profile.Registry) string {
 
 // cell escapes what would end a table cell.
 func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
-
-// ErrNoSection is returned by Splice for a document without the section's markers.
-var ErrNoSection = errors.New("profiledocs: no generated section")
-
-// Splice returns doc with the body of its generated section name replaced by body. The
-// section is the text between the lines
-//
-//	<!-- generated: NAME (go test ./internal/profiledocs -update); do not edit -->
-//	<!-- end: NAME -->
-func Splice(doc, name, body string) (string, error) {
-	begin := fmt.Sprintf("<!-- generated: %s (go test ./internal/profiledocs -update); do not edit -->\n", name)
-	end := fmt.Sprintf("<!-- end: %s -->", name)
-	i := strings.Index(doc, begin)
-	if i < 0 {
-		return "", fmt.Errorf("%w %q", ErrNoSection, name)
-	}
-	j := strings.Index(doc[i:], end)
-	if j < 0 {
-		return "", fmt.Errorf("%w %q: no end marker", ErrNoSection, name)
-	}
-	return doc[:i+len(begin)] + body + doc[i+j:], nil
-}

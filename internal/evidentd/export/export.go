@@ -39,6 +39,9 @@ type Config struct {
 	// Extensions are the profiles' extensions: each adds its own files to a bundle that
 	// holds chains of its profile (ledger/profile/service).
 	Extensions []profile.Extension
+	// Profiles is the registry of the served profiles (which can be cut into case slices);
+	// nil is profile.Default().
+	Profiles *profile.Registry
 	// Producer is written into every manifest, e.g. "evidentd v0.1.0".
 	Producer string
 	// Now, when set, gives the export time: the manifest's created and the date of every
@@ -67,6 +70,9 @@ type Exporter struct {
 
 // New returns an Exporter reading from c.
 func New(c Config) *Exporter {
+	if c.Profiles == nil {
+		c.Profiles = profile.Default()
+	}
 	budget := c.TreeCache
 	if budget == 0 {
 		budget = DefaultTreeCache

@@ -31,7 +31,7 @@ func (x *Exporter) exportExtensions(ctx context.Context, bw *bundle.Writer, refs
 }
 
 // Chain returns a chain as the profiles' extensions read it: its first size entries, read
-// from the store page by page.
+// from the store page by page as an export reads them (entryPages).
 func (x *Exporter) Chain(id, profile string, size uint64) service.Chain {
 	return &extChain{st: x.c.Store, id: id, profile: profile, size: size}
 }
@@ -47,23 +47,15 @@ func (c *extChain) Profile() string { return c.profile }
 func (c *extChain) Size() uint64    { return c.size }
 func (c *extChain) Dir() string     { return bundle.ChainDir(c.id) }
 
-func (c *extChain) Entries(ctx context.Context, from uint64, fn func(ledger.Entry) error) error {
-	for n := from; n < c.size; {
-		es, err := c.st.Entries(ctx, c.id, store.Filter{From: n, Limit: pageSize})
+func (c *extChain) Entries(ctx context.Context, fn func(ledger.Entry) error) error {
+	for es, err := range entryPages(ctx, c.st, c.id, c.size) {
 		if err != nil {
 			return err
 		}
-		if len(es) == 0 {
-			return nil
-		}
 		for _, e := range es {
-			if e.Seq >= c.size {
-				return nil
-			}
 			if err := fn(ledger.Entry{Seq: e.Seq, Record: e.Record, Arrival: e.Arrival, Prev: e.Prev, Link: e.Link}); err != nil {
 				return err
 			}
-			n = e.Seq + 1
 		}
 	}
 	return nil

@@ -11,7 +11,6 @@ import (
 	"github.com/evident-log/evident/bundle"
 	"github.com/evident-log/evident/internal/evidentd/store"
 	"github.com/evident-log/evident/ledger"
-	"github.com/evident-log/evident/ledger/profile"
 	"github.com/evident-log/evident/receipts"
 )
 
@@ -46,7 +45,7 @@ func (x *Exporter) Slice(ctx context.Context, w io.Writer, chain string, sl Slic
 	if err != nil {
 		return err
 	}
-	prof, _ := profile.Lookup(h.Profile)
+	prof, _ := x.c.Profiles.Lookup(h.Profile)
 	keys, ok := prof.(ledger.Sliceable)
 	if !ok {
 		return fmt.Errorf("chain %q is %s: %w", chain, h.Profile, ErrSliceProfile)

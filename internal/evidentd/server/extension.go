@@ -45,9 +45,9 @@ func CheckExtensions(exts []profile.Extension) error {
 
 // extensionHandler serves a profile's route: the chain's head first (so the route sees the
 // chain up to the size it had when the request came; a chain of another profile is answered
-// 404 with the route's WrongProfile code), then the route's own answer. A
-// problem the route returns before writing is answered as such; an error after the first
-// byte cuts the answer short, which its reader detects (the records end early).
+// 404 with the route's WrongProfile code), then the route's own answer. An error before the
+// first byte is answered as a problem (s.fail); after it, it cuts the answer short, which
+// its reader detects (the records end early).
 func extensionHandler(prof string, rt service.Route) handlerMethod {
 	return func(s *Server, w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("chain")
@@ -63,17 +63,13 @@ func extensionHandler(prof string, rt service.Route) handlerMethod {
 		}
 		c := s.ex.Chain(id, h.Profile, h.Size)
 		lw := &lazyWriter{w: w, contentType: rt.ContentType}
-		err = rt.Serve(r.Context(), c, lw)
-		var p *service.Problem
-		switch {
+		switch err := rt.Serve(r.Context(), c, lw); {
 		case err == nil:
 			if !lw.started {
 				lw.start()
 			}
 		case lw.started:
 			s.streamFailed(r, rt.Path+" failed", "chain", id, "err", err)
-		case errors.As(err, &p):
-			problem(w, p.Status, api.ProblemCode(p.Code), p.Detail, -1)
 		default:
 			s.fail(w, r, err)
 		}
@@ -102,9 +98,9 @@ func (l *lazyWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// describe returns the OpenAPI description of evidentd with the extensions' routes added
-// (api/openapi.json holds evidentd's own).
-func describe(exts []profile.Extension) ([]byte, error) {
+// Describe returns the OpenAPI description evidentd serves at GET /v1/openapi.json: its own
+// routes (api/openapi.json) with the extensions' routes added.
+func Describe(exts []profile.Extension) ([]byte, error) {
 	own := api.OpenAPI()
 	if len(exts) == 0 {
 		return own, nil

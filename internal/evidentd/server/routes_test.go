@@ -95,7 +95,7 @@ func described(t *testing.T) ([]byte, []route) {
 	if err := CheckExtensions(exts); err != nil {
 		t.Fatal(err)
 	}
-	desc, err := describe(exts)
+	desc, err := Describe(exts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -179,11 +179,8 @@ func New(c Config) *Server {
 	if c.SCITT != nil {
 		keys = c.SCITT.Keys
 	}
-	ex := export.New(export.Config{Pipeline: c.Pipeline, Store: c.Store, Service: c.Service, Keys: keys, Extensions: c.Extensions, Producer: c.Producer})
+	ex := export.New(export.Config{Pipeline: c.Pipeline, Store: c.Store, Service: c.Service, Keys: keys, Extensions: c.Extensions, Profiles: c.Profiles, Producer: c.Producer})
 	s := &Server{c: c, mux: http.NewServeMux(), ex: ex, inflight: &inflight{limit: c.MaxInFlight}, statuses: map[ledger.Code]int{}}
-	if c.Profiles == nil {
-		c.Profiles = profile.Default()
-	}
 	for _, pc := range c.Profiles.Codes() {
 		if pc.HTTP != 0 {
 			s.statuses[pc.Code] = pc.HTTP
@@ -191,7 +188,7 @@ func New(c Config) *Server {
 	}
 	s.m = newMetrics(s.logSize, s.conflictRetries, append(s.groupCommitMetrics(), append(s.inflightMetrics(), c.Metrics...)...)...)
 	s.scittDefaults()
-	desc, err := describe(c.Extensions)
+	desc, err := Describe(c.Extensions)
 	if err != nil {
 		panic(err) // api/openapi.json is embedded and tested
 	}
@@ -208,6 +205,9 @@ func New(c Config) *Server {
 // defaults fills in the bounds and logger left unset; a batch bound below one record is
 // unset too (splitBody would refuse every body with it).
 func (c *Config) defaults() {
+	if c.Profiles == nil {
+		c.Profiles = profile.Default()
+	}
 	if c.MaxBody == 0 {
 		c.MaxBody = DefaultMaxBody
 	}

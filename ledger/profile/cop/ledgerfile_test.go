@@ -103,8 +103,9 @@ func TestReadEvents(t *testing.T) {
 }
 
 // FuzzReadLedgerFiles: whatever the bytes, ScanLedger and ReadEvents return without panic;
-// a scan reports a broken record exactly when it has a reason, never more records than the
-// input has lines, and a whole ledger of its own is read back in full.
+// a scan reports a broken record exactly when it has a reason, and never more records than
+// the input has lines; every event ReadEvents keeps parses under its id. (TestScanLedger
+// reads a whole ledger back in full.)
 func FuzzReadLedgerFiles(f *testing.F) {
 	recs, ledgerBytes, node := ledgerOf(f)
 	f.Add(ledgerBytes)

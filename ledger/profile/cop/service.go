@@ -83,15 +83,12 @@ func (s nodeService) Routes() []service.Route {
 // size to w as JSON Lines, signed by the node key, and returns how many it wrote. The records
 // are derived from the stored entries at read time: the node key is Ed25519, whose
 // signatures are deterministic, so the ledger of an entry never changes once it is durable.
+// c is a COP Topic: evidentd serves the route and exports the files for those only.
 func (s nodeService) WriteLedger(ctx context.Context, w io.Writer, c service.Chain) (uint64, error) {
-	if c.Profile() != Profile {
-		return 0, &service.Problem{Status: 404, Code: string(CodeNotCOP),
-			Detail: fmt.Sprintf("chain %q is a %s chain; a COP Ledger exists only for %s Topics", c.ID(), c.Profile(), Profile)}
-	}
 	lw := NewLedgerWriter(*s.node)
 	buf := bufio.NewWriterSize(w, 1<<16)
 	var n uint64
-	err := c.Entries(ctx, 0, func(e ledger.Entry) error {
+	err := c.Entries(ctx, func(e ledger.Entry) error {
 		if e.Seq != n {
 			return fmt.Errorf("cop ledger: entry %d where %d was expected", e.Seq, n)
 		}

@@ -70,7 +70,7 @@ type Route struct {
 	ContentType  string // the media type of the body Serve writes
 	WrongProfile string // the problem code of a chain of another profile, e.g. "not_cop"
 	// Serve writes the route's answer for the chain. An error before the first write is
-	// answered as a problem (a *Problem as itself); after it, the answer is cut short.
+	// answered as an internal error; after it, the answer is cut short.
 	Serve func(ctx context.Context, c Chain, w io.Writer) error
 }
 
@@ -82,9 +82,9 @@ type Chain interface {
 	Size() uint64
 	// Dir is the chain's directory under chains/ in a bundle.
 	Dir() string
-	// Entries calls fn with each entry from seq from up to Size, in order, and stops at the
-	// first error fn returns.
-	Entries(ctx context.Context, from uint64, fn func(ledger.Entry) error) error
+	// Entries calls fn with each entry from seq 0 up to Size, in order, and stops at the first
+	// error fn returns.
+	Entries(ctx context.Context, fn func(ledger.Entry) error) error
 }
 
 // Bundle is the export bundle an extension adds files to. Names are paths inside the bundle
@@ -93,15 +93,6 @@ type Bundle interface {
 	Create(name string) (io.Writer, error)
 	WriteFile(name string, data []byte) error
 }
-
-// Problem is an error a Route's Serve returns to be answered as an RFC 9457 problem.
-type Problem struct {
-	Status int    // HTTP status, e.g. 404 (a number: the profiles, and so the verifier, link no net/http)
-	Code   string // the stable problem code, declared by the profile (ledger.CodeDoc)
-	Detail string
-}
-
-func (p *Problem) Error() string { return fmt.Sprintf("%s: %s", p.Code, p.Detail) }
 
 // ErrDeclaration is returned by Check for a declaration evidentd cannot serve.
 var ErrDeclaration = errors.New("service: bad declaration")

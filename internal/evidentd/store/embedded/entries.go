@@ -266,19 +266,23 @@ func (s *Store) Entries(ctx context.Context, chain string, f store.Filter) ([]st
 			(f.Since.IsZero() || ms(e.Arrival) >= f.Since.UnixMilli()) && (f.Until.IsZero() || ms(e.Arrival) < f.Until.UnixMilli()) &&
 			hasAttrs(e.Attrs, f.Attrs)
 	}
-	full := func() bool { return f.Limit > 0 && len(out) >= f.Limit }
+	// add decodes the entry at seq, keeps it if the filter takes it, and says whether the
+	// scan goes on.
+	add := func(seq uint64, v []byte) (bool, error) {
+		e, err := decodeEntry(chain, seq, v)
+		if err != nil {
+			return false, err
+		}
+		if keep(&e) {
+			out = append(out, e)
+		}
+		return f.Limit <= 0 || len(out) < f.Limit, nil
+	}
 	name, value, byAttr := firstAttr(f.Attrs)
 	if !byAttr {
 		prefix := ck(tagEntry, chain, 0)
 		err := s.scan(ctx, entryKey(chain, f.From), upperBound(prefix), func(k, v []byte) (bool, error) {
-			e, err := decodeEntry(chain, lastUint64(k), v)
-			if err != nil {
-				return false, err
-			}
-			if keep(&e) {
-				out = append(out, e)
-			}
-			return !full(), nil
+			return add(lastUint64(k), v)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("entries of %q: %w", chain, err)
@@ -296,14 +300,7 @@ func (s *Store) Entries(ctx context.Context, chain string, f store.Filter) ([]st
 		if err != nil || !found {
 			return false, fmt.Errorf("attribute index names seq %d: %w", seq, errOr(err, ErrCorrupt))
 		}
-		e, err := decodeEntry(chain, seq, v)
-		if err != nil {
-			return false, err
-		}
-		if keep(&e) {
-			out = append(out, e)
-		}
-		return !full(), nil
+		return add(seq, v)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("entries of %q: %w", chain, err)
